@@ -1,0 +1,3 @@
+"""s2s: encoder-decoder Transformer translation from one YAML file."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,295 @@
+"""Typed, frozen configuration loaded strictly from YAML, with `--set a.b=v` overrides.
+
+Every section is a frozen dataclass. Loading refuses unknown keys (naming the dotted path and the
+closest valid key), wrong types and impossible values, and reports every problem at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from seq2seq.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Parallel text files (one sentence per line) and the training length filter."""
+
+    train_src: str = ""
+    train_tgt: str = ""
+    valid_src: str = ""
+    valid_tgt: str = ""
+    max_len: int = 256  # max subword tokens per side; longer training pairs are dropped
+    max_len_ratio: float = 3.0  # drop training pairs whose token-length ratio exceeds this (0 = off)
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """SentencePiece model trained on the training corpus and stored in the run directory."""
+
+    type: Literal["bpe", "unigram"] = "bpe"
+    vocab_size: int = 8000
+    joint: bool = True  # one vocabulary for source and target
+    character_coverage: float = 1.0
+    split_digits: bool = False
+    max_sentences: int = 2_000_000  # sentences sampled for training the tokenizer
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Encoder-decoder Transformer sizes and regularization."""
+
+    d_model: int = 256
+    heads: int = 4
+    ffn_dim: int = 1024
+    encoder_layers: int = 3
+    decoder_layers: int = 3
+    dropout: float = 0.1  # residual and embedding dropout
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    norm: Literal["pre", "post"] = "pre"
+    max_positions: int = 1024
+    share_all_embeddings: bool = True  # source = target embedding = output (needs a joint vocabulary)
+    tie_output: bool = True  # target embedding = output projection
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimization, batching, checkpointing and validation."""
+
+    seed: int = 1
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    max_tokens: int = 4096  # per batch (and per GPU), padding included
+    accum_steps: int = 1
+    lr: float = 5e-4
+    warmup_steps: int = 4000
+    weight_decay: float = 0.0
+    clip_norm: float = 1.0  # 0 = no clipping
+    label_smoothing: float = 0.1
+    max_steps: int = 0  # 0 = no limit
+    max_epochs: int = 0  # 0 = no limit
+    log_every: int = 50
+    valid_every: int = 500
+    keep_checkpoints: int = 3  # numbered checkpoints kept besides last.pt and best.pt
+    best_metric: Literal["loss", "bleu"] = "loss"
+    patience: int = 0  # stop after this many validations without improvement (0 = never)
+    valid_bleu: bool = True  # decode the validation set and compute BLEU at each validation
+    valid_beam: int = 1
+    valid_subset: int = 0  # decode only the first N validation sentences for BLEU (0 = all)
+    valid_samples: int = 3  # sample translations written to the log at each validation
+    ema_decay: float = 0.0  # exponential moving average of weights, used for validation and saving
+    num_threads: int = 0  # CPU threads for torch (0 = torch's default)
+    compile: bool = False  # torch.compile the model
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Defaults for `s2s translate` and `s2s evaluate` (each can be overridden on the command line)."""
+
+    beam: int = 5
+    length_penalty: float = 1.0  # GNMT alpha; 0 = plain sum of log-probabilities
+    max_len_a: float = 1.5  # max output length = a * source length + b
+    max_len_b: int = 10
+    min_len: int = 1
+    max_tokens: int = 4000  # source tokens per decoding batch
+
+
+@dataclass(frozen=True)
+class Config:
+    """One training run: where it lives and how every stage is configured."""
+
+    run_dir: str = ""
+    data: DataConfig = field(default_factory=DataConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config, apply `a.b=value` overrides, and validate everything at once."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    for item in overrides or []:
+        apply_override(raw, item)
+    return config_from_dict(raw)
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Set `section.key=value` in a raw config dict; the value is parsed as YAML, then type-checked."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like section.key=value")
+    dotted, value = item.split("=", 1)
+    *parents, leaf = dotted.strip().split(".")
+    node = raw
+    for name in parents:
+        node = node.setdefault(name, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {item!r}: {name} is not a section")
+    node[leaf] = yaml.safe_load(value) if value.strip() else ""
+
+
+def config_from_dict(raw: dict[str, Any]) -> Config:
+    """Build a `Config` from plain data, raising one `ConfigError` that lists every problem."""
+    errors: list[str] = []
+    cfg = _build(Config, raw, "", errors)
+    if not errors:
+        errors.extend(_check_values(cfg))
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
+    return cfg
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    """Plain nested dict, suitable for YAML and for checkpoints."""
+    return dataclasses.asdict(cfg)
+
+
+def save_config(cfg: Config, path: Path) -> None:
+    path.write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), encoding="utf-8")
+
+
+def check_data_files(cfg: Config) -> None:
+    """Every data file named in the config exists (only training needs them)."""
+    missing = [
+        f"data.{name}: file not found: {value}"
+        for name, value in dataclasses.asdict(cfg.data).items()
+        if isinstance(value, str) and not Path(value).is_file()
+    ]
+    if missing:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(missing))
+
+
+def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
+    if not isinstance(raw, dict):
+        errors.append(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {type(raw).__name__}")
+        return cls()
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean {prefix}{close[0]}?)" if close else f" (valid keys: {', '.join(names)})"
+            errors.append(f"{prefix}{key}: unknown key{hint}")
+    values = {}
+    for name in names:
+        if name not in raw:
+            continue
+        kind = hints[name]
+        if dataclasses.is_dataclass(kind):
+            values[name] = _build(kind, raw[name], f"{prefix}{name}.", errors)
+        else:
+            values[name] = _coerce(raw[name], kind, f"{prefix}{name}", errors)
+    return cls(**values)
+
+
+def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
+    origin = typing.get_origin(kind)
+    if origin is Literal:
+        choices = typing.get_args(kind)
+        if value not in choices:
+            errors.append(f"{key}: {value!r} is not one of {', '.join(map(str, choices))}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        return value
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads `3e-4` (no dot) as a string
+            with contextlib.suppress(ValueError):
+                return float(value)
+    elif kind is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+    errors.append(f"{key}: expected {kind.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _check_values(cfg: Config) -> list[str]:
+    m, t, d, tok = cfg.model, cfg.train, cfg.decode, cfg.tokenizer
+    rules = [
+        (not cfg.run_dir, "run_dir: required (the directory this run writes to)"),
+        (not cfg.data.train_src, "data.train_src: required"),
+        (not cfg.data.train_tgt, "data.train_tgt: required"),
+        (not cfg.data.valid_src, "data.valid_src: required"),
+        (not cfg.data.valid_tgt, "data.valid_tgt: required"),
+        (cfg.data.max_len < 1, "data.max_len: must be >= 1"),
+        (cfg.data.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
+        (tok.vocab_size < 8, "tokenizer.vocab_size: must be >= 8"),
+        (not 0 < tok.character_coverage <= 1, "tokenizer.character_coverage: must be in (0, 1]"),
+        (
+            m.d_model % max(m.heads, 1) != 0 or m.heads < 1,
+            f"model.d_model: {m.d_model} is not divisible by model.heads={m.heads}",
+        ),
+        ((m.d_model // max(m.heads, 1)) % 2 != 0, "model.d_model: d_model / heads must be even"),
+        (m.d_model % 2 != 0, "model.d_model: must be even (sinusoidal positions)"),
+        (m.encoder_layers < 1, "model.encoder_layers: must be >= 1"),
+        (m.decoder_layers < 1, "model.decoder_layers: must be >= 1"),
+        (m.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
+        (m.max_positions < cfg.data.max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
+        (
+            m.share_all_embeddings and not tok.joint,
+            "model.share_all_embeddings: needs tokenizer.joint: true (separate vocabularies cannot share)",
+        ),
+        *[
+            (not 0 <= p < 1, f"model.{n}: must be in [0, 1)")
+            for n, p in [
+                ("dropout", m.dropout),
+                ("attention_dropout", m.attention_dropout),
+                ("activation_dropout", m.activation_dropout),
+            ]
+        ],
+        (t.max_tokens < 1, "train.max_tokens: must be >= 1"),
+        (t.accum_steps < 1, "train.accum_steps: must be >= 1"),
+        (t.lr <= 0, "train.lr: must be > 0"),
+        (t.warmup_steps < 0, "train.warmup_steps: must be >= 0"),
+        (t.clip_norm < 0, "train.clip_norm: must be >= 0"),
+        (not 0 <= t.label_smoothing < 1, "train.label_smoothing: must be in [0, 1)"),
+        (t.max_steps < 0, "train.max_steps: must be >= 0"),
+        (t.max_epochs < 0, "train.max_epochs: must be >= 0"),
+        (t.max_steps == 0 and t.max_epochs == 0, "train.max_steps: set train.max_steps or train.max_epochs"),
+        (t.log_every < 1, "train.log_every: must be >= 1"),
+        (t.valid_every < 1, "train.valid_every: must be >= 1"),
+        (t.keep_checkpoints < 0, "train.keep_checkpoints: must be >= 0"),
+        (t.patience < 0, "train.patience: must be >= 0"),
+        (t.valid_beam < 1, "train.valid_beam: must be >= 1"),
+        (
+            t.best_metric == "bleu" and not t.valid_bleu,
+            "train.best_metric: 'bleu' needs train.valid_bleu: true",
+        ),
+        (not 0 <= t.ema_decay < 1, "train.ema_decay: must be in [0, 1)"),
+        (not _valid_device(t.device), f"train.device: {t.device!r} is not one of auto, cpu, cuda, cuda:N"),
+        (d.beam < 1, "decode.beam: must be >= 1"),
+        (d.length_penalty < 0, "decode.length_penalty: must be >= 0"),
+        (d.max_len_a < 0 or d.max_len_b < 0, "decode.max_len_a: max_len_a and max_len_b must be >= 0"),
+        (d.min_len < 0, "decode.min_len: must be >= 0"),
+        (d.max_tokens < 1, "decode.max_tokens: must be >= 1"),
+    ]
+    return [message for broken, message in rules if broken]
+
+
+def _valid_device(device: str) -> bool:
+    return device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())

@@ -1,0 +1,193 @@
+"""Batched greedy and beam search over the model interface only: `encode`, `decode`, `new_cache`.
+
+The source is encoded once per batch. With `use_cache=True` (the default) each step feeds only the
+newest token and the decoder keeps its keys/values; `use_cache=False` re-decodes the whole prefix
+at every step (the slow reference path, kept for tests and benchmarks). Sentences that finish are
+dropped from the batch, so the work per step shrinks as the batch completes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from seq2seq.model import DecoderCache, Memory
+from seq2seq.tokenizer import BOS, EOS, PAD
+
+NEG_INF = float("-inf")
+
+
+class Decodable(Protocol):
+    max_positions: int
+
+    def encode(self, src: Tensor) -> Memory: ...
+
+    def decode(self, tgt: Tensor, memory: Memory, cache: DecoderCache | None = None) -> Tensor: ...
+
+    def new_cache(self) -> DecoderCache: ...
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # without <bos>/<eos>
+    score: float  # sum of token log-probabilities (with <eos>), divided by the length penalty
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    beam: int = 5
+    nbest: int = 1
+    length_penalty: float = 1.0  # GNMT alpha; 0 = none
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    min_len: int = 1
+    use_cache: bool = True
+
+
+def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
+    """GNMT length penalty ((5 + length) / 6) ** alpha."""
+    return ((5 + length) / 6) ** alpha
+
+
+def max_output_lengths(src: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
+    """(B,) longest output (in tokens, <eos> included) allowed for each source: a * |src| + b."""
+    src_len = (src != PAD).sum(1)
+    limit = (settings.max_len_a * src_len + settings.max_len_b).long()
+    return limit.clamp(min=settings.min_len + 1, max=max_positions - 1)
+
+
+def _next_log_probs(model: Decodable, tokens: Tensor, memory: Memory, cache: DecoderCache | None) -> Tensor:
+    """(N, V) float32 log-probabilities of the next token for each row of `tokens` (N, t)."""
+    step_input = tokens[:, -1:] if cache is not None else tokens
+    return model.decode(step_input, memory, cache)[:, -1].float().log_softmax(-1)
+
+
+def _constrain(logp: Tensor, t: int, at_limit: Tensor, min_len: int) -> Tensor:
+    """No <eos> before `min_len` tokens; only <eos> for rows that reached their length limit."""
+    if t < min_len:
+        logp[:, EOS] = NEG_INF
+    not_eos = torch.ones(logp.size(1), dtype=torch.bool, device=logp.device)
+    not_eos[EOS] = False
+    return logp.masked_fill(at_limit[:, None] & not_eos[None, :], NEG_INF)
+
+
+@torch.no_grad()
+def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
+    """Most likely next token at each step, for a batch of sources `src` (B, S)."""
+    batch = src.size(0)
+    memory = model.encode(src)
+    limits = max_output_lengths(src, settings, model.max_positions)
+    cache = model.new_cache() if settings.use_cache else None
+    rows = torch.arange(batch, device=src.device)  # sentence id of each active row
+    tokens = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)
+    scores = torch.zeros(batch, device=src.device)
+    out_tokens = torch.full((batch, int(limits.max())), PAD, dtype=torch.long, device=src.device)
+    out_scores = torch.zeros(batch, device=src.device)
+    for t in range(int(limits.max())):
+        logp = _constrain(
+            _next_log_probs(model, tokens, memory, cache), t, limits[rows] <= t + 1, settings.min_len
+        )
+        best, token = logp.max(-1)  # (N,)
+        scores = scores + best
+        out_tokens[rows, t] = token
+        ended = token == EOS
+        if ended.any():
+            out_scores[rows[ended]] = scores[ended] / length_penalty(t + 1, settings.length_penalty)
+            keep = (~ended).nonzero().squeeze(1)
+            if keep.numel() == 0:
+                break
+            rows, scores, token, tokens = rows[keep], scores[keep], token[keep], tokens[keep]
+            memory = memory.select(keep)
+            if cache is not None:
+                cache.reorder(keep)
+        tokens = torch.cat([tokens, token[:, None]], dim=1)
+    return [[Hypothesis(_strip(seq), score)] for seq, score in zip(out_tokens.tolist(), out_scores.tolist())]
+
+
+def _strip(seq: list[int]) -> list[int]:
+    """Tokens up to the first <eos> or padding."""
+    for i, tok in enumerate(seq):
+        if tok in (EOS, PAD):
+            return seq[:i]
+    return seq
+
+
+@torch.no_grad()
+def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
+    """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S).
+
+    All B x K beams advance together as one (B*K)-row decode per step. A sentence finishes once
+    K of its hypotheses have ended (or it reached its length limit) and is then removed from the batch.
+    """
+    k = settings.beam
+    batch, device = src.size(0), src.device
+    limits = max_output_lengths(src, settings, model.max_positions)
+    memory = model.encode(src).select(torch.arange(batch, device=device).repeat_interleave(k))
+    cache = model.new_cache() if settings.use_cache else None
+    sent = torch.arange(batch, device=device)  # sentence id of each active block of K rows
+    scores = torch.full((batch, k), NEG_INF, device=device)  # (n, K) running sums of log-probs
+    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    tokens = torch.full((batch * k, 1), BOS, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    num_finished = torch.zeros(batch, dtype=torch.long, device=device)
+    for t in range(int(limits.max())):
+        n = scores.size(0)
+        at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
+        logp = _next_log_probs(model, tokens, memory, cache)  # (n*K, V)
+        logp = _constrain(logp, t, at_limit.repeat_interleave(k), settings.min_len)
+        vocab = logp.size(1)
+        candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)
+        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2K)
+        from_beam, top_tokens = top_ids // vocab, top_ids % vocab
+        ended = (top_tokens == EOS) & top_scores.isfinite()
+        ended[:, k:] = False  # an <eos> ranked below K live candidates is never needed
+        if ended.any():
+            _finalize(ended, top_scores, from_beam, tokens, sent, k, t + 1, settings, finished)
+            num_finished.index_add_(0, sent, ended.sum(1))
+        # the K best candidates that do not end here continue (each beam adds at most one <eos>)
+        order = ((top_tokens == EOS).long() * 2 * k + torch.arange(2 * k, device=device)).argsort(1)[:, :k]
+        scores = top_scores.gather(1, order)  # (n, K)
+        next_tokens = top_tokens.gather(1, order)
+        parent = (torch.arange(n, device=device)[:, None] * k + from_beam.gather(1, order)).view(-1)
+        keep = ((num_finished[sent] < k) & ~at_limit).nonzero().squeeze(1)  # blocks still searching
+        if keep.numel() == 0:
+            break
+        if keep.numel() < n:
+            block_rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
+            parent, memory = parent.view(n, k)[keep].view(-1), memory.select(block_rows)
+            scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
+        if cache is not None:
+            cache.reorder(parent)
+        tokens = torch.cat([tokens.index_select(0, parent), next_tokens.view(-1, 1)], dim=1)
+    return [sorted(hyps, key=lambda h: -h.score)[: settings.nbest] for hyps in finished]
+
+
+def _finalize(
+    ended: Tensor,
+    top_scores: Tensor,
+    from_beam: Tensor,
+    tokens: Tensor,
+    sent: Tensor,
+    k: int,
+    length: int,
+    settings: SearchSettings,
+    finished: list[list[Hypothesis]],
+) -> None:
+    """Record the hypotheses that end with <eos> at this step (a loop over those only)."""
+    block, col = ended.nonzero().unbind(1)
+    rows = block * k + from_beam[block, col]
+    penalty = length_penalty(length, settings.length_penalty)
+    for sid, seq, score in zip(
+        sent[block].tolist(), tokens[rows, 1:].tolist(), (top_scores[block, col] / penalty).tolist()
+    ):
+        finished[sid].append(Hypothesis(seq, score))
+
+
+def search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
+    """Greedy for beam 1 with a single hypothesis, beam search otherwise."""
+    if settings.beam == 1 and settings.nbest == 1:
+        return greedy_search(model, src, settings)
+    return beam_search(model, src, settings)

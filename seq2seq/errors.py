@@ -1,0 +1,17 @@
+"""User-facing error types. The CLI turns every `Seq2SeqError` into `error: ...` and exit code 2."""
+
+
+class Seq2SeqError(Exception):
+    """A mistake the user can fix: bad config, bad input file, missing run directory."""
+
+
+class ConfigError(Seq2SeqError):
+    """The YAML config or a `--set` override is invalid."""
+
+
+class DataError(Seq2SeqError):
+    """An input text file is missing, unreadable, or not aligned."""
+
+
+class RunDirError(Seq2SeqError):
+    """The run directory is missing, incomplete, or in the wrong state for the command."""

@@ -1,0 +1,254 @@
+"""Transformer building blocks: attention (with an incremental cache), feed-forward, layers, positions.
+
+Mask polarity everywhere: True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def sinusoidal_positions(length: int, dim: int) -> Tensor:
+    """(length, dim) sinusoidal position encodings of "Attention Is All You Need"."""
+    pos = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (L, 1)
+    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))  # (D/2,)
+    table = torch.zeros(length, dim)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)
+    return table
+
+
+@dataclass
+class KVCache:
+    """Keys and values of one self-attention layer for the tokens decoded so far.
+
+    Storage grows by doubling, so appending one step is a copy into a slice, not a `cat` of the
+    whole history.
+    """
+
+    k: Tensor | None = None  # (B, H, capacity, Dh)
+    v: Tensor | None = None
+    length: int = 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add (B, H, n, Dh) new keys/values; return all of them so far, (B, H, length, Dh)."""
+        n = k.size(2)
+        if self.k is None or self.length + n > self.k.size(2):
+            self._grow(k, v, max(2 * (self.length + n), 16))
+        self.k[:, :, self.length : self.length + n] = k
+        self.v[:, :, self.length : self.length + n] = v
+        self.length += n
+        return self.k[:, :, : self.length], self.v[:, :, : self.length]
+
+    def _grow(self, k: Tensor, v: Tensor, capacity: int) -> None:
+        b, h, _, dh = k.shape
+        new_k, new_v = k.new_empty(b, h, capacity, dh), v.new_empty(b, h, capacity, dh)
+        if self.k is not None:
+            new_k[:, :, : self.length] = self.k[:, :, : self.length]
+            new_v[:, :, : self.length] = self.v[:, :, : self.length]
+        self.k, self.v = new_k, new_v
+
+    def reorder(self, rows: Tensor) -> None:
+        """Keep batch rows `rows`, in that order (beam reordering, or dropping finished rows)."""
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
+
+
+@dataclass
+class MemoryKV:
+    """Cross-attention keys and values of the encoder memory, computed once per batch."""
+
+    k: Tensor | None = None  # (B, H, S, Dh)
+    v: Tensor | None = None
+
+    def reorder(self, rows: Tensor) -> None:
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
+
+
+def split_heads(x: Tensor, heads: int) -> Tensor:
+    """(B, T, D) -> (B, H, T, D/H)."""
+    b, t, d = x.shape
+    return x.view(b, t, heads, d // heads).transpose(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """(B, H, T, Dh) -> (B, T, H*Dh)."""
+    b, h, t, dh = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * dh)
+
+
+def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
+    """Explicit softmax(q k^T / sqrt(Dh)), (B, H, Tq, Tk); only for inspection, never on the fast path."""
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.float().softmax(-1)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with a fused QKV projection; causal when used in the decoder."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(
+        self, x: Tensor, pad_mask: Tensor | None = None, causal: bool = False, cache: KVCache | None = None
+    ) -> Tensor:
+        """x (B, T, D). `pad_mask` (B, 1, 1, T), True = real token (encoder only).
+
+        With a cache, `x` holds only the new positions and attends to everything cached before
+        them. Without one, a causal layer needs no padding mask: padding is on the right, so a
+        real position never sees a padded one under the causal rule.
+        """
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))  # (B, H, T, Dh)
+        mask, is_causal = pad_mask, causal
+        if cache is not None:
+            start = cache.length
+            k, v = cache.append(k, v)  # (B, H, start + T, Dh)
+            is_causal = False
+            if causal and x.size(1) > 1:
+                mask = torch.ones(x.size(1), k.size(2), dtype=torch.bool, device=x.device).tril(start)
+        drop = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop, is_causal=is_causal)
+        return self.out(merge_heads(y))
+
+
+class CrossAttention(nn.Module):
+    """Multi-head attention from decoder positions to the encoder memory (fused K/V projection)."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.q = nn.Linear(d_model, d_model)
+        self.kv = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        mem_mask: Tensor,
+        cache: MemoryKV | None = None,
+        attn_sink: list[Tensor] | None = None,
+    ) -> Tensor:
+        """x (B, T, D), memory (B, S, D), mem_mask (B, 1, 1, S) True = real source token.
+
+        With a cache, the memory's keys/values are computed on the first call and reused after.
+        If `attn_sink` is a list, the head-averaged weights (B, T, S) are appended to it.
+        """
+        if cache is not None and cache.k is not None:
+            k, v = cache.k, cache.v
+        else:
+            k, v = (split_heads(t, self.heads) for t in self.kv(memory).chunk(2, dim=-1))  # (B, H, S, Dh)
+            if cache is not None:
+                cache.k, cache.v = k, v
+        q = split_heads(self.q(x), self.heads)  # (B, H, T, Dh)
+        drop = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mem_mask, dropout_p=drop)
+        if attn_sink is not None:
+            attn_sink.append(attention_weights(q, k, mem_mask).mean(1))
+        return self.out(merge_heads(y))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model: int, ffn_dim: int, activation_dropout: float) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(d_model, ffn_dim), nn.Linear(ffn_dim, d_model)
+        self.dropout = nn.Dropout(activation_dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down(self.dropout(F.relu(self.up(x))))
+
+
+class Residual(nn.Module):
+    """x + dropout(f(norm(x))) for pre-norm; norm(x + dropout(f(x))) for post-norm."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm, self.dropout, self.pre_norm = nn.LayerNorm(d_model), nn.Dropout(dropout), pre_norm
+
+    def inner(self, x: Tensor) -> Tensor:
+        """What the sublayer reads."""
+        return self.norm(x) if self.pre_norm else x
+
+    def outer(self, x: Tensor, y: Tensor) -> Tensor:
+        """Combine the sublayer's output `y` with its input `x`."""
+        out = x + self.dropout(y)
+        return out if self.pre_norm else self.norm(out)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        ffn_dim: int,
+        dropout: float,
+        attention_dropout: float,
+        activation_dropout: float,
+        pre_norm: bool,
+    ) -> None:
+        super().__init__()
+        self.attn = SelfAttention(d_model, heads, attention_dropout)
+        self.ffn = FeedForward(d_model, ffn_dim, activation_dropout)
+        self.res_attn, self.res_ffn = (Residual(d_model, dropout, pre_norm) for _ in range(2))
+
+    def forward(self, x: Tensor, pad_mask: Tensor) -> Tensor:
+        """x (B, S, D); pad_mask (B, 1, 1, S), True = real token."""
+        x = self.res_attn.outer(x, self.attn(self.res_attn.inner(x), pad_mask=pad_mask))
+        return self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
+
+
+@dataclass
+class LayerCache:
+    """Everything one decoder layer remembers between incremental steps."""
+
+    self_kv: KVCache
+    memory_kv: MemoryKV
+
+    def reorder(self, rows: Tensor) -> None:
+        self.self_kv.reorder(rows)
+        self.memory_kv.reorder(rows)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        ffn_dim: int,
+        dropout: float,
+        attention_dropout: float,
+        activation_dropout: float,
+        pre_norm: bool,
+    ) -> None:
+        super().__init__()
+        self.self_attn = SelfAttention(d_model, heads, attention_dropout)
+        self.cross_attn = CrossAttention(d_model, heads, attention_dropout)
+        self.ffn = FeedForward(d_model, ffn_dim, activation_dropout)
+        self.res_self, self.res_cross, self.res_ffn = (Residual(d_model, dropout, pre_norm) for _ in range(3))
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        mem_mask: Tensor,
+        cache: LayerCache | None = None,
+        attn_sink: list[Tensor] | None = None,
+    ) -> Tensor:
+        """x (B, T, D) target positions (only the new ones when `cache` is given); memory (B, S, D)."""
+        self_kv = cache.self_kv if cache is not None else None
+        memory_kv = cache.memory_kv if cache is not None else None
+        x = self.res_self.outer(x, self.self_attn(self.res_self.inner(x), causal=True, cache=self_kv))
+        y = self.cross_attn(self.res_cross.inner(x), memory, mem_mask, cache=memory_kv, attn_sink=attn_sink)
+        x = self.res_cross.outer(x, y)
+        return self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))

@@ -1,0 +1,155 @@
+"""The encoder-decoder Transformer: `encode(src) -> Memory`, `decode(tgt, memory, cache) -> logits`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from seq2seq.config import ModelConfig
+from seq2seq.layers import DecoderLayer, EncoderLayer, KVCache, LayerCache, MemoryKV, sinusoidal_positions
+from seq2seq.tokenizer import PAD
+
+
+@dataclass
+class Memory:
+    """Encoder output for a batch of sources."""
+
+    states: Tensor  # (B, S, D)
+    mask: Tensor  # (B, 1, 1, S) bool, True = real source token
+
+    def select(self, rows: Tensor) -> Memory:
+        return Memory(self.states.index_select(0, rows), self.mask.index_select(0, rows))
+
+
+@dataclass
+class DecoderCache:
+    """Per-layer incremental-decoding state; `length` target positions have been decoded so far."""
+
+    layers: list[LayerCache]
+
+    @property
+    def length(self) -> int:
+        return self.layers[0].self_kv.length
+
+    def reorder(self, rows: Tensor) -> None:
+        """Keep batch rows `rows`, in that order: one `index_select` per cached tensor."""
+        for layer in self.layers:
+            layer.reorder(rows)
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d_model) plus sinusoidal positions, then dropout."""
+
+    def __init__(self, tokens: nn.Embedding, positions: Tensor, dropout: float) -> None:
+        super().__init__()
+        self.tokens = tokens
+        self.register_buffer("positions", positions, persistent=False)  # (max_positions, D)
+        self.scale = math.sqrt(tokens.embedding_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
+        """ids (B, T) -> (B, T, D); positions start at `offset` (the cached length when decoding)."""
+        pos = self.positions[offset : offset + ids.size(1)]  # (T, D)
+        return self.dropout(self.tokens(ids) * self.scale + pos)
+
+
+class Seq2SeqTransformer(nn.Module):
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.max_positions = cfg.max_positions
+        d, pre_norm = cfg.d_model, cfg.norm == "pre"
+        positions = sinusoidal_positions(cfg.max_positions, d)
+        tgt_tokens = nn.Embedding(tgt_vocab, d, padding_idx=PAD)
+        src_tokens = tgt_tokens if cfg.share_all_embeddings else nn.Embedding(src_vocab, d, padding_idx=PAD)
+        self.src_embed = Embedding(src_tokens, positions, cfg.dropout)
+        self.tgt_embed = Embedding(tgt_tokens, positions, cfg.dropout)
+        sizes = (
+            d,
+            cfg.heads,
+            cfg.ffn_dim,
+            cfg.dropout,
+            cfg.attention_dropout,
+            cfg.activation_dropout,
+            pre_norm,
+        )
+        self.encoder = nn.ModuleList(EncoderLayer(*sizes) for _ in range(cfg.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(*sizes) for _ in range(cfg.decoder_layers))
+        # post-norm layers already end in a LayerNorm
+        self.enc_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
+        self.dec_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
+        self.output = nn.Linear(d, tgt_vocab, bias=False)
+        self._init_weights()
+        if cfg.tie_output:
+            self.output.weight = tgt_tokens.weight
+
+    def _init_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=self.cfg.d_model**-0.5)
+                nn.init.zeros_(module.weight[PAD])
+
+    def encode(self, src: Tensor) -> Memory:
+        """src (B, S) ids, right-padded with PAD -> memory (B, S, D)."""
+        mask = (src != PAD)[:, None, None, :]  # (B, 1, 1, S)
+        x = self.src_embed(src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return Memory(self.enc_norm(x), mask)
+
+    def new_cache(self) -> DecoderCache:
+        return DecoderCache([LayerCache(KVCache(), MemoryKV()) for _ in self.decoder])
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Memory,
+        cache: DecoderCache | None = None,
+        attn_sink: list[Tensor] | None = None,
+    ) -> Tensor:
+        """Next-token logits (B, T, V) for target ids `tgt` (B, T).
+
+        Without a cache `tgt` is the whole (teacher-forced) prefix. With a cache it holds only the
+        new positions; their offset comes from the cache, which is updated in place. If
+        `attn_sink` is a list, each layer appends its head-averaged cross-attention (B, T, S).
+        """
+        offset = cache.length if cache is not None else 0
+        x = self.tgt_embed(tgt, offset)
+        for i, layer in enumerate(self.decoder):
+            layer_cache = cache.layers[i] if cache is not None else None
+            x = layer(x, memory.states, memory.mask, layer_cache, attn_sink)
+        return self.output(self.dec_norm(x))
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits (B, T, V)."""
+        return self.decode(tgt_in, self.encode(src))
+
+
+def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2SeqTransformer:
+    return Seq2SeqTransformer(cfg, src_vocab, tgt_vocab)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Distinct trainable parameters (tied tensors counted once)."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
+
+
+@torch.no_grad()
+def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """Element-wise mean of model state dicts with identical keys (checkpoint averaging)."""
+    keys = states[0].keys()
+    if any(s.keys() != keys for s in states):
+        raise ValueError("state dicts have different keys")
+    return {
+        k: (sum(s[k].double() for s in states) / len(states)).to(states[0][k].dtype)
+        if states[0][k].is_floating_point()
+        else states[0][k]
+        for k in keys
+    }

@@ -1,0 +1,65 @@
+"""Lines of text in and out: strict UTF-8, split on '\\n' only, so line N out always matches line N in.
+
+(`str.splitlines` also splits on characters such as U+2028 or form feed, which would silently
+shift the alignment of a parallel corpus or of a translation.)
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from collections.abc import Iterator
+from pathlib import Path
+
+from seq2seq.errors import DataError
+
+
+def split_lines(raw: bytes, where: str, first_line: int = 1) -> list[str]:
+    """Decode complete '\\n'-terminated (or final) lines; invalid UTF-8 names the line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = first_line + raw.count(b"\n", 0, e.start)
+        raise DataError(f"{where}: line {line} is not valid UTF-8") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """All lines of a UTF-8 text file."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror}") from None
+    return split_lines(raw, str(path))
+
+
+def stream_line_chunks(fd: int, where: str, max_bytes: int = 1 << 20) -> Iterator[list[str]]:
+    """Lines from a file descriptor, yielded as soon as they arrive, in chunks of what is available.
+
+    A line typed at a terminal is yielded at once; a large piped file arrives in big chunks, which
+    keeps batches full. The last line may lack its '\\n'.
+    """
+    pending = b""
+    line_no = 1
+    while True:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            break
+        pending += data
+        while len(pending) < max_bytes and select.select([fd], [], [], 0)[0]:
+            more = os.read(fd, 1 << 16)
+            if not more:
+                break
+            pending += more
+        cut = pending.rfind(b"\n") + 1
+        if cut:
+            lines = split_lines(pending[:cut], where, line_no)
+            line_no += len(lines)
+            pending = pending[cut:]
+            yield lines
+    if pending:
+        yield split_lines(pending, where, line_no)

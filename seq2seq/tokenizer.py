@@ -1,0 +1,130 @@
+"""SentencePiece tokenizers: train on the corpus, store in the run directory, encode and decode.
+
+Special ids are fixed for every model s2s trains: pad=0, unk=1, bos=2, eos=3.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import sentencepiece as spm
+
+from seq2seq.config import TokenizerConfig
+from seq2seq.errors import DataError
+
+log = logging.getLogger(__name__)
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+
+class Tokenizer:
+    """One SentencePiece model: text <-> ids, without bos/eos (the data pipeline adds those)."""
+
+    def __init__(self, model_file: Path) -> None:
+        self.path = Path(model_file)
+        self.sp = spm.SentencePieceProcessor(model_file=str(self.path))
+        assert (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) == (
+            PAD,
+            UNK,
+            BOS,
+            EOS,
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, lines: Sequence[str]) -> list[list[int]]:
+        return self.sp.encode(list(lines))
+
+    def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
+        return self.sp.decode([[i for i in seq if i > EOS] for seq in ids])
+
+    def pieces(self, line: str) -> list[str]:
+        return self.sp.encode(line, out_type=str)
+
+
+@dataclass(frozen=True)
+class TokenizerPair:
+    """Source and target tokenizers (the same object when the vocabulary is joint)."""
+
+    src: Tokenizer
+    tgt: Tokenizer
+
+    @property
+    def joint(self) -> bool:
+        return self.src is self.tgt
+
+
+def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
+    """Where the model files of each side live inside `directory`."""
+    if joint:
+        return {"joint": directory / "spm.model"}
+    return {"src": directory / "spm.src.model", "tgt": directory / "spm.tgt.model"}
+
+
+def load_tokenizers(directory: Path, joint: bool) -> TokenizerPair:
+    files = tokenizer_files(directory, joint)
+    if joint:
+        tok = Tokenizer(files["joint"])
+        return TokenizerPair(tok, tok)
+    return TokenizerPair(Tokenizer(files["src"]), Tokenizer(files["tgt"]))
+
+
+def prepare_tokenizers(
+    cfg: TokenizerConfig, src_file: Path, tgt_file: Path, directory: Path
+) -> TokenizerPair:
+    """Load the tokenizers in `directory`, training them first if they are not there yet."""
+    files = tokenizer_files(directory, cfg.joint)
+    corpora = {"joint": [src_file, tgt_file], "src": [src_file], "tgt": [tgt_file]}
+    for side, path in files.items():
+        if path.is_file():
+            log.info("reusing tokenizer %s", path)
+            continue
+        directory.mkdir(parents=True, exist_ok=True)
+        _train(cfg, corpora[side], path)
+    return load_tokenizers(directory, cfg.joint)
+
+
+def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
+    """Train one SentencePiece model; it appears at `target` only once complete."""
+    log.info("training %s tokenizer (vocab %d) on %s", cfg.type, cfg.vocab_size, ", ".join(map(str, corpus)))
+    prefix = target.parent / f".{target.stem}.tmp{os.getpid()}"
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=_sample_lines(corpus, cfg.max_sentences),
+            model_prefix=str(prefix),
+            model_type=cfg.type,
+            vocab_size=cfg.vocab_size,
+            character_coverage=cfg.character_coverage,
+            split_digits=cfg.split_digits,
+            pad_id=PAD,
+            unk_id=UNK,
+            bos_id=BOS,
+            eos_id=EOS,
+            hard_vocab_limit=False,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,
+        )
+    except RuntimeError as e:
+        raise DataError(f"could not train the tokenizer on {', '.join(map(str, corpus))}: {e}") from None
+    os.replace(f"{prefix}.vocab", target.with_suffix(".vocab"))
+    os.replace(f"{prefix}.model", target)
+
+
+def _sample_lines(corpus: list[Path], limit: int) -> Iterator[str]:
+    """Non-empty lines of the corpus files; a seeded random sample of `limit` lines if there are more."""
+    lines = [
+        line
+        for path in corpus
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if line.strip()
+    ]
+    if len(lines) > limit:
+        lines = random.Random(0).sample(lines, limit)
+    yield from lines

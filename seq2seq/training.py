@@ -1,0 +1,452 @@
+"""The training loop: token batches -> label-smoothed loss -> AdamW steps, validation, checkpoints.
+
+The trainer only calls `model(src, tgt_in) -> logits`; it knows nothing else about the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import logging
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from seq2seq.checkpoint import RunDir, load_checkpoint, save_training_state
+from seq2seq.config import Config, config_to_dict
+from seq2seq.data import (
+    Batch,
+    ParallelData,
+    load_eval_pairs,
+    load_training_pairs,
+    make_batch,
+    shard_batches,
+    token_batches,
+)
+from seq2seq.device import autocast, autocast_dtype, grad_scaler, resolve_device
+from seq2seq.distributed import (
+    DistInfo,
+    all_reduce_sum,
+    any_rank,
+    barrier,
+    broadcast_from_main,
+    local_device_name,
+)
+from seq2seq.loss import sequence_loss
+from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
+from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
+from seq2seq.tokenizer import TokenizerPair
+from seq2seq.validation import ValidResult, ValidSet, validate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint so a resumed run continues exactly."""
+
+    step: int = 0
+    epoch: int = 0
+    next_batch: int = 0  # index of the next batch in this rank's order for `epoch`
+    best: float | None = None  # best validation score so far (lower is better; BLEU is negated)
+    bad_validations: int = 0  # validations in a row without improvement
+    interval_loss: float = 0.0  # label-smoothed loss summed since the last log line
+    interval_tokens: int = 0
+
+
+class StopRequest:
+    """Turns the first Ctrl-C (SIGINT) into a flag the loop checks after each step."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        def handler(signum: int, frame: Any) -> None:
+            log.warning("interrupt received: saving a checkpoint after this step (Ctrl-C again to abort)")
+            self.requested = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+class Trainer:
+    def __init__(
+        self,
+        cfg: Config,
+        run: RunDir,
+        model: Seq2SeqTransformer,
+        tokenizers: TokenizerPair,
+        train_data: ParallelData,
+        valid: ValidSet,
+        info: DistInfo,
+        device_name: str,
+    ) -> None:
+        self.cfg, self.tcfg, self.run, self.info = cfg, cfg.train, run, info
+        self.device = resolve_device(device_name)
+        self.dtype = autocast_dtype(self.device, self.tcfg.precision)
+        self.model = model.to(self.device)
+        self.net: nn.Module = self.model
+        if info.enabled:
+            self.net = DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
+            )
+        if self.tcfg.compile:
+            self.net = torch.compile(self.net, dynamic=True)
+        self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
+        self.optimizer = build_optimizer(self.model, self.tcfg, self.device)
+        self.scheduler = build_scheduler(self.optimizer, self.tcfg)
+        self.scaler = grad_scaler(self.device, self.dtype)
+        self.ema = WeightAverage(self.model, self.tcfg.ema_decay) if self.tcfg.ema_decay > 0 else None
+        self.progress = Progress()
+        self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
+        self.stop = StopRequest()
+        self._costs = [train_data.cost(i) for i in range(len(train_data))]
+        self._epoch_cache: tuple[int, list[list[int]]] | None = None
+        torch.manual_seed(self.tcfg.seed + info.rank)
+
+    # ---- data order -------------------------------------------------------------------------------
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """This rank's batches (example indices) for `epoch`, in training order."""
+        if self._epoch_cache is None or self._epoch_cache[0] != epoch:
+            batches = token_batches(self._costs, self.tcfg.max_tokens, self.tcfg.seed, epoch)
+            self._epoch_cache = (epoch, shard_batches(batches, self.info.rank, self.info.world))
+        return self._epoch_cache[1]
+
+    def _next_group(self) -> list[list[int]]:
+        """The batches of the next optimizer step (one per accumulation step); advances the position."""
+        p = self.progress
+        batches = self.epoch_batches(p.epoch)
+        group = batches[p.next_batch : p.next_batch + self.tcfg.accum_steps]
+        p.next_batch += len(group)
+        if p.next_batch >= len(batches):
+            p.epoch, p.next_batch = p.epoch + 1, 0
+        return group
+
+    # ---- one optimizer step -----------------------------------------------------------------------
+
+    def train_step(self, batches: list[Batch]) -> torch.Tensor:
+        """Accumulate gradients over `batches`, then take one optimizer step.
+
+        The loss is normalized by the real target tokens of all batches on all ranks, so the update is
+        the same however the work is split. Returns the summed label-smoothed loss (a 0-dim tensor).
+        """
+        local_tokens = sum(b.num_tgt_tokens for b in batches)
+        total_tokens = all_reduce_sum(local_tokens, self.info, self.device)
+        loss_sum = torch.zeros((), device=self.device)
+        for i, batch in enumerate(batches):
+            batch = batch.to(self.device)
+            last = i == len(batches) - 1
+            sync = contextlib.nullcontext() if last or not self.info.enabled else self.net.no_sync()
+            with sync:
+                with autocast(self.device, self.dtype):
+                    logits = self.net(batch.src, batch.tgt_in)  # (B, T, V)
+                loss = sequence_loss(logits, batch.tgt_out, self.tcfg.label_smoothing)
+                self.scaler.scale(loss * (self.info.world / total_tokens)).backward()
+            loss_sum += loss.detach()
+        self.scaler.unscale_(self.optimizer)
+        if self.tcfg.clip_norm > 0:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg.clip_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.ema.update(self.model)
+        return loss_sum
+
+    # ---- the loop ---------------------------------------------------------------------------------
+
+    def fit(self) -> Progress:
+        """Train until max steps, max epochs, patience, or Ctrl-C; always leaves a resumable last.pt."""
+        t, p = self.tcfg, self.progress
+        bar = tqdm(
+            total=t.max_steps or None,
+            initial=p.step,
+            disable=not (self.info.is_main and sys.stderr.isatty()),
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=1.0,
+            desc="train",
+        )
+        self._log_effective_batch()
+        meter = ThroughputMeter()
+        validated_at = -1
+        with self.stop.installed():
+            while not self._finished():
+                group = [make_batch(self.data, indices) for indices in self._next_group()]
+                if self.device.type == "cuda":
+                    group = [b.pin_memory() for b in group]
+                meter.add(group)
+                self._loss_acc += self.train_step(group)
+                p.step += 1
+                p.interval_tokens += sum(b.num_tgt_tokens for b in group)
+                bar.update(1)
+                if p.step % t.log_every == 0:
+                    self._log_interval(bar, meter)
+                if p.step % t.valid_every == 0:
+                    self._validate_and_save()
+                    validated_at = p.step
+                if any_rank(self.stop.requested, self.info, self.device):
+                    break
+        bar.close()
+        if self.stop.requested:
+            self._save(is_best=False)
+            log.warning("stopped at step %d; continue with: s2s train CONFIG --resume", p.step)
+        elif validated_at != p.step:
+            self._validate_and_save()
+        return p
+
+    def _finished(self) -> bool:
+        t, p = self.tcfg, self.progress
+        if t.max_steps and p.step >= t.max_steps:
+            return True
+        if t.max_epochs and p.epoch >= t.max_epochs:
+            return True
+        if t.patience and p.bad_validations >= t.patience:
+            log.info("no improvement in %d validations: stopping early", p.bad_validations)
+            return True
+        return False
+
+    def _log_effective_batch(self) -> None:
+        tokens = self.tcfg.max_tokens * self.tcfg.accum_steps * self.info.world
+        log.info(
+            "effective batch: up to %d tokens (%d per batch x %d accumulation x %d process(es)); "
+            "%d batches per epoch per process",
+            tokens,
+            self.tcfg.max_tokens,
+            self.tcfg.accum_steps,
+            self.info.world,
+            len(self.epoch_batches(self.progress.epoch)),
+        )
+
+    def _flush_loss(self) -> None:
+        """Move the on-device loss sum into `progress` (one host sync, only when logging or saving)."""
+        self.progress.interval_loss += float(self._loss_acc)
+        self._loss_acc.zero_()
+
+    def _log_interval(self, bar: tqdm, meter: ThroughputMeter) -> None:
+        p = self.progress
+        self._flush_loss()
+        tokens = all_reduce_sum(p.interval_tokens, self.info, self.device)
+        loss = all_reduce_sum(p.interval_loss, self.info, self.device) / max(tokens, 1)
+        rates = meter.rates(self.info, self.device)
+        record = {
+            "kind": "train",
+            "step": p.step,
+            "epoch": p.epoch,
+            "train_loss": round(loss, 5),
+            "lr": self.scheduler.get_last_lr()[0],
+            **rates,
+            "elapsed_s": round(meter.elapsed(), 2),
+        }
+        p.interval_loss, p.interval_tokens = 0.0, 0
+        if self.info.is_main:
+            self.run.append_metrics(record)
+            bar.set_postfix(
+                loss=f"{loss:.3f}", lr=f"{record['lr']:.2e}", tok_s=f"{rates['tgt_tokens_per_s']:.0f}"
+            )
+            log.info(
+                "step %d | epoch %d | loss %.4f | lr %.2e | %.0f tgt tok/s | padding %.1f%%",
+                p.step,
+                p.epoch,
+                loss,
+                record["lr"],
+                rates["tgt_tokens_per_s"],
+                100 * rates["padding"],
+            )
+
+    def _validate_and_save(self) -> None:
+        """Rank 0 validates and saves; the decision to stop early is shared with every rank."""
+        p = self.progress
+        improved = False
+        if self.info.is_main:
+            result = validate(
+                self._eval_model(),
+                self.valid,
+                self.tokenizers,
+                self.tcfg,
+                self.cfg.decode,
+                self.device,
+                self.dtype,
+            )
+            score = -result.bleu if self.tcfg.best_metric == "bleu" else result.loss
+            improved = p.best is None or score < p.best
+            p.best = score if improved else p.best
+            p.bad_validations = 0 if improved else p.bad_validations + 1
+            self._report(result, improved)
+        p.bad_validations = int(broadcast_from_main(p.bad_validations, self.info, self.device))
+        self._save(is_best=improved)
+
+    def _eval_model(self) -> Seq2SeqTransformer:
+        """The model to validate: a copy holding the moving-average weights when one is kept."""
+        if self.ema is None:
+            return self.model
+        model = copy.deepcopy(self.model)
+        model.load_state_dict(self.ema.model_state(self.model))
+        return model
+
+    def _report(self, result: ValidResult, improved: bool) -> None:
+        p = self.progress
+        record = {
+            "kind": "valid",
+            "step": p.step,
+            "epoch": p.epoch,
+            "valid_loss": round(result.loss, 5),
+            "valid_ppl": round(result.ppl, 3),
+        }
+        if result.bleu is not None:
+            record |= {"valid_bleu": round(result.bleu, 2), "bleu_signature": result.bleu_signature}
+        self.run.append_metrics(record)
+        bleu = f", BLEU {result.bleu:.2f}" if result.bleu is not None else ""
+        log.info(
+            "validation at step %d: loss %.4f, ppl %.2f%s%s",
+            p.step,
+            result.loss,
+            result.ppl,
+            bleu,
+            " (best so far)" if improved else "",
+        )
+        for src, ref, hyp in result.samples:
+            log.info("  source: %s\n  reference: %s\n  hypothesis: %s", src, ref, hyp)
+
+    # ---- checkpoints ------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        self._flush_loss()
+        if self.info.enabled:
+            # the saved interval sums cover all ranks; rank 0 carries them from here on
+            p = self.progress
+            p.interval_loss = all_reduce_sum(p.interval_loss, self.info, self.device)
+            p.interval_tokens = int(all_reduce_sum(p.interval_tokens, self.info, self.device))
+            if not self.info.is_main:
+                p.interval_loss, p.interval_tokens = 0.0, 0
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "progress": dataclasses.asdict(self.progress),
+            "rng": self._gather_rng_states(),
+            "world": self.info.world,
+            "config": config_to_dict(self.cfg),
+        }
+        if self.ema is not None:
+            state["ema"] = self.ema.model_state(self.model)
+        return state
+
+    def _gather_rng_states(self) -> list[torch.Tensor]:
+        """Every rank's torch RNG state (dropout), indexed by rank."""
+        mine = torch.get_rng_state()
+        if self.device.type == "cuda":
+            mine = torch.cat([mine, torch.cuda.get_rng_state(self.device)])
+        if not self.info.enabled:
+            return [mine]
+        states: list[Any] = [None] * self.info.world
+        dist.all_gather_object(states, mine)
+        return states
+
+    def _save(self, is_best: bool) -> None:
+        state = self.state_dict()
+        if self.info.is_main:
+            save_training_state(self.run, state, self.progress.step, self.tcfg.keep_checkpoints, is_best)
+        barrier(self.info)
+
+    def resume(self) -> None:
+        """Continue from `last.pt`: weights, optimizer, schedule, scaler, data position and RNG."""
+        state = load_checkpoint(self.run.checkpoint_path("last"), self.device)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        if self.ema is not None and "ema" in state:
+            self.ema.load_state_dict(state["ema"])
+        self.progress = Progress(**state["progress"])
+        if not self.info.is_main:  # rank 0 carries the interval sums of all ranks
+            self.progress.interval_loss, self.progress.interval_tokens = 0.0, 0
+        if state["world"] == self.info.world:
+            self._set_rng_state(state["rng"][self.info.rank].cpu())
+        else:
+            torch.manual_seed(self.tcfg.seed + self.info.rank + self.progress.step)
+            if self.progress.next_batch:
+                log.warning(
+                    "resuming with %d process(es) instead of %d: the rest of epoch %d cannot be split the "
+                    "same way, so training continues at the start of epoch %d",
+                    self.info.world,
+                    state["world"],
+                    self.progress.epoch,
+                    self.progress.epoch + 1,
+                )
+                self.progress.epoch, self.progress.next_batch = self.progress.epoch + 1, 0
+        log.info("resumed from step %d (epoch %d)", self.progress.step, self.progress.epoch)
+
+    def _set_rng_state(self, state: torch.Tensor) -> None:
+        cpu_size = torch.get_rng_state().numel()
+        torch.set_rng_state(state[:cpu_size])
+        if self.device.type == "cuda" and state.numel() > cpu_size:
+            torch.cuda.set_rng_state(state[cpu_size:], self.device)
+
+
+class ThroughputMeter:
+    """Tokens per second since the last reading (and padding share of the batches seen)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.src = self.tgt = self.padded = 0
+
+    def add(self, batches: list[Batch]) -> None:
+        for b in batches:
+            self.src += b.num_src_tokens
+            self.tgt += b.num_tgt_tokens
+            self.padded += b.src.numel() + b.tgt_out.numel()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def rates(self, info: DistInfo, device: torch.device) -> dict[str, float]:
+        """Throughput over all ranks since the previous call; resets the counters."""
+        now = time.perf_counter()
+        seconds = max(now - self.last, 1e-9)
+        src, tgt, padded = (all_reduce_sum(v, info, device) for v in (self.src, self.tgt, self.padded))
+        self.last, self.src, self.tgt, self.padded = now, 0, 0, 0
+        return {
+            "tgt_tokens_per_s": round(tgt / seconds, 1),
+            "src_tgt_tokens_per_s": round((src + tgt) / seconds, 1),
+            "padding": round(1 - (src + tgt) / max(padded, 1), 4),
+        }
+
+
+def train(cfg: Config, run: RunDir, tokenizers: TokenizerPair, info: DistInfo, resume: bool) -> Progress:
+    """Load the data, build the model and train it; `resume` continues from the run's last.pt."""
+    d = cfg.data
+    train_data = load_training_pairs(tokenizers, d.train_src, d.train_tgt, d.max_len, d.max_len_ratio)
+    valid_data, src_lines, ref_lines = load_eval_pairs(tokenizers, d.valid_src, d.valid_tgt, d.max_len)
+    model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+    log.info(
+        "model: %s parameters, vocabulary %d/%d",
+        f"{count_parameters(model):,}",
+        tokenizers.src.vocab_size,
+        tokenizers.tgt.vocab_size,
+    )
+    device_name = local_device_name(cfg.train.device, info)
+    trainer = Trainer(
+        cfg, run, model, tokenizers, train_data, ValidSet(valid_data, src_lines, ref_lines), info, device_name
+    )
+    if resume:
+        trainer.resume()
+    return trainer.fit()

@@ -1,0 +1,145 @@
+"""Translate text with a trained run: `Translator.load(run_dir)`, then lines in, lines out."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from seq2seq.checkpoint import RunDir, inference_weights, load_checkpoint
+from seq2seq.config import Config, DecodeConfig
+from seq2seq.data import pad, token_batches
+from seq2seq.decoding import Hypothesis, SearchSettings, search
+from seq2seq.device import autocast, autocast_dtype, resolve_device
+from seq2seq.model import Seq2SeqTransformer, build_model
+from seq2seq.tokenizer import EOS, TokenizerPair, load_tokenizers
+
+log = logging.getLogger(__name__)
+
+
+@torch.no_grad()
+def decode_ids(
+    model: Seq2SeqTransformer,
+    sources: Sequence[Sequence[int]],
+    settings: SearchSettings,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None = None,
+) -> list[list[Hypothesis]]:
+    """Hypotheses for each source (token ids without <eos>), in input order.
+
+    Sources are sorted by length into batches of about `max_tokens` source tokens, so little work is
+    spent on padding; results are written back to their input positions.
+    """
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    # budget the expected beam work: each source row is expanded into `beam` decoder rows
+    budget = max(max_tokens // settings.beam, 1)
+    for batch in token_batches([len(s) + 1 for s in sources], budget):
+        src = pad([[*sources[i], EOS] for i in batch]).to(device)
+        with autocast(device, dtype):
+            hyps = search(model, src, settings)
+        for i, h in zip(batch, hyps):
+            results[i] = h
+    return results
+
+
+def search_settings(decode: DecodeConfig, **overrides: object) -> SearchSettings:
+    """Search settings from a decode config, with overrides (None values are ignored)."""
+    base = dict(
+        beam=decode.beam,
+        length_penalty=decode.length_penalty,
+        max_len_a=decode.max_len_a,
+        max_len_b=decode.max_len_b,
+        min_len=decode.min_len,
+    )
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    return SearchSettings(**base)
+
+
+@dataclass
+class Translation:
+    """The n-best translations of one input line, best first (empty for an empty line)."""
+
+    texts: list[str]
+    scores: list[float]
+
+
+class Translator:
+    """A trained model with its tokenizers, ready to turn source lines into target lines."""
+
+    def __init__(
+        self,
+        model: Seq2SeqTransformer,
+        tokenizers: TokenizerPair,
+        config: Config,
+        device: torch.device,
+        dtype: torch.dtype | None,
+    ) -> None:
+        self.model, self.tokenizers, self.config = model.eval(), tokenizers, config
+        self.device, self.dtype = device, dtype
+
+    @classmethod
+    def load(
+        cls, run_dir: str | Path, checkpoint: str = "best", device: str = "auto", precision: str = "auto"
+    ) -> Translator:
+        """Everything comes from the run directory: config, tokenizers, weights."""
+        run = RunDir(run_dir)
+        cfg = run.load_config()
+        path = run.checkpoint_path(checkpoint)
+        torch_device = resolve_device(device)
+        tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+        model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+        model.load_state_dict(inference_weights(load_checkpoint(path)))
+        log.info("loaded %s", path)
+        return cls(
+            model.to(torch_device), tokenizers, cfg, torch_device, autocast_dtype(torch_device, precision)
+        )
+
+    @property
+    def max_source_tokens(self) -> int:
+        return self.model.max_positions - 1
+
+    def settings(self, **overrides: object) -> SearchSettings:
+        """The run's decode config with command-line overrides (None values are ignored)."""
+        return search_settings(self.config.decode, **overrides)
+
+    def translate(
+        self, lines: Sequence[str], settings: SearchSettings, max_tokens: int, first_line: int = 1
+    ) -> list[Translation]:
+        """One `Translation` per input line, in order; an empty line gives an empty translation."""
+        encoded = self.tokenizers.src.encode(lines)
+        for offset, ids in enumerate(encoded):
+            if len(ids) > self.max_source_tokens:
+                log.warning(
+                    "line %d has %d tokens; translating only the first %d",
+                    first_line + offset,
+                    len(ids),
+                    self.max_source_tokens,
+                )
+                encoded[offset] = ids[: self.max_source_tokens]
+        todo = [i for i, line in enumerate(lines) if line.strip()]
+        hyps = decode_ids(
+            self.model, [encoded[i] for i in todo], settings, max_tokens, self.device, self.dtype
+        )
+        out = [Translation([""], [0.0]) for _ in lines]
+        for i, nbest in zip(todo, hyps):
+            texts = self.tokenizers.tgt.decode([h.tokens for h in nbest])
+            out[i] = Translation(texts, [h.score for h in nbest])
+        return out
+
+    def translate_stream(
+        self, lines: Iterable[str], settings: SearchSettings, max_tokens: int, chunk: int
+    ) -> Iterator[Translation]:
+        """Translate an iterable of lines `chunk` at a time (chunk=1 answers each line as it arrives)."""
+        pending: list[str] = []
+        done = 0
+        for line in lines:
+            pending.append(line)
+            if len(pending) >= chunk:
+                yield from self.translate(pending, settings, max_tokens, first_line=done + 1)
+                done, pending = done + len(pending), []
+        if pending:
+            yield from self.translate(pending, settings, max_tokens, first_line=done + 1)

@@ -1,0 +1,100 @@
+"""Validation during training: loss and perplexity, and detokenized sacreBLEU of decoded output."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sacrebleu
+import torch
+
+from seq2seq.config import DecodeConfig, TrainConfig
+from seq2seq.data import ParallelData, make_batch, token_batches
+from seq2seq.decoding import SearchSettings
+from seq2seq.device import autocast
+from seq2seq.loss import sequence_loss
+from seq2seq.model import Seq2SeqTransformer
+from seq2seq.tokenizer import TokenizerPair
+from seq2seq.translate import decode_ids, search_settings
+
+
+@dataclass
+class ValidSet:
+    """Tokenized validation pairs plus the raw lines BLEU is computed against."""
+
+    data: ParallelData
+    src_lines: list[str]
+    ref_lines: list[str]
+
+
+@dataclass
+class ValidResult:
+    loss: float  # per-token negative log-likelihood (no label smoothing)
+    ppl: float
+    bleu: float | None = None
+    bleu_signature: str | None = None
+    samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
+
+
+@torch.no_grad()
+def validation_loss(
+    model: Seq2SeqTransformer,
+    data: ParallelData,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> float:
+    total, tokens = 0.0, 0
+    for indices in token_batches([data.cost(i) for i in range(len(data))], max_tokens):
+        batch = make_batch(data, indices).to(device)
+        with autocast(device, dtype):
+            logits = model(batch.src, batch.tgt_in)
+        total += float(sequence_loss(logits, batch.tgt_out))
+        tokens += batch.num_tgt_tokens
+    return total / max(tokens, 1)
+
+
+def validation_bleu(
+    model: Seq2SeqTransformer,
+    valid: ValidSet,
+    tokenizers: TokenizerPair,
+    settings: SearchSettings,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    subset: int,
+) -> tuple[sacrebleu.metrics.BLEUScore, str, list[str]]:
+    """Decode the validation sources (or the first `subset`) and score them against the raw references."""
+    count = subset or len(valid.data)
+    hyps = decode_ids(model, valid.data.src[:count], settings, max_tokens, device, dtype)
+    texts = tokenizers.tgt.decode([h[0].tokens for h in hyps])
+    metric = sacrebleu.metrics.BLEU()
+    score = metric.corpus_score(texts, [valid.ref_lines[:count]])
+    return score, str(metric.get_signature()), texts
+
+
+def validate(
+    model: Seq2SeqTransformer,
+    valid: ValidSet,
+    tokenizers: TokenizerPair,
+    cfg: TrainConfig,
+    decode: DecodeConfig,
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> ValidResult:
+    was_training = model.training
+    model.eval()
+    loss = validation_loss(model, valid.data, cfg.max_tokens, device, dtype)
+    result = ValidResult(loss=loss, ppl=math.exp(min(loss, 50.0)))
+    if cfg.valid_bleu:
+        settings = search_settings(decode, beam=cfg.valid_beam, nbest=1)
+        score, signature, texts = validation_bleu(
+            model, valid, tokenizers, settings, cfg.max_tokens, device, dtype, cfg.valid_subset
+        )
+        result.bleu, result.bleu_signature = score.score, signature
+        result.samples = [
+            (valid.src_lines[i], valid.ref_lines[i], texts[i])
+            for i in range(min(cfg.valid_samples, len(texts)))
+        ]
+    model.train(was_training)
+    return result

@@ -1,0 +1,193 @@
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from seq2seq.decoding import SearchSettings, beam_search, greedy_search, length_penalty
+from seq2seq.model import Memory
+from seq2seq.tokenizer import EOS, PAD
+from tests.conftest import make_model, random_ids
+
+A, B, C = 4, 5, 6
+VOCAB = 7
+EPS = 1e-6
+
+
+class PrefixCache:
+    """The scripted model's cache: the whole prefix of each row."""
+
+    def __init__(self) -> None:
+        self.tokens: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.tokens is None else self.tokens.size(1)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        self.tokens = self.tokens.index_select(0, rows)
+
+
+class ScriptedModel:
+    """Next-token probabilities written by hand, per prefix (tokens after <bos>); <eos> when unlisted.
+
+    `tables` maps a source's first token to its table; a plain table applies to every source.
+    """
+
+    max_positions = 32
+
+    def __init__(self, tables: dict) -> None:
+        self.tables = tables if all(isinstance(k, int) for k in tables) else None
+        self.table = tables
+        self.rows_per_step: list[int] = []
+
+    def encode(self, src: torch.Tensor) -> Memory:
+        return Memory(src.float()[..., None], (src != PAD)[:, None, None, :])
+
+    def new_cache(self) -> PrefixCache:
+        return PrefixCache()
+
+    def decode(self, tgt, memory, cache=None):
+        if cache is not None:
+            cache.tokens = tgt if cache.tokens is None else torch.cat([cache.tokens, tgt], dim=1)
+            tgt = cache.tokens
+        self.rows_per_step.append(tgt.size(0))
+        probs = torch.full((tgt.size(0), VOCAB), EPS)
+        first_source = memory.states[:, 0, 0].long().tolist()
+        for row, prefix in enumerate(tgt[:, 1:].tolist()):
+            table = self.tables[first_source[row]] if self.tables else self.table
+            for token, p in table.get(tuple(prefix), {EOS: 1.0}).items():
+                probs[row, token] = p
+        return probs.log()[:, None, :]  # (N, 1, V): the next-token scores
+
+
+TABLE = {
+    (): {A: 0.5, B: 0.4, C: 0.1},
+    (A,): {EOS: 0.9, C: 0.1},
+    (B,): {C: 0.99, EOS: 0.01},
+    (B, C): {EOS: 1.0},
+    (A, C): {EOS: 1.0},
+}
+SRC = torch.tensor([[A, B, EOS]])
+
+
+def settings(**kw) -> SearchSettings:
+    return SearchSettings(**{"beam": 2, "nbest": 2, "length_penalty": 0.0, "max_len_a": 0.0, "max_len_b": 10, **kw})
+
+
+def test_scripted_beam_search_hypotheses_and_scores():
+    hyps = beam_search(ScriptedModel(TABLE), SRC, settings())[0]
+    assert [h.tokens for h in hyps] == [[A], [B, C]]
+    assert hyps[0].score == pytest.approx(math.log(0.5 * 0.9), abs=1e-4)
+    assert hyps[1].score == pytest.approx(math.log(0.4 * 0.99 * 1.0), abs=1e-4)
+
+
+def test_scripted_length_penalty_prefers_the_longer_hypothesis():
+    hyps = beam_search(ScriptedModel(TABLE), SRC, settings(length_penalty=2.0))[0]
+    assert [h.tokens for h in hyps] == [[B, C], [A]]
+    assert hyps[0].score == pytest.approx(math.log(0.4 * 0.99) / ((5 + 3) / 6) ** 2, abs=1e-4)
+    assert hyps[1].score == pytest.approx(math.log(0.45) / ((5 + 2) / 6) ** 2, abs=1e-4)
+
+
+def test_scripted_greedy_takes_the_early_eos():
+    hyps = greedy_search(ScriptedModel(TABLE), SRC, settings(beam=1, nbest=1))[0]
+    assert hyps[0].tokens == [A] and hyps[0].score == pytest.approx(math.log(0.45), abs=1e-4)
+
+
+def test_min_length_forbids_empty_output():
+    table = {(): {EOS: 0.9, A: 0.1}}
+    for search in (greedy_search, beam_search):
+        hyps = search(ScriptedModel(table), SRC, settings(min_len=1))[0]
+        assert hyps[0].tokens == [A]
+    assert greedy_search(ScriptedModel(table), SRC, settings(min_len=0))[0][0].tokens == []
+
+
+def test_finished_sentences_stop_growing_and_leave_the_batch():
+    short = {(): {A: 1.0}, (A,): {EOS: 1.0}}
+    long = {(): {B: 1.0}, (B,): {B: 1.0}, (B, B): {B: 1.0}, (B, B, B): {EOS: 1.0}}
+    for search in (greedy_search, beam_search):
+        model = ScriptedModel({A: short, B: long})
+        hyps = search(model, torch.tensor([[A, EOS], [B, EOS]]), settings(beam=1, nbest=1))
+        assert [h[0].tokens for h in hyps] == [[A], [B, B, B]]
+        assert model.rows_per_step == [2, 2, 1, 1]
+
+
+def test_rows_shrink_when_a_sentence_finishes():
+    model = make_model(seed=3)
+    src = random_ids(4, 6)
+    calls = []
+    original = model.decode
+    model.decode = lambda tgt, memory, cache=None: calls.append(tgt.size(0)) or original(tgt, memory, cache)
+    greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=0.0, max_len_b=12))
+    assert calls == sorted(calls, reverse=True)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_beam_one_equals_greedy(use_cache):
+    model = make_model(seed=1)
+    src = random_ids(5, 8)
+    src[2, 5:] = PAD
+    s = settings(beam=1, nbest=1, length_penalty=1.0, max_len_a=1.0, max_len_b=4, use_cache=use_cache)
+    greedy, beam = greedy_search(model, src, s), beam_search(model, src, s)
+    for g, b in zip(greedy, beam):
+        assert g[0].tokens == b[0].tokens
+        assert g[0].score == pytest.approx(b[0].score, abs=1e-5)
+
+
+def test_batched_beam_equals_one_sentence_at_a_time():
+    model = make_model(seed=2)
+    src = random_ids(4, 9)
+    src[1, 4:] = PAD
+    src[3, 6:] = PAD
+    s = settings(beam=3, nbest=3, length_penalty=1.0, max_len_a=1.0, max_len_b=3)
+    batched = beam_search(model, src, s)
+    for i in range(4):
+        row = src[i : i + 1, : int((src[i] != PAD).sum())]
+        alone = beam_search(model, row, s)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-4)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_cached_search_equals_uncached(beam):
+    model = make_model(seed=4)
+    src = random_ids(3, 7)
+    src[0, 3:] = PAD
+    base = settings(beam=beam, nbest=1, max_len_a=1.0, max_len_b=5)
+    fast = beam_search(model, src, base)
+    slow = beam_search(model, src, dataclasses.replace(base, use_cache=False))
+    for f, s in zip(fast, slow):
+        assert f[0].tokens == s[0].tokens and f[0].score == pytest.approx(s[0].score, abs=1e-4)
+
+
+def test_max_length_respected():
+    model = make_model(seed=5)
+    src = random_ids(6, 10)
+    s = settings(beam=3, nbest=3, max_len_a=0.0, max_len_b=3)
+    for search in (greedy_search, beam_search):
+        for hyps in search(model, src, s):
+            assert all(len(h.tokens) <= 2 for h in hyps)  # the limit counts <eos>
+
+
+def test_max_length_scales_with_source():
+    model = make_model(seed=6)
+    src = random_ids(2, 6)
+    src[0, 2:] = PAD
+    for hyps in beam_search(model, src, settings(beam=2, max_len_a=1.0, max_len_b=0)):
+        assert hyps  # every sentence gets a hypothesis even when cut by the limit
+    short = greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=1.0, max_len_b=0))
+    assert len(short[0][0].tokens) <= 1 and len(short[1][0].tokens) <= 5
+
+
+def test_nbest_sorted_by_score():
+    model = make_model(seed=7)
+    src = random_ids(3, 6)
+    for hyps in beam_search(model, src, settings(beam=5, nbest=5, length_penalty=1.0)):
+        assert len(hyps) == 5
+        scores = [h.score for h in hyps]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_length_penalty_formula():
+    assert length_penalty(1, 0.0) == 1.0
+    assert length_penalty(7, 1.0) == pytest.approx(2.0)

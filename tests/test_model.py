@@ -1,0 +1,132 @@
+import pytest
+import torch
+from torch.testing import assert_close
+
+from seq2seq.tokenizer import BOS, PAD
+from tests.conftest import make_model, random_ids
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_causal_mask_hides_the_future(norm):
+    model = make_model(norm=norm)
+    src, tgt = random_ids(2, 7), random_ids(2, 6, seed=1)
+    changed = tgt.clone()
+    changed[:, 4] = (changed[:, 4] + 1 - 4) % 19 + 4
+    a, b = model(src, tgt), model(src, changed)
+    assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+def test_source_padding_changes_nothing():
+    model = make_model()
+    src, tgt = random_ids(2, 7), random_ids(2, 5, seed=1)
+    padded = torch.cat([src, torch.full((2, 4), PAD)], dim=1)
+    assert_close(model(src, tgt), model(padded, tgt))
+
+
+def test_target_padding_changes_nothing_for_real_positions():
+    model = make_model()
+    src, tgt = random_ids(2, 7), random_ids(2, 5, seed=1)
+    padded = torch.cat([tgt, torch.full((2, 3), PAD)], dim=1)
+    assert_close(model(src, tgt), model(src, padded)[:, :5])
+
+
+def test_batch_invariance():
+    model = make_model()
+    src = random_ids(3, 8)
+    src[1, 5:] = PAD
+    src[2, 3:] = PAD
+    tgt = random_ids(3, 6, seed=2)
+    tgt[2, 4:] = PAD
+    together = model(src, tgt)
+    for i in range(3):
+        s, t = src[i : i + 1], tgt[i : i + 1]
+        s = s[:, : int((s != PAD).sum())]
+        real_t = int((t != PAD).sum())
+        alone = model(s, t[:, :real_t])
+        assert_close(together[i : i + 1, :real_t], alone, atol=1e-5, rtol=1e-4)
+
+
+def test_shared_embeddings_are_one_tensor():
+    model = make_model()
+    assert model.src_embed.tokens.weight is model.tgt_embed.tokens.weight
+    assert model.output.weight is model.tgt_embed.tokens.weight
+    names = {n for n, _ in model.named_parameters()}
+    assert "output.weight" not in names  # counted once
+
+
+def test_untied_embeddings_are_separate():
+    model = make_model(share_all_embeddings=False, tie_output=False)
+    assert model.src_embed.tokens.weight is not model.tgt_embed.tokens.weight
+    assert model.output.weight is not model.tgt_embed.tokens.weight
+    tied_output = make_model(share_all_embeddings=False, tie_output=True)
+    assert tied_output.output.weight is tied_output.tgt_embed.tokens.weight
+
+
+def test_tied_gradient_flows_into_one_tensor():
+    model = make_model().train()
+    model(random_ids(2, 5), random_ids(2, 4, seed=3)).sum().backward()
+    assert model.tgt_embed.tokens.weight.grad is not None
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_incremental_decoding_equals_full_forward(norm):
+    model = make_model(norm=norm)
+    src = random_ids(3, 9)
+    src[1, 6:] = PAD
+    tgt = torch.cat([torch.full((3, 1), BOS), random_ids(3, 7, seed=4)], dim=1)
+    memory = model.encode(src)
+    full = model.decode(tgt, memory)  # (B, T, V)
+    cache = model.new_cache()
+    steps = [model.decode(tgt[:, t : t + 1], memory, cache) for t in range(tgt.size(1))]
+    assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-4)
+    assert cache.length == tgt.size(1)
+
+
+def test_incremental_decoding_with_a_multi_token_prefix():
+    model = make_model()
+    src, tgt = random_ids(2, 6), random_ids(2, 8, seed=5)
+    memory = model.encode(src)
+    cache = model.new_cache()
+    first = model.decode(tgt[:, :5], memory, cache)
+    rest = [model.decode(tgt[:, t : t + 1], memory, cache) for t in range(5, 8)]
+    assert_close(torch.cat([first, *rest], dim=1), model.decode(tgt, memory), atol=1e-5, rtol=1e-4)
+
+
+def test_cache_reorder_selects_rows():
+    model = make_model()
+    src, tgt = random_ids(3, 6), random_ids(3, 4, seed=6)
+    memory = model.encode(src)
+    cache = model.new_cache()
+    model.decode(tgt[:, :3], memory, cache)
+    rows = torch.tensor([2, 0])
+    cache.reorder(rows)
+    step = model.decode(tgt[rows, 3:4], memory.select(rows), cache)
+    assert_close(step, model.decode(tgt[rows], memory.select(rows))[:, 3:4], atol=1e-5, rtol=1e-4)
+
+
+def test_cross_attention_memory_projected_once_per_batch(monkeypatch):
+    model = make_model()
+    src, tgt = random_ids(2, 6), random_ids(2, 5, seed=7)
+    calls = []
+    for layer in model.decoder:
+        layer.cross_attn.kv.register_forward_hook(lambda *args: calls.append(1))
+    memory = model.encode(src)
+    cache = model.new_cache()
+    for t in range(5):
+        model.decode(tgt[:, t : t + 1], memory, cache)
+    assert len(calls) == len(model.decoder)
+
+
+def test_attention_weights_rows_sum_to_one_over_real_source_tokens():
+    model = make_model()
+    src = random_ids(2, 7)
+    src[1, 4:] = PAD
+    tgt = random_ids(2, 5, seed=8)
+    sink: list[torch.Tensor] = []
+    model.decode(tgt, model.encode(src), attn_sink=sink)
+    assert len(sink) == len(model.decoder)
+    weights = sink[-1]  # (B, T, S)
+    assert weights.shape == (2, 5, 7)
+    assert_close(weights.sum(-1), torch.ones(2, 5))
+    assert torch.all(weights[1, :, 4:] == 0)
