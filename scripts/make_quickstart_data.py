@@ -10,8 +10,10 @@ import argparse
 import random
 from pathlib import Path
 
-ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen " \
-       "sixteen seventeen eighteen nineteen".split()
+ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen".split()
+)
 TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 

@@ -48,7 +48,6 @@ def user_errors() -> Iterator[None]:
 def setup_logging(level: int, log_file: Path | None = None) -> None:
     log.setLevel(logging.DEBUG)
     log.handlers.clear()
-    log.propagate = False
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(level)
     console.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(message)s", "%H:%M:%S"))
@@ -117,7 +116,9 @@ def train(
                 log.info("tokenizer ready in %s", run.tokenizer_dir)
                 return
             with logging_redirect_tqdm([log]):
-                progress = run_training(cfg, run, tokenizers, info, resume)
+                progress, interrupted = run_training(cfg, run, tokenizers, info, resume)
+            if interrupted:
+                raise typer.Exit(130)
             log.info(
                 "finished at step %d (epoch %d); run directory: %s", progress.step, progress.epoch, run.path
             )
@@ -158,7 +159,7 @@ def translate(
             sink = stack.enter_context(open(output, "w", encoding="utf-8")) if output else sys.stdout
             bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
             done = 0
-            for chunk in stream_line_chunks(source.fileno(), str(input or "stdin")):
+            for chunk in stream_line_chunks(source, str(input or "stdin")):
                 for result in translator.translate(chunk, settings, budget, first_line=done + 1):
                     fields = [
                         f"{t}\t{s:.4f}" if scores or nbest > 1 else t

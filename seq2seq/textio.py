@@ -6,10 +6,12 @@ shift the alignment of a parallel corpus or of a translation.)
 
 from __future__ import annotations
 
+import io
 import os
 import select
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from seq2seq.errors import DataError
 
@@ -37,18 +39,23 @@ def read_lines(path: str | Path) -> list[str]:
     return split_lines(raw, str(path))
 
 
-def stream_line_chunks(fd: int, where: str, max_bytes: int = 1 << 20) -> Iterator[list[str]]:
-    """Lines from a file descriptor, yielded as soon as they arrive, in chunks of what is available.
+def stream_line_chunks(stream: BinaryIO, where: str, max_bytes: int = 1 << 20) -> Iterator[list[str]]:
+    """Lines from a binary stream, yielded as soon as they arrive, in chunks of what is available.
 
     A line typed at a terminal is yielded at once; a large piped file arrives in big chunks, which
-    keeps batches full. The last line may lack its '\\n'.
+    keeps batches full. The last line may lack its '\n'. A stream without a file descriptor (an
+    in-memory buffer) is read whole.
     """
+    try:
+        fd = stream.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        lines = split_lines(stream.read(), where)
+        if lines:
+            yield lines
+        return
     pending = b""
     line_no = 1
-    while True:
-        data = os.read(fd, 1 << 16)
-        if not data:
-            break
+    while data := os.read(fd, 1 << 16):
         pending += data
         while len(pending) < max_bytes and select.select([fd], [], [], 0)[0]:
             more = os.read(fd, 1 << 16)

@@ -203,6 +203,7 @@ class Trainer:
                     self._validate_and_save()
                     validated_at = p.step
                 if any_rank(self.stop.requested, self.info, self.device):
+                    self.stop.requested = True  # on every rank, so all save together
                     break
         bar.close()
         if self.stop.requested:
@@ -431,11 +432,17 @@ class ThroughputMeter:
         }
 
 
-def train(cfg: Config, run: RunDir, tokenizers: TokenizerPair, info: DistInfo, resume: bool) -> Progress:
-    """Load the data, build the model and train it; `resume` continues from the run's last.pt."""
+def train(
+    cfg: Config, run: RunDir, tokenizers: TokenizerPair, info: DistInfo, resume: bool
+) -> tuple[Progress, bool]:
+    """Load the data, build the model and train it; `resume` continues from the run's last.pt.
+
+    Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished.
+    """
     d = cfg.data
     train_data = load_training_pairs(tokenizers, d.train_src, d.train_tgt, d.max_len, d.max_len_ratio)
     valid_data, src_lines, ref_lines = load_eval_pairs(tokenizers, d.valid_src, d.valid_tgt, d.max_len)
+    torch.manual_seed(cfg.train.seed)  # the same initial weights on every rank and every run
     model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
     log.info(
         "model: %s parameters, vocabulary %d/%d",
@@ -449,4 +456,4 @@ def train(cfg: Config, run: RunDir, tokenizers: TokenizerPair, info: DistInfo, r
     )
     if resume:
         trainer.resume()
-    return trainer.fit()
+    return trainer.fit(), trainer.stop.requested

@@ -36,13 +36,34 @@ def tiny_config_dict(tmp_path: Path, **train: object) -> dict:
     valid_src, valid_tgt = write_corpus(data_dir, "valid", 20, seed=2)
     return {
         "run_dir": str(tmp_path / "run"),
-        "data": {"train_src": str(train_src), "train_tgt": str(train_tgt),
-                 "valid_src": str(valid_src), "valid_tgt": str(valid_tgt), "max_len": 32},
+        "data": {
+            "train_src": str(train_src),
+            "train_tgt": str(train_tgt),
+            "valid_src": str(valid_src),
+            "valid_tgt": str(valid_tgt),
+            "max_len": 32,
+        },
         "tokenizer": {"vocab_size": 60},
-        "model": {"d_model": 32, "heads": 2, "ffn_dim": 64, "encoder_layers": 1, "decoder_layers": 1,
-                  "dropout": 0.1, "max_positions": 64},
-        "train": {"max_tokens": 256, "lr": 3e-3, "warmup_steps": 10, "max_steps": 12, "log_every": 1,
-                  "valid_every": 6, "valid_subset": 8, "num_threads": 1, **train},
+        "model": {
+            "d_model": 32,
+            "heads": 2,
+            "ffn_dim": 64,
+            "encoder_layers": 1,
+            "decoder_layers": 1,
+            "dropout": 0.1,
+            "max_positions": 64,
+        },
+        "train": {
+            "max_tokens": 256,
+            "lr": 3e-3,
+            "warmup_steps": 10,
+            "max_steps": 12,
+            "log_every": 1,
+            "valid_every": 6,
+            "valid_subset": 8,
+            "num_threads": 1,
+            **train,
+        },
         "decode": {"beam": 2, "max_tokens": 200},
     }
 
@@ -62,8 +83,17 @@ def tiny_config(tmp_path: Path):
 def make_model(seed: int = 0, vocab: int = 23, **overrides: object):
     """A small random model in eval mode (no dropout), for property tests."""
     torch.manual_seed(seed)
-    cfg = ModelConfig(**{"d_model": 32, "heads": 4, "ffn_dim": 64, "encoder_layers": 2, "decoder_layers": 2,
-                         "max_positions": 64, **overrides})
+    cfg = ModelConfig(
+        **{
+            "d_model": 32,
+            "heads": 4,
+            "ffn_dim": 64,
+            "encoder_layers": 2,
+            "decoder_layers": 2,
+            "max_positions": 64,
+            **overrides,
+        }
+    )
     return build_model(cfg, vocab, vocab).eval()
 
 

@@ -121,6 +121,8 @@ def test_empty_sides_and_long_pairs_dropped_and_counted(tmp_path, caplog):
 def test_length_ratio_filter(tmp_path):
     (tmp_path / "s").write_text("red\nred blue\n", encoding="utf-8")
     (tmp_path / "t").write_text(("RED " * 30) + "\nBLUE RED\n", encoding="utf-8")
-    toks = prepare_tokenizers(TokenizerConfig(vocab_size=20), tmp_path / "s", tmp_path / "t", tmp_path / "tok")
+    toks = prepare_tokenizers(
+        TokenizerConfig(vocab_size=20), tmp_path / "s", tmp_path / "t", tmp_path / "tok"
+    )
     data = load_training_pairs(toks, tmp_path / "s", tmp_path / "t", max_len=100, max_ratio=3.0)
     assert len(data) == 1 and isinstance(data, ParallelData)

@@ -72,7 +72,9 @@ SRC = torch.tensor([[A, B, EOS]])
 
 
 def settings(**kw) -> SearchSettings:
-    return SearchSettings(**{"beam": 2, "nbest": 2, "length_penalty": 0.0, "max_len_a": 0.0, "max_len_b": 10, **kw})
+    return SearchSettings(
+        **{"beam": 2, "nbest": 2, "length_penalty": 0.0, "max_len_a": 0.0, "max_len_b": 10, **kw}
+    )
 
 
 def test_scripted_beam_search_hypotheses_and_scores():

@@ -1,0 +1,218 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from seq2seq.cli import app
+from tests.conftest import tiny_config_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, input: str | bytes | None = None):
+    return CliRunner().invoke(app, list(args), input=input)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path]:
+    """A config and its finished run directory (trained once for the whole module)."""
+    tmp = tmp_path_factory.mktemp("trained")
+    config = tmp / "config.yaml"
+    config.write_text(yaml.safe_dump(tiny_config_dict(tmp, max_steps=30, valid_every=15)), encoding="utf-8")
+    result = run_cli("train", str(config))
+    assert result.exit_code == 0, result.output
+    return config, tmp / "run"
+
+
+def test_train_writes_a_self_contained_run_directory(trained):
+    _, run = trained
+    for name in (
+        "config.yaml",
+        "tokenizer/spm.model",
+        "checkpoints/last.pt",
+        "checkpoints/best.pt",
+        "train.log",
+        "metrics.jsonl",
+    ):
+        assert (run / name).is_file(), name
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    assert Path(saved["data"]["train_src"]).is_absolute()
+    assert "validation at step 30" in (run / "train.log").read_text()
+
+
+def test_non_empty_run_dir_needs_resume_or_overwrite(trained):
+    config, _ = trained
+    result = run_cli("train", str(config))
+    assert result.exit_code == 2
+    assert "--resume" in result.output and "--overwrite" in result.output
+
+
+def test_resume_refuses_a_changed_model(trained):
+    config, _ = trained
+    result = run_cli("train", str(config), "--resume", "--set", "model.ffn_dim=128")
+    assert result.exit_code == 2
+    assert "model.ffn_dim: 64 -> 128" in result.output
+
+
+def test_bad_config_exits_2_naming_the_key_without_traceback(tmp_path):
+    raw = tiny_config_dict(tmp_path)
+    raw["train"]["lrr"] = 1
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "seq2seq", "train", str(config)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 2
+    assert "train.lrr" in proc.stderr and "did you mean train.lr?" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_override_exits_2(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path)), encoding="utf-8")
+    result = run_cli("train", str(config), "--set", "model.heads=5")
+    assert result.exit_code == 2 and "model.d_model" in result.output
+
+
+def test_missing_config_exits_2(tmp_path):
+    result = run_cli("train", str(tmp_path / "nope.yaml"))
+    assert result.exit_code == 2 and "config file not found" in result.output
+
+
+def test_mismatched_corpus_exits_2(tmp_path):
+    raw = tiny_config_dict(tmp_path)
+    Path(raw["data"]["train_tgt"]).write_text("ONE\nTWO\n", encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    result = run_cli("train", str(config))
+    assert result.exit_code == 2 and "has 400 lines" in result.output and "has 2" in result.output
+
+
+def test_tokenizer_only_then_train(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=2, valid_every=2)), encoding="utf-8"
+    )
+    assert run_cli("train", str(config), "--tokenizer-only").exit_code == 0
+    assert (tmp_path / "run" / "tokenizer" / "spm.model").is_file()
+    assert not (tmp_path / "run" / "checkpoints").exists()
+    result = run_cli("train", str(config))
+    assert result.exit_code == 0, result.output
+    assert "reusing tokenizer" in (tmp_path / "run" / "train.log").read_text()
+
+
+def test_overwrite_starts_over(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=2, valid_every=2)), encoding="utf-8"
+    )
+    assert run_cli("train", str(config)).exit_code == 0
+    assert run_cli("train", str(config), "--overwrite").exit_code == 0
+
+
+def test_separate_vocabularies(tmp_path):
+    config = tmp_path / "c.yaml"
+    raw = tiny_config_dict(tmp_path, max_steps=2, valid_every=2)
+    raw["tokenizer"]["joint"] = False
+    raw["model"]["share_all_embeddings"] = False
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert run_cli("train", str(config)).exit_code == 0
+    assert (tmp_path / "run" / "tokenizer" / "spm.src.model").is_file()
+    assert (tmp_path / "run" / "tokenizer" / "spm.tgt.model").is_file()
+
+
+def test_translate_keeps_one_line_per_input_line(trained):
+    _, run = trained
+    long_line = " ".join(["red cat"] * 60)  # longer than the model's 64 positions
+    lines = ["red cat runs", "", "the big dog sleeps", "   ", long_line, "blue bird"]
+    result = run_cli("translate", str(run), input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.output
+    out = result.stdout.split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(lines)
+    assert out[1] == "" and out[3] == ""
+    assert "line 5" in result.stderr and "translating only the first" in result.stderr
+
+
+def test_translate_order_matches_one_at_a_time(trained, tmp_path):
+    _, run = trained
+    lines = ["a red cat", "the big green dog sleeps under the tree", "bird", "small house on the tree eats"]
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    assert run_cli("translate", str(run), "-i", str(src), "-o", str(out), "--max-tokens", "16").exit_code == 0
+    batched = out.read_text(encoding="utf-8").split("\n")[:-1]
+    singles = [run_cli("translate", str(run), input=line + "\n").stdout.rstrip("\n") for line in lines]
+    assert batched == singles
+
+
+def test_translate_nbest_and_scores(trained):
+    _, run = trained
+    result = run_cli("translate", str(run), "--nbest", "3", input="red cat\nblue bird\n")
+    rows = result.stdout.rstrip("\n").split("\n")
+    assert len(rows) == 2
+    for row in rows:
+        fields = row.split("\t")
+        assert len(fields) == 6
+        scores = [float(s) for s in fields[1::2]]
+        assert scores == sorted(scores, reverse=True)
+    single = run_cli("translate", str(run), "--scores", input="red cat\n").stdout
+    assert len(single.rstrip("\n").split("\t")) == 2
+
+
+def test_translate_last_line_without_newline(trained):
+    _, run = trained
+    result = run_cli("translate", str(run), "--beam", "1", input="red cat\nblue bird")
+    assert result.exit_code == 0 and result.stdout.count("\n") == 2
+
+
+def test_translate_missing_run_dir_exits_2(tmp_path):
+    result = run_cli("translate", str(tmp_path / "nope"), input="x\n")
+    assert result.exit_code == 2 and "run directory not found" in result.output
+
+
+def test_translate_missing_checkpoint_exits_2(trained):
+    _, run = trained
+    result = run_cli("translate", str(run), "--checkpoint", "step_999", input="x\n")
+    assert result.exit_code == 2 and "checkpoint not found" in result.output and "available" in result.output
+
+
+def test_translate_invalid_utf8_exits_2_naming_the_line(trained, tmp_path):
+    _, run = trained
+    src = tmp_path / "bad.txt"
+    src.write_bytes(b"red cat\nblue \xff bird\n")
+    result = run_cli("translate", str(run), "-i", str(src))
+    assert result.exit_code == 2 and "line 2 is not valid UTF-8" in result.output
+
+
+def test_average_checkpoints(trained):
+    _, run = trained
+    result = run_cli("average", str(run), "--last", "2")
+    assert result.exit_code == 0, result.output
+    assert (run / "checkpoints" / "averaged.pt").is_file()
+    out = run_cli("translate", str(run), "--checkpoint", "averaged", input="red cat\n")
+    assert out.exit_code == 0 and out.stdout.count("\n") == 1
+    assert run_cli("average", str(run), "--last", "50").exit_code == 2
+
+
+def test_translate_streams_stdin_line_by_line(trained):
+    """A line written to stdin is answered before stdin is closed (interactive use)."""
+    _, run = trained
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seq2seq", "translate", str(run), "--beam", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    proc.stdin.write(b"red cat\n")
+    proc.stdin.flush()
+    first = proc.stdout.readline()
+    assert first.endswith(b"\n")
+    proc.stdin.write(b"blue bird\n")
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=60) == 0
+    assert rest.count(b"\n") == 1

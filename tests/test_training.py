@@ -1,0 +1,177 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from typer.testing import CliRunner
+
+from seq2seq.checkpoint import RunDir, atomic_save, load_checkpoint
+from seq2seq.cli import app
+from seq2seq.config import config_from_dict
+from seq2seq.data import ParallelData, make_batch
+from seq2seq.distributed import DistInfo
+from seq2seq.errors import RunDirError
+from seq2seq.model import build_model
+from seq2seq.tokenizer import prepare_tokenizers
+from seq2seq.training import Trainer
+from seq2seq.validation import ValidSet
+from tests.conftest import tiny_config_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_config(tmp_path: Path, name: str, **train: object) -> Path:
+    raw = tiny_config_dict(tmp_path, **train)
+    raw["run_dir"] = str(tmp_path / name)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+def train_losses(run_dir: Path) -> dict[int, float]:
+    return {r["step"]: r["train_loss"] for r in RunDir(run_dir).read_metrics() if r["kind"] == "train"}
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_tiny_model_overfits_a_tiny_batch(tmp_path):
+    cfg = config_from_dict(tiny_config_dict(tmp_path, lr=1e-2, warmup_steps=1, label_smoothing=0.0))
+    toks = prepare_tokenizers(
+        cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), tmp_path / "tok"
+    )
+    model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
+    data = ParallelData(
+        toks.src.encode(["red cat runs", "the big dog"]), toks.tgt.encode(["RUNS CAT RED", "DOG BIG"])
+    )
+    batch = make_batch(data, [0, 1])
+    trainer = Trainer(
+        cfg, RunDir(tmp_path / "run"), model, toks, data, ValidSet(data, [], []), DistInfo(), "cpu"
+    )
+    losses = [float(trainer.train_step([batch])) / batch.num_tgt_tokens for _ in range(150)]
+    assert losses[-1] < 0.05 * losses[0]
+
+
+def test_resumed_run_logs_the_same_losses_as_an_uninterrupted_one(tmp_path):
+    whole = write_config(tmp_path, "whole")
+    invoke("train", str(whole))
+    parts = write_config(tmp_path, "parts")
+    invoke("train", str(parts), "--set", "train.max_steps=5")
+    invoke("train", str(parts), "--resume")
+    expected, got = train_losses(tmp_path / "whole"), train_losses(tmp_path / "parts")
+    assert sorted(expected) == list(range(1, 13))
+    assert got == expected
+
+
+def test_resume_across_an_epoch_boundary_with_accumulation(tmp_path):
+    whole = write_config(tmp_path, "whole", accum_steps=2, max_steps=14, max_tokens=512)
+    invoke("train", str(whole))
+    parts = write_config(tmp_path, "parts", accum_steps=2, max_steps=14, max_tokens=512)
+    invoke("train", str(parts), "--set", "train.max_steps=9")
+    invoke("train", str(parts), "--resume")
+    assert train_losses(tmp_path / "parts") == train_losses(tmp_path / "whole")
+    epochs = {r["epoch"] for r in RunDir(tmp_path / "whole").read_metrics()}
+    assert len(epochs) > 1  # the comparison really crossed an epoch
+
+
+def test_ctrl_c_saves_and_resume_continues_exactly(tmp_path):
+    reference = write_config(tmp_path, "reference", max_steps=40, valid_every=1000, valid_bleu=False)
+    invoke("train", str(reference))
+    config = write_config(tmp_path, "interrupted", max_steps=40, valid_every=1000, valid_bleu=False)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seq2seq", "train", str(config)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    metrics = tmp_path / "interrupted" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "--resume" in stderr
+    state = load_checkpoint(tmp_path / "interrupted" / "checkpoints" / "last.pt")
+    stopped_at = state["progress"]["step"]
+    assert 3 <= stopped_at < 40
+    invoke("train", str(config), "--resume")
+    assert train_losses(tmp_path / "interrupted") == train_losses(tmp_path / "reference")
+
+
+def test_checkpoint_holds_everything_needed_to_resume(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=3, valid_every=3)
+    invoke("train", str(config))
+    state = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
+    assert {"model", "optimizer", "scheduler", "scaler", "progress", "rng", "config"} <= set(state)
+    assert state["progress"]["step"] == 3
+
+
+def test_keeps_only_the_last_k_numbered_checkpoints(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=12, valid_every=2, keep_checkpoints=2)
+    invoke("train", str(config))
+    names = sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("*.pt"))
+    assert names == ["best.pt", "last.pt", "step_10.pt", "step_12.pt"]
+
+
+def test_failed_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    path = tmp_path / "last.pt"
+    atomic_save({"step": torch.tensor(1)}, path)
+
+    def crash(obj, f, *args, **kwargs):
+        f.write(b"half a checkpoint")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(OSError):
+        atomic_save({"step": torch.tensor(2)}, path)
+    monkeypatch.undo()
+    assert int(load_checkpoint(path)["step"]) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]
+
+
+def test_checkpoints_cannot_run_code(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    path = tmp_path / "evil.pt"
+    torch.save({"model": Evil()}, path)
+    with pytest.raises(RunDirError, match="cannot load checkpoint"):
+        load_checkpoint(path)
+
+
+def test_metrics_have_the_documented_fields(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=6, valid_every=3)
+    invoke("train", str(config))
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    train = next(r for r in records if r["kind"] == "train")
+    valid = next(r for r in records if r["kind"] == "valid")
+    assert {"step", "epoch", "train_loss", "lr", "tgt_tokens_per_s", "elapsed_s", "padding"} <= set(train)
+    assert {"step", "epoch", "valid_loss", "valid_ppl", "valid_bleu", "bleu_signature"} <= set(valid)
+    assert "tok:13a" in valid["bleu_signature"]
+
+
+def test_validation_loss_falls(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=80, valid_every=4, valid_bleu=False)
+    invoke("train", str(config))
+    losses = [r["valid_loss"] for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
+    assert losses[-1] < 0.6 * losses[0]
+
+
+def test_patience_stops_early(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=200, valid_every=1, patience=2, lr=1e-9, warmup_steps=0)
+    invoke("train", str(config))
+    valid = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
+    assert len(valid) < 50
