@@ -9,9 +9,10 @@ import contextlib
 import dataclasses
 import logging
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import torch
 import typer
@@ -22,6 +23,11 @@ from seq2seq.checkpoint import RunDir, prepare_run_dir
 from seq2seq.config import Config, check_data_files, load_config
 from seq2seq.errors import Seq2SeqError
 from seq2seq.textio import stream_line_chunks
+
+if TYPE_CHECKING:
+    from seq2seq.decoding import SearchSettings
+    from seq2seq.evaluate import DecodeRun, TextFile
+    from seq2seq.translate import Translator
 
 app = typer.Typer(
     add_completion=False,
@@ -169,6 +175,139 @@ def translate(
                 sink.flush()
                 done += len(chunk)
                 bar.update(len(chunk))
+
+
+@app.command()
+def evaluate(
+    run_dir: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Run directory: translate --src with it; with --hyp, only adds its learning curves."
+        ),
+    ] = None,
+    hyp: Annotated[
+        list[Path] | None,
+        typer.Option(help="Hypotheses to score; repeat to compare systems (the first is the baseline)."),
+    ] = None,
+    ref: Annotated[
+        list[Path] | None, typer.Option(help="References, aligned by line; repeat for more.")
+    ] = None,
+    src: Annotated[
+        Path | None,
+        typer.Option(help="Source text: translated with RUN_DIR; with --hyp, shown in the report."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Translations of --src [default: RUN_DIR/SRC.CHECKPOINT.hyp]."),
+    ] = None,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write scores, signatures, checksums and settings here.")
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(help="Write a self-contained HTML report to DIR/index.html (needs matplotlib)."),
+    ] = None,
+    tokenize: Annotated[
+        str, typer.Option(help="BLEU tokenizer: 13a, intl, char, zh, spm, flores200, none...")
+    ] = "13a",
+    lowercase: Annotated[
+        bool, typer.Option(help="Case-insensitive BLEU and chrF (TER always is, as in sacrebleu).")
+    ] = False,
+    chrf_plus: Annotated[
+        bool, typer.Option("--chrf-plus", help="Score chrF++ (with word bigrams) instead of chrF.")
+    ] = False,
+    bootstrap: Annotated[
+        int, typer.Option(help="Paired bootstrap resamples when comparing systems.", min=1)
+    ] = 1000,
+    beam: Annotated[int | None, typer.Option(help="Beam size (1 = greedy).", min=1)] = None,
+    length_penalty: Annotated[float | None, typer.Option(help="GNMT length penalty alpha.", min=0)] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Source tokens per batch.", min=1)] = None,
+    checkpoint: Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")] = "best",
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+) -> None:
+    """Score translations with sacreBLEU (BLEU, chrF, TER): given ones (--hyp), or RUN_DIR's of --src.
+
+    Several --hyp files are compared with sacrebleu's paired bootstrap test against the first.
+    """
+    from seq2seq.evaluate import (
+        MetricOptions,
+        TextFile,
+        evaluate_files,
+        format_table,
+        read_references,
+        write_json,
+    )
+
+    setup_logging(logging.INFO if verbose else logging.WARNING)
+    with user_errors():
+        check_evaluate_mode(run_dir, hyp or [], src, out)
+        options = MetricOptions(tokenize, lowercase, chrf_plus)
+        options.bleu()  # an unknown tokenizer fails now, not after translating
+        if report is not None:
+            from seq2seq.report import new_figure
+
+            new_figure(1, 1)  # a missing matplotlib fails now, not after translating
+        source = TextFile.read(src) if src else None
+        references = read_references(ref or [], source)
+        translator, decode = None, None
+        if not hyp:
+            from seq2seq.translate import Translator
+
+            translator = Translator.load(run_dir, checkpoint, device)
+            settings = translator.settings(beam=beam, length_penalty=length_penalty)
+            out = out or run_dir / f"{src.name}.{Path(checkpoint).stem}.hyp"
+            decode = translate_timed(translator, source, out, settings, max_tokens)
+            log.info("translations written to %s", out)
+        result = evaluate_files(hyp or [out], references, options, source, bootstrap)
+        result.run_dir, result.decode = run_dir, decode
+        result.checkpoint = RunDir(run_dir).checkpoint_path(checkpoint) if translator else None
+        typer.echo(format_table(result))
+        if json_file is not None:
+            write_json(result, json_file)
+        if report is not None:
+            from seq2seq.report import write_report
+
+            log.info("report written to %s", write_report(result, report, translator))
+
+
+def check_evaluate_mode(run_dir: Path | None, hyps: list[Path], src: Path | None, out: Path | None) -> None:
+    """`s2s evaluate` scores given hypotheses (--hyp), or translates --src with RUN_DIR, then scores."""
+    from seq2seq.errors import EvaluateError
+
+    if hyps and out is not None:
+        raise EvaluateError("--out names the translations of --src; with --hyp nothing is translated")
+    if not hyps and run_dir is None:
+        raise EvaluateError("give --hyp FILE to score hypotheses, or RUN_DIR --src FILE to translate them")
+    if not hyps and src is None:
+        raise EvaluateError(f"to translate with {run_dir}, give the source text with --src FILE")
+    if run_dir is not None:
+        RunDir(run_dir).load_config()  # a wrong path fails now, with a message that says so
+
+
+def translate_timed(
+    translator: Translator,
+    source: TextFile,
+    out: Path,
+    settings: SearchSettings,
+    max_tokens: int | None,
+) -> DecodeRun:
+    """Translate every line of `source` into `out`, timing the translation alone."""
+    from seq2seq.evaluate import DecodeRun
+
+    budget = max_tokens or translator.config.decode.max_tokens
+    start = time.perf_counter()
+    texts = [t.texts[0] for t in translator.translate(source.lines, settings, budget)]
+    seconds = time.perf_counter() - start
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(f"{t}\n" for t in texts), encoding="utf-8")
+    return DecodeRun(
+        {**dataclasses.asdict(settings), "max_tokens": budget, "device": str(translator.device)},
+        sentences=len(texts),
+        source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),
+        target_tokens=sum(map(len, translator.tokenizers.tgt.encode(texts))),
+        seconds=seconds,
+    )
 
 
 @app.command()

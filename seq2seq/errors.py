@@ -15,3 +15,7 @@ class DataError(Seq2SeqError):
 
 class RunDirError(Seq2SeqError):
     """The run directory is missing, incomplete, or in the wrong state for the command."""
+
+
+class EvaluateError(Seq2SeqError):
+    """The options of `s2s evaluate` do not fit together, or a metric setting is invalid."""

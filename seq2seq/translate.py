@@ -143,3 +143,16 @@ class Translator:
                 done, pending = done + len(pending), []
         if pending:
             yield from self.translate(pending, settings, max_tokens, first_line=done + 1)
+
+
+@torch.no_grad()
+def cross_attention(model: Seq2SeqTransformer, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+    """Where the last decoder layer looks, averaged over heads: (B, T, S) for teacher-forced `tgt_in`.
+
+    src (B, S) source ids ending in <eos>, right-padded with PAD; tgt_in (B, T) starting with <bos>.
+    Row t is the attention while predicting target token t; each row sums to 1 over the real source
+    tokens and gives padding none. Only this inspection path computes the weights explicitly.
+    """
+    sink: list[torch.Tensor] = []
+    model.decode(tgt_in, model.encode(src), attn_sink=sink)
+    return sink[-1]  # (B, T, S)

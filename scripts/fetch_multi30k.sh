@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Put Multi30k (task 1, German-English) raw text under data/multi30k/:
+#   train.{de,en}  val.{de,en}  test_2016_flickr.{de,en}
+#
+#   scripts/fetch_multi30k.sh                      download from the public multi30k/dataset repository
+#   scripts/fetch_multi30k.sh --from DIR           copy a local copy (e.g. ../shared/data/multi30k)
+#   scripts/fetch_multi30k.sh --out DIR ...        write somewhere else
+set -euo pipefail
+
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+src=""
+out="data/multi30k"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --from) src="${2:?--from needs a directory}"; shift 2 ;;
+    --out) out="${2:?--out needs a directory}"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+files="train.de train.en val.de val.en test_2016_flickr.de test_2016_flickr.en"
+base="https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+mkdir -p "$out"
+for f in $files; do
+  if [ -n "$src" ]; then
+    if [ -f "$src/$f" ]; then
+      cp "$src/$f" "$out/$f"
+    elif [ -f "$src/$f.gz" ]; then
+      gunzip -c "$src/$f.gz" > "$out/$f"
+    else
+      echo "error: $src has no $f" >&2; exit 2
+    fi
+  else
+    curl -fsSL "$base/$f.gz" | gunzip -c > "$out/$f.tmp" && mv "$out/$f.tmp" "$out/$f" || {
+      rm -f "$out/$f.tmp"
+      echo "error: could not download $f; offline? use --from DIR with a local copy" >&2
+      exit 2
+    }
+  fi
+done
+for f in $files; do printf '%8d %s\n' "$(wc -l < "$out/$f")" "$out/$f"; done
