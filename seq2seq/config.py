@@ -78,6 +78,7 @@ class TrainConfig:
     label_smoothing: float = 0.1
     max_steps: int = 0  # 0 = no limit
     max_epochs: int = 0  # 0 = no limit
+    max_minutes: float = 0.0  # stop after this much wall-clock training time (0 = no limit)
     log_every: int = 50
     valid_every: int = 500
     keep_checkpoints: int = 3  # numbered checkpoints kept besides last.pt and best.pt
@@ -270,7 +271,11 @@ def _check_values(cfg: Config) -> list[str]:
         (not 0 <= t.label_smoothing < 1, "train.label_smoothing: must be in [0, 1)"),
         (t.max_steps < 0, "train.max_steps: must be >= 0"),
         (t.max_epochs < 0, "train.max_epochs: must be >= 0"),
-        (t.max_steps == 0 and t.max_epochs == 0, "train.max_steps: set train.max_steps or train.max_epochs"),
+        (t.max_minutes < 0, "train.max_minutes: must be >= 0"),
+        (
+            t.max_steps == 0 and t.max_epochs == 0 and t.max_minutes == 0,
+            "train.max_steps: set train.max_steps, train.max_epochs or train.max_minutes",
+        ),
         (t.log_every < 1, "train.log_every: must be >= 1"),
         (t.valid_every < 1, "train.valid_every: must be >= 1"),
         (t.keep_checkpoints < 0, "train.keep_checkpoints: must be >= 0"),

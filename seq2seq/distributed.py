@@ -66,9 +66,13 @@ def broadcast_from_main(value: float, info: DistInfo, device: torch.device) -> f
     return float(t.item())
 
 
-def any_rank(flag: bool, info: DistInfo, device: torch.device) -> bool:
-    """True on every rank if `flag` is true on any (so all ranks stop together)."""
-    return all_reduce_sum(float(flag), info, device) > 0
+def any_rank(flags: list[bool], info: DistInfo, device: torch.device) -> list[bool]:
+    """Each flag is true on every rank if it is true on any (so all ranks stop together)."""
+    if not info.enabled:
+        return flags
+    t = torch.tensor([float(f) for f in flags], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return [bool(v) for v in t.tolist()]
 
 
 def barrier(info: DistInfo) -> None:

@@ -62,6 +62,7 @@ class Progress:
     bad_validations: int = 0  # validations in a row without improvement
     interval_loss: float = 0.0  # label-smoothed loss summed since the last log line
     interval_tokens: int = 0
+    train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
 
 
 class StopRequest:
@@ -187,6 +188,7 @@ class Trainer:
         self._log_effective_batch()
         meter = ThroughputMeter()
         validated_at = -1
+        clock = time.perf_counter() - p.train_seconds
         with self.stop.installed():
             while not self._finished():
                 group = [make_batch(self.data, indices) for indices in self._next_group()]
@@ -202,8 +204,15 @@ class Trainer:
                 if p.step % t.valid_every == 0:
                     self._validate_and_save()
                     validated_at = p.step
-                if any_rank(self.stop.requested, self.info, self.device):
-                    self.stop.requested = True  # on every rank, so all save together
+                p.train_seconds = time.perf_counter() - clock
+                out_of_time = bool(t.max_minutes) and p.train_seconds >= 60 * t.max_minutes
+                interrupted, out_of_time = any_rank(
+                    [self.stop.requested, out_of_time], self.info, self.device
+                )
+                if interrupted or out_of_time:
+                    self.stop.requested = interrupted  # on every rank, so all save together
+                    if out_of_time:
+                        log.info("train.max_minutes (%g) reached at step %d", t.max_minutes, p.step)
                     break
         bar.close()
         if self.stop.requested:

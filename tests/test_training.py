@@ -11,7 +11,7 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from seq2seq.checkpoint import RunDir, atomic_save, load_checkpoint
+from seq2seq.checkpoint import RunDir, atomic_save, inference_weights, load_checkpoint
 from seq2seq.cli import app
 from seq2seq.config import config_from_dict
 from seq2seq.data import ParallelData, make_batch
@@ -175,3 +175,20 @@ def test_patience_stops_early(tmp_path):
     invoke("train", str(config))
     valid = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
     assert len(valid) < 50
+
+
+def test_moving_average_is_saved_and_used_for_translation(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=4, valid_every=4, ema_decay=0.5)
+    invoke("train", str(config))
+    state = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
+    assert inference_weights(state) is state["ema"]
+    name = "decoder.0.ffn.up.weight"
+    assert not torch.equal(state["ema"][name], state["model"][name])
+
+
+def test_max_minutes_stops_training(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=10_000, max_minutes=1e-6, valid_every=1000)
+    invoke("train", str(config))
+    state = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
+    assert state["progress"]["step"] == 1
+    assert "train.max_minutes" in (tmp_path / "run" / "train.log").read_text()
