@@ -109,7 +109,7 @@ class Trainer:
         if self.tcfg.compile:
             self.net = torch.compile(self.net, dynamic=True)
         self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
-        self.optimizer = build_optimizer(self.model, self.tcfg, self.device)
+        self.optimizer = build_optimizer(self.model, self.tcfg)
         self.scheduler = build_scheduler(self.optimizer, self.tcfg)
         self.scaler = grad_scaler(self.device, self.dtype)
         self.ema = WeightAverage(self.model, self.tcfg.ema_decay) if self.tcfg.ema_decay > 0 else None

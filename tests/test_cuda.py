@@ -30,7 +30,7 @@ def test_auto_precision_is_bf16_on_modern_gpus():
 def test_bf16_training_step_with_fused_adamw():
     device = torch.device("cuda")
     model = make_model().train().to(device)
-    optimizer = build_optimizer(model, TrainConfig(), device)
+    optimizer = build_optimizer(model, TrainConfig())
     assert optimizer.defaults.get("fused") is True
     batch = collate([[5, 6, 7], [8, 9]], [[10, 11], [12, 13, 14]]).to(device)
     with autocast(device, torch.bfloat16):

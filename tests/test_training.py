@@ -13,15 +13,16 @@ from typer.testing import CliRunner
 
 from seq2seq.checkpoint import RunDir, atomic_save, inference_weights, load_checkpoint
 from seq2seq.cli import app
-from seq2seq.config import config_from_dict
+from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data import ParallelData, make_batch
 from seq2seq.distributed import DistInfo
 from seq2seq.errors import RunDirError
 from seq2seq.model import build_model
+from seq2seq.optim import build_optimizer
 from seq2seq.tokenizer import prepare_tokenizers
 from seq2seq.training import Trainer
 from seq2seq.validation import ValidSet
-from tests.conftest import tiny_config_dict
+from tests.conftest import make_model, tiny_config_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,3 +193,10 @@ def test_max_minutes_stops_training(tmp_path):
     state = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
     assert state["progress"]["step"] == 1
     assert "train.max_minutes" in (tmp_path / "run" / "train.log").read_text()
+
+
+@pytest.mark.skipif(torch.__version__ < "2.4", reason="fused AdamW on CPU needs torch 2.4")
+def test_optimizer_uses_the_fused_kernel_where_available():
+    optimizer = build_optimizer(make_model(), TrainConfig())
+    assert optimizer.defaults["betas"] == (0.9, 0.98)
+    assert optimizer.defaults.get("fused") is True  # torch >= 2.4 supports fused AdamW on CPU
