@@ -195,7 +195,10 @@ def test_max_minutes_stops_training(tmp_path):
     assert "train.max_minutes" in (tmp_path / "run" / "train.log").read_text()
 
 
-@pytest.mark.skipif(torch.__version__ < "2.4", reason="fused AdamW on CPU needs torch 2.4")
+TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
+
+@pytest.mark.skipif(TORCH_VERSION < (2, 4), reason="fused AdamW on CPU needs torch 2.4")
 def test_optimizer_uses_the_fused_kernel_where_available():
     optimizer = build_optimizer(make_model(), TrainConfig())
     assert optimizer.defaults["betas"] == (0.9, 0.98)
