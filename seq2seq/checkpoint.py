@@ -8,6 +8,7 @@
       checkpoints/step_N.pt  the last train.keep_checkpoints numbered states
       train.log              the training log
       metrics.jsonl          one JSON object per log interval and per validation
+      .s2s-run               marks the directory as s2s's own (only such a directory is ever deleted)
 
 Checkpoints are written to a temporary file and renamed, so a crash never leaves a half-written one,
 and are read with `torch.load(weights_only=True)`, so loading one can never run code.
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-from seq2seq.config import Config, config_from_dict, config_to_dict, load_config, save_config
+from seq2seq.config import Config, config_to_dict, load_config, save_config
 from seq2seq.errors import RunDirError
 from seq2seq.model import average_state_dicts
 
@@ -46,6 +47,10 @@ class RunDir:
     @property
     def checkpoint_dir(self) -> Path:
         return self.path / "checkpoints"
+
+    @property
+    def marker_file(self) -> Path:
+        return self.path / ".s2s-run"
 
     @property
     def log_file(self) -> Path:
@@ -95,6 +100,13 @@ class RunDir:
         with self.metrics_file.open("a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
 
+    def truncate_metrics(self, step: int) -> None:
+        """Drop records past `step` (logged after the checkpoint a resumed run starts from)."""
+        kept = [r for r in self.read_metrics() if r["step"] <= step]
+        tmp = self.metrics_file.with_name(f".{self.metrics_file.name}.tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+        os.replace(tmp, self.metrics_file)
+
     def read_metrics(self) -> list[dict[str, Any]]:
         if not self.metrics_file.is_file():
             return []
@@ -128,13 +140,21 @@ def atomic_link(source: Path, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def save_training_state(run: RunDir, state: dict[str, Any], step: int, keep: int, is_best: bool) -> None:
-    """Write `step_N.pt`, point `last.pt` (and `best.pt` if `is_best`) at it, prune old numbered ones."""
-    numbered = run.checkpoint_dir / f"step_{step}.pt"
-    atomic_save(state, numbered)
-    atomic_link(numbered, run.checkpoint_dir / "last.pt")
+def save_training_state(
+    run: RunDir, state: dict[str, Any], step: int, keep: int, is_best: bool, numbered: bool = True
+) -> None:
+    """Write `step_N.pt` and point `last.pt` (and `best.pt` if `is_best`) at it; prune old numbered ones.
+
+    With `numbered=False` (an interrupted run) only `last.pt` is written.
+    """
+    if not numbered:
+        atomic_save(state, run.checkpoint_dir / "last.pt")
+        return
+    path = run.checkpoint_dir / f"step_{step}.pt"
+    atomic_save(state, path)
+    atomic_link(path, run.checkpoint_dir / "last.pt")
     if is_best:
-        atomic_link(numbered, run.checkpoint_dir / "best.pt")
+        atomic_link(path, run.checkpoint_dir / "best.pt")
     numbered_files = run.numbered_checkpoints()
     for old in numbered_files[: max(len(numbered_files) - keep, 0)]:
         old.unlink()
@@ -145,11 +165,6 @@ def load_checkpoint(path: Path, device: str | torch.device = "cpu") -> dict[str,
         return torch.load(path, map_location=device, weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unpickling failure means the file is unusable
         raise RunDirError(f"cannot load checkpoint {path}: {e}") from None
-
-
-def checkpoint_config(state: dict[str, Any]) -> Config:
-    """The config a checkpoint was trained with."""
-    return config_from_dict(state["config"])
 
 
 def inference_weights(state: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +191,7 @@ def prepare_run_dir(run: RunDir, cfg: Config, resume: bool, overwrite: bool) -> 
             )
         _check_compatible(run.load_config(), cfg, run)
     elif not run.is_empty():
-        if not run.config_file.is_file():
+        if not run.marker_file.is_file():
             raise RunDirError(
                 f"{run.path} is not empty and is not an s2s run directory; choose another run_dir"
             )
@@ -190,6 +205,7 @@ def prepare_run_dir(run: RunDir, cfg: Config, resume: bool, overwrite: bool) -> 
         else:  # only a tokenizer stage ran here: keep its tokenizer if the settings still match
             _check_compatible(run.load_config(), cfg, run)
     run.path.mkdir(parents=True, exist_ok=True)
+    run.marker_file.touch()
     save_config(cfg, run.config_file)
 
 
@@ -218,6 +234,9 @@ def average_checkpoints(run: RunDir, last: int, output: str) -> tuple[Path, list
         raise RunDirError(
             f"asked to average {last} checkpoints but {run.checkpoint_dir} has {len(available)}"
         )
+    output = output.removesuffix(".pt")
+    if output in CHECKPOINT_NAMES or re.fullmatch(r"step_\d+", output):
+        raise RunDirError(f"--output {output} would replace a training checkpoint; choose another name")
     used = available[-last:]
     states = [load_checkpoint(p) for p in used]
     averaged = average_state_dicts([inference_weights(s) for s in states])

@@ -21,12 +21,14 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from seq2seq.checkpoint import RunDir, prepare_run_dir
 from seq2seq.config import Config, check_data_files, load_config
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.textio import stream_line_chunks
 
 if TYPE_CHECKING:
     from seq2seq.decoding import SearchSettings
+    from seq2seq.distributed import DistInfo
     from seq2seq.evaluate import DecodeRun, TextFile
+    from seq2seq.tokenizer import TokenizerPair
     from seq2seq.translate import Translator
 
 app = typer.Typer(
@@ -45,6 +47,10 @@ def user_errors() -> Iterator[None]:
         yield
     except Seq2SeqError as e:
         typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except OSError as e:  # files the user named: unreadable, unwritable, missing directory
+        where = f": {e.filename}" if e.filename else ""
+        typer.echo(f"error: {e.strerror or e}{where}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
@@ -92,32 +98,24 @@ def train(
     ] = None,
 ) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
-    from seq2seq.distributed import barrier, init_distributed, shutdown
-    from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers
+    from seq2seq.data import read_parallel
+    from seq2seq.device import autocast_dtype, resolve_device
+    from seq2seq.distributed import init_distributed, shutdown
     from seq2seq.training import train as run_training
 
     with user_errors():
         cfg = load_config(config, [*(overrides or []), *([f"train.device={device}"] if device else [])])
         check_data_files(cfg)
         cfg = resolve_paths(cfg)
+        autocast_dtype(resolve_device(cfg.train.device), cfg.train.precision)  # fail now, not in an hour
+        read_parallel(cfg.data.train_src, cfg.data.train_tgt)  # misaligned or broken files fail now too
+        read_parallel(cfg.data.valid_src, cfg.data.valid_tgt)
         info = init_distributed(cfg.train.device)
         run = RunDir(cfg.run_dir)
         try:
-            if info.is_main:
-                prepare_run_dir(run, cfg, resume, overwrite)
-            barrier(info)
-            setup_logging(
-                logging.INFO if info.is_main else logging.WARNING, run.log_file if info.is_main else None
-            )
+            tokenizers = prepare_run(cfg, run, info, resume, overwrite)
             if cfg.train.num_threads:
                 torch.set_num_threads(cfg.train.num_threads)
-            if info.is_main:
-                tokenizers = prepare_tokenizers(
-                    cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), run.tokenizer_dir
-                )
-            barrier(info)
-            if not info.is_main:
-                tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
             if tokenizer_only:
                 log.info("tokenizer ready in %s", run.tokenizer_dir)
                 return
@@ -130,6 +128,37 @@ def train(
             )
         finally:
             shutdown(info)
+
+
+def prepare_run(cfg: Config, run: RunDir, info: DistInfo, resume: bool, overwrite: bool) -> TokenizerPair:
+    """Rank 0 checks the run directory and trains the tokenizer; then every rank loads the tokenizer.
+
+    A failure on rank 0 is shared with the other ranks, so under torchrun they stop too instead of
+    waiting for it.
+    """
+    from seq2seq.device import resolve_device
+    from seq2seq.distributed import any_rank, local_device_name
+    from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers
+
+    error: Exception | None = None
+    if info.is_main:
+        try:
+            prepare_run_dir(run, cfg, resume, overwrite)
+            setup_logging(logging.INFO, run.log_file)
+            prepare_tokenizers(
+                cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), run.tokenizer_dir
+            )
+        except (Seq2SeqError, OSError) as e:
+            error = e
+    device = resolve_device(local_device_name(cfg.train.device, info))
+    (failed,) = any_rank([error is not None], info, device)
+    if error is not None:
+        raise error
+    if failed:
+        raise RunDirError("rank 0 could not prepare the run directory (its error is above)")
+    if not info.is_main:
+        setup_logging(logging.WARNING)
+    return load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
 
 
 @app.command()

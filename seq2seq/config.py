@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +143,10 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         node = node.setdefault(name, {})
         if not isinstance(node, dict):
             raise ConfigError(f"override {item!r}: {name} is not a section")
-    node[leaf] = yaml.safe_load(value) if value.strip() else ""
+    try:
+        node[leaf] = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError:
+        raise ConfigError(f"override {item!r}: the value is not valid YAML") from None
 
 
 def config_from_dict(raw: dict[str, Any]) -> Config:
@@ -207,8 +209,6 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
         choices = typing.get_args(kind)
         if value not in choices:
             errors.append(f"{key}: {value!r} is not one of {', '.join(map(str, choices))}")
-        return value
-    if origin in (typing.Union, types.UnionType):
         return value
     if kind is bool:
         if isinstance(value, bool):
@@ -281,6 +281,10 @@ def _check_values(cfg: Config) -> list[str]:
         (t.keep_checkpoints < 0, "train.keep_checkpoints: must be >= 0"),
         (t.patience < 0, "train.patience: must be >= 0"),
         (t.valid_beam < 1, "train.valid_beam: must be >= 1"),
+        (t.valid_subset < 0, "train.valid_subset: must be >= 0"),
+        (t.valid_samples < 0, "train.valid_samples: must be >= 0"),
+        (t.num_threads < 0, "train.num_threads: must be >= 0"),
+        (tok.max_sentences < 1, "tokenizer.max_sentences: must be >= 1"),
         (
             t.best_metric == "bleu" and not t.valid_bleu,
             "train.best_metric: 'bleu' needs train.valid_bleu: true",
@@ -290,7 +294,10 @@ def _check_values(cfg: Config) -> list[str]:
         (d.beam < 1, "decode.beam: must be >= 1"),
         (d.length_penalty < 0, "decode.length_penalty: must be >= 0"),
         (d.max_len_a < 0 or d.max_len_b < 0, "decode.max_len_a: max_len_a and max_len_b must be >= 0"),
-        (d.min_len < 0, "decode.min_len: must be >= 0"),
+        (
+            not 0 <= d.min_len < m.max_positions - 1,
+            "decode.min_len: must be >= 0 and < model.max_positions - 1",
+        ),
         (d.max_tokens < 1, "decode.max_tokens: must be >= 1"),
     ]
     return [message for broken, message in rules if broken]

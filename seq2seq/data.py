@@ -185,9 +185,3 @@ def collate(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> Batch
 
 def make_batch(data: ParallelData, indices: Sequence[int]) -> Batch:
     return collate([data.src[i] for i in indices], [data.tgt[i] for i in indices])
-
-
-def padding_fraction(batch: Batch) -> float:
-    """Share of the batch's source and target positions that are padding."""
-    total = batch.src.numel() + batch.tgt_out.numel()
-    return 1.0 - (batch.num_src_tokens + batch.num_tgt_tokens) / total

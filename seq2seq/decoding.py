@@ -66,7 +66,8 @@ def _next_log_probs(model: Decodable, tokens: Tensor, memory: Memory, cache: Dec
 
 
 def _constrain(logp: Tensor, t: int, at_limit: Tensor, min_len: int) -> Tensor:
-    """No <eos> before `min_len` tokens; only <eos> for rows that reached their length limit."""
+    """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit."""
+    logp[:, [PAD, BOS]] = NEG_INF
     if t < min_len:
         logp[:, EOS] = NEG_INF
     not_eos = torch.ones(logp.size(1), dtype=torch.bool, device=logp.device)

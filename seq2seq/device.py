@@ -14,6 +14,8 @@ def resolve_device(name: str) -> torch.device:
     """`auto` picks CUDA when a GPU is visible, else the CPU; asking for an absent GPU is an error."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not (name in ("cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit())):
+        raise Seq2SeqError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N")
     device = torch.device(name)
     if device.type == "cuda":
         if not torch.cuda.is_available():

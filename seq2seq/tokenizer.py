@@ -16,6 +16,7 @@ import sentencepiece as spm
 
 from seq2seq.config import TokenizerConfig
 from seq2seq.errors import DataError
+from seq2seq.textio import read_lines
 
 log = logging.getLogger(__name__)
 
@@ -119,12 +120,7 @@ def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
 
 def _sample_lines(corpus: list[Path], limit: int) -> Iterator[str]:
     """Non-empty lines of the corpus files; a seeded random sample of `limit` lines if there are more."""
-    lines = [
-        line
-        for path in corpus
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
-        if line.strip()
-    ]
+    lines = [line for path in corpus for line in read_lines(path) if line.strip()]
     if len(lines) > limit:
         lines = random.Random(0).sample(lines, limit)
     yield from lines

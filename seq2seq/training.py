@@ -63,10 +63,17 @@ class Progress:
     interval_loss: float = 0.0  # label-smoothed loss summed since the last log line
     interval_tokens: int = 0
     train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
+    best_metric: str = ""  # what `best` measures
+    batching: str = ""  # what this epoch's batch order was made for (see Trainer._batching)
 
 
 class StopRequest:
-    """Turns the first Ctrl-C (SIGINT) into a flag the loop checks after each step."""
+    """Turns the first Ctrl-C (SIGINT) or SIGTERM into a flag the loop checks after each step.
+
+    torchrun forwards Ctrl-C to its workers as SIGTERM, so both mean "save and stop".
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.requested = False
@@ -78,11 +85,12 @@ class StopRequest:
             self.requested = True
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
-        previous = signal.signal(signal.SIGINT, handler)
+        previous = {sig: signal.signal(sig, handler) for sig in self.SIGNALS}
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, old in previous.items():
+                signal.signal(sig, old)
 
 
 class Trainer:
@@ -113,7 +121,7 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, self.tcfg)
         self.scaler = grad_scaler(self.device, self.dtype)
         self.ema = WeightAverage(self.model, self.tcfg.ema_decay) if self.tcfg.ema_decay > 0 else None
-        self.progress = Progress()
+        self.progress = Progress(best_metric=self.tcfg.best_metric, batching=self._batching())
         self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
         self.stop = StopRequest()
         self._costs = [train_data.cost(i) for i in range(len(train_data))]
@@ -214,12 +222,12 @@ class Trainer:
                     if out_of_time:
                         log.info("train.max_minutes (%g) reached at step %d", t.max_minutes, p.step)
                     break
-        bar.close()
-        if self.stop.requested:
-            self._save(is_best=False)
-            log.warning("stopped at step %d; continue with: s2s train CONFIG --resume", p.step)
-        elif validated_at != p.step:
-            self._validate_and_save()
+            bar.close()
+            if self.stop.requested:
+                self._save(is_best=False, numbered=False)
+                log.warning("stopped at step %d; continue with: s2s train CONFIG --resume", p.step)
+            elif validated_at != p.step:
+                self._validate_and_save()
         return p
 
     def _finished(self) -> bool:
@@ -371,10 +379,12 @@ class Trainer:
         dist.all_gather_object(states, mine)
         return states
 
-    def _save(self, is_best: bool) -> None:
+    def _save(self, is_best: bool, numbered: bool = True) -> None:
+        """Checkpoint (rank 0 writes); an interrupt writes only last.pt, not a numbered checkpoint."""
         state = self.state_dict()
         if self.info.is_main:
-            save_training_state(self.run, state, self.progress.step, self.tcfg.keep_checkpoints, is_best)
+            keep = self.tcfg.keep_checkpoints
+            save_training_state(self.run, state, self.progress.step, keep, is_best, numbered)
         barrier(self.info)
 
     def resume(self) -> None:
@@ -386,24 +396,43 @@ class Trainer:
         self.scaler.load_state_dict(state["scaler"])
         if self.ema is not None and "ema" in state:
             self.ema.load_state_dict(state["ema"])
-        self.progress = Progress(**state["progress"])
+        elif self.ema is not None:  # averaging was just switched on: start from the loaded weights
+            self.ema = WeightAverage(self.model, self.tcfg.ema_decay)
+        self._apply_train_config()
+        self.progress = p = Progress(**state["progress"])
         if not self.info.is_main:  # rank 0 carries the interval sums of all ranks
-            self.progress.interval_loss, self.progress.interval_tokens = 0.0, 0
+            p.interval_loss, p.interval_tokens = 0.0, 0
+        if p.best_metric != self.tcfg.best_metric:
+            p.best, p.bad_validations, p.best_metric = None, 0, self.tcfg.best_metric
         if state["world"] == self.info.world:
             self._set_rng_state(state["rng"][self.info.rank].cpu())
         else:
-            torch.manual_seed(self.tcfg.seed + self.info.rank + self.progress.step)
-            if self.progress.next_batch:
-                log.warning(
-                    "resuming with %d process(es) instead of %d: the rest of epoch %d cannot be split the "
-                    "same way, so training continues at the start of epoch %d",
-                    self.info.world,
-                    state["world"],
-                    self.progress.epoch,
-                    self.progress.epoch + 1,
-                )
-                self.progress.epoch, self.progress.next_batch = self.progress.epoch + 1, 0
-        log.info("resumed from step %d (epoch %d)", self.progress.step, self.progress.epoch)
+            torch.manual_seed(self.tcfg.seed + self.info.rank + p.step)
+        if p.batching != self._batching() and p.next_batch:
+            log.warning(
+                "the batches of epoch %d were made for %s, now %s: the rest of that epoch cannot be "
+                "split the same way, so training continues at the start of epoch %d",
+                p.epoch,
+                p.batching,
+                self._batching(),
+                p.epoch + 1,
+            )
+            p.epoch, p.next_batch = p.epoch + 1, 0
+        p.batching = self._batching()
+        if self.info.is_main:
+            self.run.truncate_metrics(p.step)
+        log.info("resumed from step %d (epoch %d)", p.step, p.epoch)
+
+    def _batching(self) -> str:
+        """What the order of an epoch's batches depends on, besides the data."""
+        return f"seed {self.tcfg.seed}, max_tokens {self.tcfg.max_tokens}, {self.info.world} process(es)"
+
+    def _apply_train_config(self) -> None:
+        """A resumed run follows the config's peak lr and weight decay, not the checkpoint's."""
+        self.scheduler.base_lrs = [self.tcfg.lr for _ in self.optimizer.param_groups]
+        for group, factor in zip(self.optimizer.param_groups, self.scheduler.lr_lambdas):
+            lr = self.tcfg.lr * factor(self.scheduler.last_epoch)
+            group.update(lr=lr, initial_lr=self.tcfg.lr, weight_decay=self.tcfg.weight_decay)
 
     def _set_rng_state(self, state: torch.Tensor) -> None:
         cpu_size = torch.get_rng_state().numel()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from seq2seq.config import Config, DecodeConfig
 from seq2seq.data import pad, token_batches
 from seq2seq.decoding import Hypothesis, SearchSettings, search
 from seq2seq.device import autocast, autocast_dtype, resolve_device
+from seq2seq.errors import RunDirError
 from seq2seq.model import Seq2SeqTransformer, build_model
 from seq2seq.tokenizer import EOS, TokenizerPair, load_tokenizers
 
@@ -92,7 +93,10 @@ class Translator:
         torch_device = resolve_device(device)
         tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
         model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
-        model.load_state_dict(inference_weights(load_checkpoint(path)))
+        try:
+            model.load_state_dict(inference_weights(load_checkpoint(path)))
+        except RuntimeError:
+            raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
         log.info("loaded %s", path)
         return cls(
             model.to(torch_device), tokenizers, cfg, torch_device, autocast_dtype(torch_device, precision)
@@ -124,25 +128,11 @@ class Translator:
         hyps = decode_ids(
             self.model, [encoded[i] for i in todo], settings, max_tokens, self.device, self.dtype
         )
-        out = [Translation([""], [0.0]) for _ in lines]
+        out = [Translation([""] * settings.nbest, [0.0] * settings.nbest) for _ in lines]
         for i, nbest in zip(todo, hyps):
             texts = self.tokenizers.tgt.decode([h.tokens for h in nbest])
             out[i] = Translation(texts, [h.score for h in nbest])
         return out
-
-    def translate_stream(
-        self, lines: Iterable[str], settings: SearchSettings, max_tokens: int, chunk: int
-    ) -> Iterator[Translation]:
-        """Translate an iterable of lines `chunk` at a time (chunk=1 answers each line as it arrives)."""
-        pending: list[str] = []
-        done = 0
-        for line in lines:
-            pending.append(line)
-            if len(pending) >= chunk:
-                yield from self.translate(pending, settings, max_tokens, first_line=done + 1)
-                done, pending = done + len(pending), []
-        if pending:
-            yield from self.translate(pending, settings, max_tokens, first_line=done + 1)
 
 
 @torch.no_grad()

@@ -216,3 +216,44 @@ def test_translate_streams_stdin_line_by_line(trained):
     rest = proc.stdout.read()
     assert proc.wait(timeout=60) == 0
     assert rest.count(b"\n") == 1
+
+
+def test_overwrite_never_deletes_a_directory_s2s_did_not_make(tmp_path):
+    raw = tiny_config_dict(tmp_path)
+    raw["run_dir"] = str(tmp_path)  # the directory holding the user's data and config
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    result = run_cli("train", str(config), "--overwrite")
+    assert result.exit_code == 2 and "not an s2s run directory" in result.output
+    assert config.is_file() and (tmp_path / "data" / "train.src").is_file()
+
+
+def test_bad_device_exits_2(trained):
+    _, run = trained
+    result = run_cli("translate", str(run), "--device", "gpu", input="red cat\n")
+    assert result.exit_code == 2 and "'gpu' is not one of" in result.output
+
+
+def test_invalid_override_value_exits_2(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path)), encoding="utf-8")
+    result = run_cli("train", str(config), "--set", "train.lr=[")
+    assert result.exit_code == 2 and "not valid YAML" in result.output
+
+
+def test_unwritable_output_exits_2(trained, tmp_path):
+    _, run = trained
+    result = run_cli("translate", str(run), "-o", str(tmp_path / "missing" / "dir" / "out.txt"), input="x\n")
+    assert result.exit_code == 2 and "error:" in result.output
+
+
+def test_average_refuses_to_replace_training_checkpoints(trained):
+    _, run = trained
+    result = run_cli("average", str(run), "--last", "1", "--output", "last")
+    assert result.exit_code == 2 and "would replace a training checkpoint" in result.output
+
+
+def test_nbest_empty_line_keeps_the_field_count(trained):
+    _, run = trained
+    rows = run_cli("translate", str(run), "--nbest", "2", input="red cat\n\n").stdout.split("\n")
+    assert len(rows[0].split("\t")) == len(rows[1].split("\t")) == 4

@@ -193,3 +193,12 @@ def test_nbest_sorted_by_score():
 def test_length_penalty_formula():
     assert length_penalty(1, 0.0) == 1.0
     assert length_penalty(7, 1.0) == pytest.approx(2.0)
+
+
+def test_padding_and_bos_are_never_generated():
+    from seq2seq.tokenizer import BOS
+
+    table = {(): {PAD: 0.6, BOS: 0.3, A: 0.1}, (A,): {PAD: 0.9, EOS: 0.1}}
+    for search in (greedy_search, beam_search):
+        hyps = search(ScriptedModel(table), SRC, settings(beam=2, nbest=1))
+        assert hyps[0][0].tokens == [A]

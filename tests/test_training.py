@@ -203,3 +203,26 @@ def test_optimizer_uses_the_fused_kernel_where_available():
     optimizer = build_optimizer(make_model(), TrainConfig())
     assert optimizer.defaults["betas"] == (0.9, 0.98)
     assert optimizer.defaults.get("fused") is True  # torch >= 2.4 supports fused AdamW on CPU
+
+
+def test_resume_follows_the_new_learning_rate_and_rewinds_metrics(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=6, valid_every=3)
+    invoke("train", str(config))
+    metrics = RunDir(tmp_path / "run").metrics_file
+    metrics.write_text(metrics.read_text() + '{"kind": "train", "step": 99}\n')  # logged after last.pt
+    invoke("train", str(config), "--resume", "--set", "train.max_steps=8", "--set", "train.lr=1e-6")
+    records = RunDir(tmp_path / "run").read_metrics()
+    assert [r["step"] for r in records if r["kind"] == "train"] == list(range(1, 9))
+    assert records[-2]["lr"] < 1e-6
+
+
+def test_interrupt_writes_only_last_pt(tmp_path):
+    from seq2seq.checkpoint import save_training_state
+
+    run = RunDir(tmp_path)
+    save_training_state(run, {"step": torch.tensor(1)}, 5, keep=3, is_best=True)
+    save_training_state(run, {"step": torch.tensor(2)}, 7, keep=3, is_best=False, numbered=False)
+    names = sorted(p.name for p in run.checkpoint_dir.iterdir())
+    assert names == ["best.pt", "last.pt", "step_5.pt"]
+    assert int(load_checkpoint(run.checkpoint_dir / "step_5.pt")["step"]) == 1
+    assert int(load_checkpoint(run.checkpoint_dir / "last.pt")["step"]) == 2
