@@ -9,10 +9,8 @@ import contextlib
 import copy
 import dataclasses
 import logging
-import signal
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +40,11 @@ from seq2seq.distributed import (
     broadcast_from_main,
     local_device_name,
 )
+from seq2seq.interrupt import StopRequest
 from seq2seq.loss import sequence_loss
 from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
+from seq2seq.throughput import ThroughputMeter
 from seq2seq.tokenizer import TokenizerPair
 from seq2seq.validation import ValidResult, ValidSet, validate
 
@@ -65,32 +65,6 @@ class Progress:
     train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
     best_metric: str = ""  # what `best` measures
     batching: str = ""  # what this epoch's batch order was made for (see Trainer._batching)
-
-
-class StopRequest:
-    """Turns the first Ctrl-C (SIGINT) or SIGTERM into a flag the loop checks after each step.
-
-    torchrun forwards Ctrl-C to its workers as SIGTERM, so both mean "save and stop".
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.requested = False
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        def handler(signum: int, frame: Any) -> None:
-            log.warning("interrupt received: saving a checkpoint after this step (Ctrl-C again to abort)")
-            self.requested = True
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-
-        previous = {sig: signal.signal(sig, handler) for sig in self.SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
 
 
 class Trainer:
@@ -439,35 +413,6 @@ class Trainer:
         torch.set_rng_state(state[:cpu_size])
         if self.device.type == "cuda" and state.numel() > cpu_size:
             torch.cuda.set_rng_state(state[cpu_size:], self.device)
-
-
-class ThroughputMeter:
-    """Tokens per second since the last reading (and padding share of the batches seen)."""
-
-    def __init__(self) -> None:
-        self.start = self.last = time.perf_counter()
-        self.src = self.tgt = self.padded = 0
-
-    def add(self, batches: list[Batch]) -> None:
-        for b in batches:
-            self.src += b.num_src_tokens
-            self.tgt += b.num_tgt_tokens
-            self.padded += b.src.numel() + b.tgt_out.numel()
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
-
-    def rates(self, info: DistInfo, device: torch.device) -> dict[str, float]:
-        """Throughput over all ranks since the previous call; resets the counters."""
-        now = time.perf_counter()
-        seconds = max(now - self.last, 1e-9)
-        src, tgt, padded = (all_reduce_sum(v, info, device) for v in (self.src, self.tgt, self.padded))
-        self.last, self.src, self.tgt, self.padded = now, 0, 0, 0
-        return {
-            "tgt_tokens_per_s": round(tgt / seconds, 1),
-            "src_tgt_tokens_per_s": round((src + tgt) / seconds, 1),
-            "padding": round(1 - (src + tgt) / max(padded, 1), 4),
-        }
 
 
 def train(
