@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seq2seq.config import ModelConfig
+
 
 def sinusoidal_positions(length: int, dim: int) -> Tensor:
     """(length, dim) sinusoidal position encodings of "Attention Is All You Need"."""
@@ -186,21 +188,16 @@ class Residual(nn.Module):
         return out if self.pre_norm else self.norm(out)
 
 
+def residual(cfg: ModelConfig) -> Residual:
+    return Residual(cfg.d_model, cfg.dropout, pre_norm=cfg.norm == "pre")
+
+
 class EncoderLayer(nn.Module):
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        ffn_dim: int,
-        dropout: float,
-        attention_dropout: float,
-        activation_dropout: float,
-        pre_norm: bool,
-    ) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.attn = SelfAttention(d_model, heads, attention_dropout)
-        self.ffn = FeedForward(d_model, ffn_dim, activation_dropout)
-        self.res_attn, self.res_ffn = (Residual(d_model, dropout, pre_norm) for _ in range(2))
+        self.attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
+        self.res_attn, self.res_ffn = (residual(cfg) for _ in range(2))
 
     def forward(self, x: Tensor, pad_mask: Tensor) -> Tensor:
         """x (B, S, D); pad_mask (B, 1, 1, S), True = real token."""
@@ -221,21 +218,12 @@ class LayerCache:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        ffn_dim: int,
-        dropout: float,
-        attention_dropout: float,
-        activation_dropout: float,
-        pre_norm: bool,
-    ) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.self_attn = SelfAttention(d_model, heads, attention_dropout)
-        self.cross_attn = CrossAttention(d_model, heads, attention_dropout)
-        self.ffn = FeedForward(d_model, ffn_dim, activation_dropout)
-        self.res_self, self.res_cross, self.res_ffn = (Residual(d_model, dropout, pre_norm) for _ in range(3))
+        self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
+        self.cross_attn = CrossAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
+        self.res_self, self.res_cross, self.res_ffn = (residual(cfg) for _ in range(3))
 
     def forward(
         self,

@@ -67,17 +67,8 @@ class Seq2SeqTransformer(nn.Module):
         src_tokens = tgt_tokens if cfg.share_all_embeddings else nn.Embedding(src_vocab, d, padding_idx=PAD)
         self.src_embed = Embedding(src_tokens, positions, cfg.dropout)
         self.tgt_embed = Embedding(tgt_tokens, positions, cfg.dropout)
-        sizes = (
-            d,
-            cfg.heads,
-            cfg.ffn_dim,
-            cfg.dropout,
-            cfg.attention_dropout,
-            cfg.activation_dropout,
-            pre_norm,
-        )
-        self.encoder = nn.ModuleList(EncoderLayer(*sizes) for _ in range(cfg.encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(*sizes) for _ in range(cfg.decoder_layers))
+        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
         # post-norm layers already end in a LayerNorm
         self.enc_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
         self.dec_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
