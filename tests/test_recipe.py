@@ -1,0 +1,62 @@
+"""A minutes-long smoke run of the Multi30k recipe (the real config, a few steps), when the corpus is here.
+
+CI has the corpus beside the checkout (../shared/data/multi30k); S2S_MULTI30K can point elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seq2seq.checkpoint import RunDir
+from seq2seq.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("S2S_MULTI30K", ROOT.parent / "shared" / "data" / "multi30k"))
+
+pytestmark = pytest.mark.skipif(not (CORPUS / "train.de").is_file(), reason=f"no Multi30k corpus at {CORPUS}")
+
+
+@pytest.mark.parametrize("recipe", ["multi30k_de_en", "multi30k_en_de"])
+def test_recipe_smoke_run(tmp_path, recipe):
+    data = tmp_path / "multi30k"
+    fetch = subprocess.run(
+        ["bash", "scripts/fetch_multi30k.sh", "--from", str(CORPUS), "--out", str(data)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert fetch.returncode == 0, fetch.stderr
+    assert len((data / "train.de").read_text(encoding="utf-8").splitlines()) == 29000
+    src, tgt = ("de", "en") if recipe == "multi30k_de_en" else ("en", "de")
+    overrides = {
+        "run_dir": tmp_path / "run",
+        "data.train_src": data / f"train.{src}",
+        "data.train_tgt": data / f"train.{tgt}",
+        "data.valid_src": data / f"val.{src}",
+        "data.valid_tgt": data / f"val.{tgt}",
+        "train.max_minutes": 0,
+        "train.max_steps": 24,
+        "train.valid_every": 12,
+        "train.valid_subset": 100,
+        "train.log_every": 6,
+    }
+    args = ["train", str(ROOT / "configs" / f"{recipe}.yaml")]
+    for key, value in overrides.items():
+        args += ["--set", f"{key}={value}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    valid = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
+    assert [r["step"] for r in valid] == [12, 24], valid
+    assert valid[1]["valid_loss"] < valid[0]["valid_loss"], valid
+    out = CliRunner().invoke(
+        app,
+        ["translate", str(tmp_path / "run"), "--beam", "2"],
+        input="Ein Mann fährt Fahrrad.\n\nZwei Hunde spielen im Schnee.\n",
+    )
+    assert out.exit_code == 0, out.output
+    assert out.stdout.count("\n") == 3 and out.stdout.split("\n")[1] == "", out.stdout
