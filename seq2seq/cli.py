@@ -39,6 +39,14 @@ app = typer.Typer(
 )
 log = logging.getLogger("seq2seq")
 
+# Options shared by `translate` and `evaluate`.
+Beam = Annotated[int | None, typer.Option(help="Beam size (1 = greedy).", min=1)]
+LengthPenalty = Annotated[float | None, typer.Option(help="GNMT length penalty alpha.", min=0)]
+MaxTokens = Annotated[int | None, typer.Option(help="Source tokens per batch.", min=1)]
+CheckpointName = Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")]
+DecodeDevice = Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")]
+
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
@@ -168,16 +176,16 @@ def translate(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Translations (default: stdout).")
     ] = None,
-    beam: Annotated[int | None, typer.Option(help="Beam size (1 = greedy).", min=1)] = None,
+    beam: Beam = None,
     nbest: Annotated[
         int, typer.Option(help="Hypotheses per line, tab-separated, each with its score.", min=1)
     ] = 1,
-    length_penalty: Annotated[float | None, typer.Option(help="GNMT length penalty alpha.", min=0)] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Source tokens per batch.", min=1)] = None,
-    checkpoint: Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")] = "best",
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
+    length_penalty: LengthPenalty = None,
+    max_tokens: MaxTokens = None,
+    checkpoint: CheckpointName = "best",
+    device: DecodeDevice = "auto",
     scores: Annotated[bool, typer.Option(help="Append each hypothesis' score after a tab.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Translate source lines with a trained run: exactly one output line per input line, in order."""
     from seq2seq.translate import Translator
@@ -248,12 +256,12 @@ def evaluate(
     bootstrap: Annotated[
         int, typer.Option(help="Paired bootstrap resamples when comparing systems.", min=1)
     ] = 1000,
-    beam: Annotated[int | None, typer.Option(help="Beam size (1 = greedy).", min=1)] = None,
-    length_penalty: Annotated[float | None, typer.Option(help="GNMT length penalty alpha.", min=0)] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Source tokens per batch.", min=1)] = None,
-    checkpoint: Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")] = "best",
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+    beam: Beam = None,
+    length_penalty: LengthPenalty = None,
+    max_tokens: MaxTokens = None,
+    checkpoint: CheckpointName = "best",
+    device: DecodeDevice = "auto",
+    verbose: Verbose = False,
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF, TER): given ones (--hyp), or RUN_DIR's of --src.
 
