@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from seq2seq.checkpoint import RunDir
 from seq2seq.data import token_batches
+from seq2seq.rundir import RunDir
 from seq2seq.textio import read_lines
 from seq2seq.translate import Translator, decode_ids
 

@@ -22,13 +22,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from seq2seq.checkpoint import RunDir
 from seq2seq.config import Config, ModelConfig
 from seq2seq.data import Batch, ParallelData, load_training_pairs, make_batch, token_batches
 from seq2seq.device import autocast_dtype
 from seq2seq.distributed import DistInfo
 from seq2seq.layers import sinusoidal_positions
 from seq2seq.model import build_model, count_parameters
+from seq2seq.rundir import RunDir
 from seq2seq.tokenizer import PAD, TokenizerPair, load_tokenizers, prepare_tokenizers
 from seq2seq.training import Trainer
 from seq2seq.validation import ValidSet

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
+import functools
 import logging
+import os
+import signal
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -19,16 +24,15 @@ import typer
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from seq2seq.checkpoint import RunDir, prepare_run_dir
 from seq2seq.config import Config, check_data_files, load_config
-from seq2seq.errors import RunDirError, Seq2SeqError
+from seq2seq.errors import DataError, Seq2SeqError
+from seq2seq.files import atomic_output, check_outputs, write_text
+from seq2seq.rundir import RunDir
 from seq2seq.textio import stream_line_chunks
 
 if TYPE_CHECKING:
     from seq2seq.decoding import SearchSettings
-    from seq2seq.distributed import DistInfo
     from seq2seq.evaluate import DecodeRun, TextFile
-    from seq2seq.tokenizer import TokenizerPair
     from seq2seq.translate import Translator
 
 app = typer.Typer(
@@ -48,21 +52,46 @@ DecodeDevice = Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")]
 
 
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a Unix tool stopped by SIGPIPE
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn user mistakes into one line on stderr and exit code 2; Ctrl-C into exit code 130."""
+    """Turn user mistakes into one line on stderr and exit code 2; Ctrl-C or SIGTERM into code 130.
+
+    A reader that stops reading (`s2s translate ... | head -1`) ends the command quietly, like a
+    Unix tool. SIGTERM raises KeyboardInterrupt, so outputs in progress are discarded, not left half
+    written.
+    """
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         yield
     except Seq2SeqError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     except OSError as e:  # files the user named: unreadable, unwritable, missing directory
+        if e.errno == errno.EPIPE:  # BrokenPipeError: whoever read stdout has gone
+            _silence_stdout()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         where = f": {e.filename}" if e.filename else ""
         typer.echo(f"error: {e.strerror or e}{where}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit does not raise the broken pipe again."""
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def setup_logging(level: int, log_file: Path | None = None) -> None:
@@ -109,9 +138,10 @@ def train(
     from seq2seq.data import read_parallel
     from seq2seq.device import autocast_dtype, resolve_device
     from seq2seq.distributed import init_distributed, shutdown
+    from seq2seq.runsetup import prepare_run
     from seq2seq.training import train as run_training
 
-    with user_errors():
+    with user_errors(), contextlib.ExitStack() as stack:
         cfg = load_config(config, [*(overrides or []), *([f"train.device={device}"] if device else [])])
         check_data_files(cfg)
         cfg = resolve_paths(cfg)
@@ -119,54 +149,21 @@ def train(
         read_parallel(cfg.data.train_src, cfg.data.train_tgt)  # misaligned or broken files fail now too
         read_parallel(cfg.data.valid_src, cfg.data.valid_tgt)
         info = init_distributed(cfg.train.device)
+        stack.callback(shutdown, info)
         run = RunDir(cfg.run_dir)
-        try:
-            tokenizers = prepare_run(cfg, run, info, resume, overwrite)
-            if cfg.train.num_threads:
-                torch.set_num_threads(cfg.train.num_threads)
-            if tokenizer_only:
-                log.info("tokenizer ready in %s", run.tokenizer_dir)
-                return
-            with logging_redirect_tqdm([log]):
-                progress, interrupted = run_training(cfg, run, tokenizers, info, resume)
-            if interrupted:
-                raise typer.Exit(130)
-            log.info(
-                "finished at step %d (epoch %d); run directory: %s", progress.step, progress.epoch, run.path
-            )
-        finally:
-            shutdown(info)
-
-
-def prepare_run(cfg: Config, run: RunDir, info: DistInfo, resume: bool, overwrite: bool) -> TokenizerPair:
-    """Rank 0 checks the run directory and trains the tokenizer; then every rank loads the tokenizer.
-
-    A failure on rank 0 is shared with the other ranks, so under torchrun they stop too instead of
-    waiting for it.
-    """
-    from seq2seq.device import resolve_device
-    from seq2seq.distributed import any_rank, local_device_name
-    from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers
-
-    error: Exception | None = None
-    if info.is_main:
-        try:
-            prepare_run_dir(run, cfg, resume, overwrite)
-            setup_logging(logging.INFO, run.log_file)
-            prepare_tokenizers(
-                cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), run.tokenizer_dir
-            )
-        except (Seq2SeqError, OSError) as e:
-            error = e
-    device = resolve_device(local_device_name(cfg.train.device, info))
-    (failed,) = any_rank([error is not None], info, device)
-    if error is not None:
-        raise error
-    if failed:
-        raise RunDirError("rank 0 could not prepare the run directory (its error is above)")
-    if not info.is_main:
-        setup_logging(logging.WARNING)
-    return load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+        setup_logging(logging.INFO if info.is_main else logging.WARNING)
+        start_log = functools.partial(setup_logging, logging.INFO, run.log_file)
+        tokenizers = prepare_run(cfg, run, info, (resume, overwrite), config, stack, start_log)
+        if cfg.train.num_threads:
+            torch.set_num_threads(cfg.train.num_threads)
+        if tokenizer_only:
+            log.info("tokenizer ready in %s", run.tokenizer_dir)
+            return
+        with logging_redirect_tqdm([log]):
+            progress, interrupted = run_training(cfg, run, tokenizers, info, resume)
+        if interrupted:
+            raise typer.Exit(130)
+        log.info("finished at step %d (epoch %d); run directory: %s", progress.step, progress.epoch, run.path)
 
 
 @app.command()
@@ -192,6 +189,8 @@ def translate(
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
+        check_std_streams(input, output)
+        check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
         translator = Translator.load(run_dir, checkpoint, device)
         settings = translator.settings(beam=beam, nbest=nbest, length_penalty=length_penalty)
         if settings.nbest > settings.beam:
@@ -199,7 +198,8 @@ def translate(
         budget = max_tokens or translator.config.decode.max_tokens
         with contextlib.ExitStack() as stack:
             source = stack.enter_context(open(input, "rb")) if input else sys.stdin.buffer
-            sink = stack.enter_context(open(output, "w", encoding="utf-8")) if output else sys.stdout
+            # lines are written as they are decoded, to a temporary file renamed over OUTPUT at the end
+            sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
             bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
             done = 0
             for chunk in stream_line_chunks(source, str(input or "stdin")):
@@ -212,6 +212,36 @@ def translate(
                 sink.flush()
                 done += len(chunk)
                 bar.update(len(chunk))
+
+
+def check_std_streams(input: Path | None, output: Path | None) -> None:
+    """A closed stdin or stdout (`<&-`, `>&-`) is a clear error, not a crash in the middle of the job."""
+    if input is None and sys.stdin is None:
+        raise DataError("stdin is closed: give the source text with -i FILE")
+    if output is None and sys.stdout is None:
+        raise DataError("stdout is closed: write the translations to a file with -o FILE")
+    if output is None and input is not None and _stdout_is(input):
+        raise DataError(
+            f"stdout is the input file {input} (`> {input.name}` empties it, `>> {input.name}` makes "
+            "s2s read its own output): write the translations to another file"
+        )
+
+
+def _stdout_is(path: Path) -> bool:
+    """Whether stdout is redirected to the regular file `path` (a terminal or pipe never is)."""
+    try:
+        out = os.fstat(1)
+        return stat.S_ISREG(out.st_mode) and os.path.samestat(out, os.stat(path))
+    except OSError:
+        return False
+
+
+def run_inputs(run_dir: Path | None, checkpoint: str) -> dict[str, Path]:
+    """The files a decoding command reads from a run: they must never be one of its outputs."""
+    if run_dir is None:
+        return {}
+    named = {"--checkpoint": Path(checkpoint)} if Path(checkpoint).is_file() else {}
+    return {**RunDir(run_dir).own_files(), **named}
 
 
 @app.command()
@@ -279,6 +309,17 @@ def evaluate(
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
         check_evaluate_mode(run_dir, hyp or [], src, out)
+        if not hyp:
+            out = out or run_dir / f"{src.name}.{Path(checkpoint).stem}.hyp"
+        check_outputs(
+            {"--out": out, "--json": json_file, "--report": report / "index.html" if report else None},
+            {
+                "--src": src,
+                **{f"--ref #{i + 1}": p for i, p in enumerate(ref or [])},
+                **{f"--hyp #{i + 1}": p for i, p in enumerate(hyp or [])},
+                **run_inputs(run_dir, checkpoint),
+            },
+        )
         options = MetricOptions(tokenize, lowercase, chrf_plus)
         options.bleu()  # an unknown tokenizer fails now, not after translating
         if report is not None:
@@ -293,7 +334,6 @@ def evaluate(
 
             translator = Translator.load(run_dir, checkpoint, device)
             settings = translator.settings(beam=beam, length_penalty=length_penalty)
-            out = out or run_dir / f"{src.name}.{Path(checkpoint).stem}.hyp"
             decode = translate_timed(translator, source, out, settings, max_tokens)
             log.info("translations written to %s", out)
         result = evaluate_files(hyp or [out], references, options, source, bootstrap)
@@ -337,7 +377,7 @@ def translate_timed(
     texts = [t.texts[0] for t in translator.translate(source.lines, settings, budget)]
     seconds = time.perf_counter() - start
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(f"{t}\n" for t in texts), encoding="utf-8")
+    write_text(out, "".join(f"{t}\n" for t in texts))
     return DecodeRun(
         {**dataclasses.asdict(settings), "max_tokens": budget, "device": str(translator.device)},
         sentences=len(texts),

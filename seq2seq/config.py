@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,7 +123,12 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
+    except UnicodeDecodeError as e:
+        line = path.read_bytes().count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{path}: line {line} is not valid UTF-8 (save the config as UTF-8)") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path} is not valid YAML: {e}") from None
     if not isinstance(raw, dict):
@@ -166,7 +172,9 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
 
 
 def save_config(cfg: Config, path: Path) -> None:
-    path.write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), encoding="utf-8")
+    from seq2seq.files import write_text
+
+    write_text(path, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
 
 
 def check_data_files(cfg: Config) -> None:
@@ -203,6 +211,9 @@ def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
     return cls(**values)
 
 
+MAX_INT = 2**31  # every integer setting fits a C int (SentencePiece, torch)
+
+
 def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
     origin = typing.get_origin(kind)
     if origin is Literal:
@@ -215,13 +226,20 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
             return value
     elif kind is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) >= MAX_INT:
+                errors.append(f"{key}: {value} is out of range (|value| < {MAX_INT})")
             return value
     elif kind is float:
+        number = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads `3e-4` (no dot) as a string
+            number = float(value)
+        elif isinstance(value, str):  # YAML 1.1 reads `3e-4` (no dot) as a string
             with contextlib.suppress(ValueError):
-                return float(value)
+                number = float(value)
+        if number is not None:
+            if not math.isfinite(number):
+                errors.append(f"{key}: must be a finite number, got {value!r}")
+            return number
     elif kind is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
@@ -239,8 +257,11 @@ def _check_values(cfg: Config) -> list[str]:
         (not cfg.data.valid_tgt, "data.valid_tgt: required"),
         (cfg.data.max_len < 1, "data.max_len: must be >= 1"),
         (cfg.data.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
-        (tok.vocab_size < 8, "tokenizer.vocab_size: must be >= 8"),
-        (not 0 < tok.character_coverage <= 1, "tokenizer.character_coverage: must be in (0, 1]"),
+        (not 8 <= tok.vocab_size <= 1_000_000, "tokenizer.vocab_size: must be in [8, 1000000]"),
+        (
+            not 0.98 <= tok.character_coverage <= 1,
+            "tokenizer.character_coverage: must be in [0.98, 1] (SentencePiece's range)",
+        ),
         (
             m.d_model % max(m.heads, 1) != 0 or m.heads < 1,
             f"model.d_model: {m.d_model} is not divisible by model.heads={m.heads}",
@@ -251,6 +272,7 @@ def _check_values(cfg: Config) -> list[str]:
         (m.decoder_layers < 1, "model.decoder_layers: must be >= 1"),
         (m.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
         (m.max_positions < cfg.data.max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
+        (m.max_positions > 65536, "model.max_positions: must be <= 65536"),
         (
             m.share_all_embeddings and not tok.joint,
             "model.share_all_embeddings: needs tokenizer.joint: true (separate vocabularies cannot share)",
@@ -265,7 +287,9 @@ def _check_values(cfg: Config) -> list[str]:
         ],
         (t.max_tokens < 1, "train.max_tokens: must be >= 1"),
         (t.accum_steps < 1, "train.accum_steps: must be >= 1"),
+        (not 0 <= t.seed < 2**31, "train.seed: must be in [0, 2147483647]"),
         (t.lr <= 0, "train.lr: must be > 0"),
+        (t.weight_decay < 0, "train.weight_decay: must be >= 0"),
         (t.warmup_steps < 0, "train.warmup_steps: must be >= 0"),
         (t.clip_norm < 0, "train.clip_norm: must be >= 0"),
         (not 0 <= t.label_smoothing < 1, "train.label_smoothing: must be in [0, 1)"),
@@ -283,7 +307,7 @@ def _check_values(cfg: Config) -> list[str]:
         (t.valid_beam < 1, "train.valid_beam: must be >= 1"),
         (t.valid_subset < 0, "train.valid_subset: must be >= 0"),
         (t.valid_samples < 0, "train.valid_samples: must be >= 0"),
-        (t.num_threads < 0, "train.num_threads: must be >= 0"),
+        (not 0 <= t.num_threads <= 1024, "train.num_threads: must be in [0, 1024]"),
         (tok.max_sentences < 1, "tokenizer.max_sentences: must be >= 1"),
         (
             t.best_metric == "bleu" and not t.valid_bleu,

@@ -19,3 +19,7 @@ class RunDirError(Seq2SeqError):
 
 class EvaluateError(Seq2SeqError):
     """The options of `s2s evaluate` do not fit together, or a metric setting is invalid."""
+
+
+class TrainingDiverged(Seq2SeqError):
+    """The loss or the weights stopped being finite numbers; nothing was saved after that."""

@@ -21,6 +21,7 @@ from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import PairedTest
 
 from seq2seq.errors import DataError, EvaluateError
+from seq2seq.files import file_sha256, write_text
 from seq2seq.textio import split_lines
 
 METRICS = ("bleu", "chrf", "ter")
@@ -63,14 +64,6 @@ class MetricOptions:
             "chrf": self.chrf(references),
             "ter": TER(references=references),  # case-insensitive, as sacrebleu's TER is by default
         }
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -289,7 +282,7 @@ def evaluation_record(evaluation: Evaluation) -> dict[str, Any]:
 
 def write_json(evaluation: Evaluation, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(evaluation_record(evaluation), indent=2) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(evaluation_record(evaluation), indent=2) + "\n")
 
 
 def format_table(evaluation: Evaluation) -> str:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from seq2seq.checkpoint import RunDir
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluate import (
     METRICS,
@@ -29,6 +28,8 @@ from seq2seq.evaluate import (
     evaluation_record,
     score_cell,
 )
+from seq2seq.files import write_text
+from seq2seq.rundir import RunDir
 from seq2seq.tokenizer import BOS, EOS
 
 if TYPE_CHECKING:
@@ -42,12 +43,18 @@ ATTENTION_TRIES = 50  # lines to look at for short enough examples
 
 
 def new_figure(width: float, height: float) -> Figure:
-    """A matplotlib figure drawn by the Agg backend (no display, no global pyplot state)."""
+    """A matplotlib figure drawn by the Agg backend (no display, no global pyplot state).
+
+    Its texts are shown literally: sentences and file names often hold `$`, which matplotlib would
+    otherwise read as math (and fail on, or render as something else).
+    """
     try:
+        import matplotlib
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise EvaluateError("--report needs matplotlib: pip install 's2s[report]'") from None
+    matplotlib.rcParams["text.parse_math"] = False
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
@@ -272,7 +279,7 @@ def write_report(
         parts.append(attention_section(e, translator, random_lines))
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "index.html"
-    path.write_text(PAGE.format(body="\n".join(parts)), encoding="utf-8")
+    write_text(path, PAGE.format(body="\n".join(parts)))
     return path
 
 

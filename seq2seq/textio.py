@@ -1,7 +1,10 @@
 """Lines of text in and out: strict UTF-8, split on '\\n' only, so line N out always matches line N in.
 
 (`str.splitlines` also splits on characters such as U+2028 or form feed, which would silently
-shift the alignment of a parallel corpus or of a translation.)
+shift the alignment of a parallel corpus or of a translation.) Text is checked, not guessed: a UTF-8
+byte-order mark at the start of a file is dropped (editors on Windows write one), and a NUL byte is
+an error naming the line, since it means the file is not UTF-8 text (UTF-16 without a BOM decodes
+as "valid" UTF-8 full of NULs).
 """
 
 from __future__ import annotations
@@ -15,14 +18,28 @@ from typing import BinaryIO
 
 from seq2seq.errors import DataError
 
+BOM = "\ufeff"
+
 
 def split_lines(raw: bytes, where: str, first_line: int = 1) -> list[str]:
-    """Decode complete '\\n'-terminated (or final) lines; invalid UTF-8 names the line."""
+    """Decode complete '\\n'-terminated (or final) lines; invalid UTF-8 or a NUL byte names the line.
+
+    `first_line` is the number of the first line in `raw`; when it is 1, a leading BOM is dropped.
+    """
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = first_line + raw.count(b"\n", 0, nul)
+        raise DataError(
+            f"{where}: line {line} contains a NUL byte; this is not UTF-8 text "
+            "(UTF-16? convert it with: iconv -f UTF-16 -t UTF-8)"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = first_line + raw.count(b"\n", 0, e.start)
         raise DataError(f"{where}: line {line} is not valid UTF-8") from None
+    if first_line == 1:
+        text = text.removeprefix(BOM)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -39,7 +56,7 @@ def read_lines(path: str | Path) -> list[str]:
     return split_lines(raw, str(path))
 
 
-def stream_line_chunks(stream: BinaryIO, where: str, max_bytes: int = 1 << 20) -> Iterator[list[str]]:
+def stream_line_chunks(stream: BinaryIO, where: str, max_bytes: int = 1 << 17) -> Iterator[list[str]]:
     """Lines from a binary stream, yielded as soon as they arrive, in chunks of what is available.
 
     A line typed at a terminal is yielded at once; a large piped file arrives in big chunks, which

@@ -15,7 +15,8 @@ from pathlib import Path
 import sentencepiece as spm
 
 from seq2seq.config import TokenizerConfig
-from seq2seq.errors import DataError
+from seq2seq.errors import DataError, RunDirError
+from seq2seq.files import file_sha256
 from seq2seq.textio import read_lines
 
 log = logging.getLogger(__name__)
@@ -28,13 +29,19 @@ class Tokenizer:
 
     def __init__(self, model_file: Path) -> None:
         self.path = Path(model_file)
-        self.sp = spm.SentencePieceProcessor(model_file=str(self.path))
-        assert (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) == (
-            PAD,
-            UNK,
-            BOS,
-            EOS,
-        )
+        if not self.path.is_file():
+            raise RunDirError(
+                f"tokenizer not found: {self.path}; a run can only be used with the tokenizer it was "
+                "trained with: restore it from a backup, or train a new run"
+            )
+        try:
+            self.sp = spm.SentencePieceProcessor(model_file=str(self.path))
+        except (OSError, RuntimeError):
+            raise RunDirError(f"{self.path} is not a readable SentencePiece model (corrupted?)") from None
+        if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD, UNK, BOS, EOS):
+            raise RunDirError(
+                f"{self.path} was not made by s2s (its special ids are not 0-3: pad unk bos eos)"
+            )
 
     @property
     def vocab_size(self) -> int:
@@ -77,16 +84,31 @@ def load_tokenizers(directory: Path, joint: bool) -> TokenizerPair:
     return TokenizerPair(Tokenizer(files["src"]), Tokenizer(files["tgt"]))
 
 
+def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
+    """sha256 of each tokenizer model file there is, keyed by file name."""
+    files = tokenizer_files(directory, joint).values()
+    return {path.name: file_sha256(path) for path in files if path.is_file()}
+
+
 def prepare_tokenizers(
-    cfg: TokenizerConfig, src_file: Path, tgt_file: Path, directory: Path
+    cfg: TokenizerConfig, src_file: Path, tgt_file: Path, directory: Path, may_train: bool = True
 ) -> TokenizerPair:
-    """Load the tokenizers in `directory`, training them first if they are not there yet."""
+    """Load the tokenizers in `directory`, training the missing ones first when `may_train`.
+
+    Without `may_train` (a run that already has weights), a missing tokenizer is an error: a new one
+    would silently give the old weights other meanings.
+    """
     files = tokenizer_files(directory, cfg.joint)
     corpora = {"joint": [src_file, tgt_file], "src": [src_file], "tgt": [tgt_file]}
     for side, path in files.items():
         if path.is_file():
             log.info("reusing tokenizer %s", path)
             continue
+        if not may_train:
+            raise RunDirError(
+                f"tokenizer not found: {path}; the run's checkpoints were trained with it, so it cannot "
+                "be trained anew: restore it, or start over with --overwrite"
+            )
         directory.mkdir(parents=True, exist_ok=True)
         _train(cfg, corpora[side], path)
     return load_tokenizers(directory, cfg.joint)

@@ -9,6 +9,7 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -20,8 +21,8 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from seq2seq.checkpoint import RunDir, load_checkpoint, save_training_state
-from seq2seq.config import Config, config_to_dict
+from seq2seq.checkpoint import checkpoint_inputs, load_checkpoint, save_training_state
+from seq2seq.config import Config
 from seq2seq.data import (
     Batch,
     ParallelData,
@@ -40,10 +41,12 @@ from seq2seq.distributed import (
     broadcast_from_main,
     local_device_name,
 )
+from seq2seq.errors import TrainingDiverged
 from seq2seq.interrupt import StopRequest
 from seq2seq.loss import sequence_loss
 from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
+from seq2seq.rundir import RunDir
 from seq2seq.throughput import ThroughputMeter
 from seq2seq.tokenizer import TokenizerPair
 from seq2seq.validation import ValidResult, ValidSet, validate
@@ -237,6 +240,7 @@ class Trainer:
         self._flush_loss()
         tokens = all_reduce_sum(p.interval_tokens, self.info, self.device)
         loss = all_reduce_sum(p.interval_loss, self.info, self.device) / max(tokens, 1)
+        self._check_finite(loss)
         rates = meter.rates(self.info, self.device)
         record = {
             "kind": "train",
@@ -317,17 +321,37 @@ class Trainer:
         for src, ref, hyp in result.samples:
             log.info("  source: %s\n  reference: %s\n  hypothesis: %s", src, ref, hyp)
 
+    def _check_finite(self, loss: float) -> None:
+        """Stop the run, saving nothing, once the loss or the weights are no longer finite numbers.
+
+        `loss` is summed over every rank (and the weights are the same on every rank), so all ranks
+        stop together. The check runs where the loss reaches the host anyway: at each log line and
+        before each checkpoint, so a diverged state is never saved.
+        """
+        p = self.progress
+        weights_ok = bool(torch.stack([w.isfinite().all() for w in self.model.parameters()]).all())
+        if math.isfinite(loss) and weights_ok:
+            return
+        what = f"the training loss is {loss}" if not math.isfinite(loss) else "the weights hold NaN or inf"
+        raise TrainingDiverged(
+            f"training diverged: {what} at step {p.step} (within the last {self.tcfg.log_every} steps); "
+            "nothing was saved after the last checkpoint. Lower train.lr "
+            f"(now {self.tcfg.lr:g}), raise train.warmup_steps or check the data, then continue from "
+            "the last checkpoint with --resume or start over with --overwrite"
+        )
+
     # ---- checkpoints ------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         self._flush_loss()
+        p = self.progress
         if self.info.enabled:
             # the saved interval sums cover all ranks; rank 0 carries them from here on
-            p = self.progress
             p.interval_loss = all_reduce_sum(p.interval_loss, self.info, self.device)
             p.interval_tokens = int(all_reduce_sum(p.interval_tokens, self.info, self.device))
-            if not self.info.is_main:
-                p.interval_loss, p.interval_tokens = 0.0, 0
+        self._check_finite(p.interval_loss)
+        if self.info.enabled and not self.info.is_main:
+            p.interval_loss, p.interval_tokens = 0.0, 0
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -336,7 +360,7 @@ class Trainer:
             "progress": dataclasses.asdict(self.progress),
             "rng": self._gather_rng_states(),
             "world": self.info.world,
-            "config": config_to_dict(self.cfg),
+            **checkpoint_inputs(self.cfg, self.run.read_inputs().get("tokenizer", {})),
         }
         if self.ema is not None:
             state["ema"] = self.ema.model_state(self.model)

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import RunDir, inference_weights, load_checkpoint
+from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data import pad, token_batches
 from seq2seq.decoding import Hypothesis, SearchSettings, search
 from seq2seq.device import autocast, autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError
 from seq2seq.model import Seq2SeqTransformer, build_model
-from seq2seq.tokenizer import EOS, TokenizerPair, load_tokenizers
+from seq2seq.rundir import RunDir
+from seq2seq.tokenizer import EOS, TokenizerPair, load_tokenizers, tokenizer_checksums
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +87,20 @@ class Translator:
     def load(
         cls, run_dir: str | Path, checkpoint: str = "best", device: str = "auto", precision: str = "auto"
     ) -> Translator:
-        """Everything comes from the run directory: config, tokenizers, weights."""
+        """Everything comes from the run directory: config, tokenizers, weights.
+
+        The checkpoint must have been trained with this run's model config and tokenizer files.
+        """
         run = RunDir(run_dir)
         cfg = run.load_config()
         path = run.checkpoint_path(checkpoint)
         torch_device = resolve_device(device)
         tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+        state = load_checkpoint(path)
+        check_fits_run(state, path, cfg, tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint))
         model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
         try:
-            model.load_state_dict(inference_weights(load_checkpoint(path)))
+            model.load_state_dict(inference_weights(state))
         except RuntimeError:
             raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
         log.info("loaded %s", path)

@@ -68,6 +68,19 @@ def tiny_config_dict(tmp_path: Path, **train: object) -> dict:
     }
 
 
+def train_tiny_run(directory: Path, **train: object) -> tuple[Path, Path]:
+    """Write the tiny config into `directory`, train it through the CLI; returns (config, run dir)."""
+    from typer.testing import CliRunner
+
+    from seq2seq.cli import app
+
+    config = directory / "config.yaml"
+    config.write_text(yaml.safe_dump(tiny_config_dict(directory, **train)), encoding="utf-8")
+    result = CliRunner().invoke(app, ["train", str(config)])
+    assert result.exit_code == 0, result.output
+    return config, directory / "run"
+
+
 @pytest.fixture
 def tiny_config_file(tmp_path: Path) -> Path:
     path = tmp_path / "config.yaml"

@@ -7,7 +7,7 @@ import yaml
 from typer.testing import CliRunner
 
 from seq2seq.cli import app
-from tests.conftest import tiny_config_dict
+from tests.conftest import tiny_config_dict, train_tiny_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,12 +19,7 @@ def run_cli(*args: str, input: str | bytes | None = None):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, Path]:
     """A config and its finished run directory (trained once for the whole module)."""
-    tmp = tmp_path_factory.mktemp("trained")
-    config = tmp / "config.yaml"
-    config.write_text(yaml.safe_dump(tiny_config_dict(tmp, max_steps=30, valid_every=15)), encoding="utf-8")
-    result = run_cli("train", str(config))
-    assert result.exit_code == 0, result.output
-    return config, tmp / "run"
+    return train_tiny_run(tmp_path_factory.mktemp("trained"), max_steps=30, valid_every=15)
 
 
 def test_train_writes_a_self_contained_run_directory(trained):

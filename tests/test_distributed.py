@@ -14,11 +14,11 @@ import torch.multiprocessing as mp
 import yaml
 from torch.testing import assert_close
 
-from seq2seq.checkpoint import RunDir
 from seq2seq.config import Config, config_from_dict
 from seq2seq.data import load_training_pairs, make_batch
 from seq2seq.distributed import DistInfo, init_distributed, shutdown
 from seq2seq.model import build_model
+from seq2seq.rundir import RunDir
 from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers
 from seq2seq.training import Trainer
 from seq2seq.validation import ValidSet

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from seq2seq.checkpoint import RunDir
 from seq2seq.cli import app
+from seq2seq.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("S2S_MULTI30K", ROOT.parent / "shared" / "data" / "multi30k"))

@@ -1,5 +1,7 @@
+import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,14 +13,16 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from seq2seq.checkpoint import RunDir, atomic_save, inference_weights, load_checkpoint
+from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.cli import app
 from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data import ParallelData, make_batch
 from seq2seq.distributed import DistInfo
 from seq2seq.errors import RunDirError
+from seq2seq.files import OutputError
 from seq2seq.model import build_model
 from seq2seq.optim import build_optimizer
+from seq2seq.rundir import RunDir
 from seq2seq.tokenizer import prepare_tokenizers
 from seq2seq.training import Trainer
 from seq2seq.validation import ValidSet
@@ -126,16 +130,21 @@ def test_keeps_only_the_last_k_numbered_checkpoints(tmp_path):
     assert names == ["best.pt", "last.pt", "step_10.pt", "step_12.pt"]
 
 
-def test_failed_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "failure",
+    [OSError(errno.ENOSPC, "No space left on device"), RuntimeError("[enforce fail] file write failed")],
+)
+def test_failed_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch, failure):
+    """A full disk (torch.save raises RuntimeError or OSError) is a clear error naming the checkpoint."""
     path = tmp_path / "last.pt"
     atomic_save({"step": torch.tensor(1)}, path)
 
     def crash(obj, f, *args, **kwargs):
         f.write(b"half a checkpoint")
-        raise OSError("disk full")
+        raise failure
 
     monkeypatch.setattr(torch, "save", crash)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError, match=f"cannot write {re.escape(str(path))}: "):
         atomic_save({"step": torch.tensor(2)}, path)
     monkeypatch.undo()
     assert int(load_checkpoint(path)["step"]) == 1

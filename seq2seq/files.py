@@ -1,0 +1,149 @@
+"""Every file s2s writes: never onto one of the command's inputs, and always whole or not at all.
+
+- An output path that names an input (the same file, even through a link or another spelling) is
+  refused with a `Seq2SeqError` before anything is opened for writing (`check_outputs`).
+- Content goes to a hidden temporary file in the output's directory, is flushed to disk, and only
+  then renamed over the output (`atomic_output`): an error, Ctrl-C, SIGTERM or a full disk leaves
+  the old file as it was. A kill -9 can leave a hidden `.NAME.*.tmp` file behind, never a half file.
+- Errors from the disk name the real output path, never the temporary file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from seq2seq.errors import Seq2SeqError
+
+
+class OutputError(Seq2SeqError):
+    """An output cannot be written: it would replace an input, or the disk refused it."""
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (same inode when both exist, else the same resolved path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def check_outputs(outputs: Mapping[str, Path | None], inputs: Mapping[str, Path | None]) -> None:
+    """Refuse an output that is one of the inputs, or two outputs that are one file.
+
+    Keys are how the user named each file (`--out`, `--ref`, `the run's config.yaml`), so the message
+    says which option to change.
+    """
+    # a device or pipe (/dev/stdout) is never replaced, so writing to it cannot destroy an input
+    named_outputs = [
+        (label, path) for label, path in outputs.items() if path is not None and not _is_special(path)
+    ]
+    named_inputs = [(label, path) for label, path in inputs.items() if path is not None]
+    for i, (label, path) in enumerate(named_outputs):
+        for other_label, other in named_inputs:
+            if same_file(path, other):
+                raise OutputError(
+                    f"{label} {path} is also {other_label}: s2s never writes over a file it reads; "
+                    "choose another output path"
+                )
+        for other_label, other in named_outputs[i + 1 :]:
+            if same_file(path, other):
+                raise OutputError(f"{label} and {other_label} name the same file {path}; choose two paths")
+
+
+def disk_error(path: Path, error: BaseException) -> OutputError:
+    """A clear message for a failed write of `path`: the OS reason, and the free space when it is low.
+
+    torch.save reports a full disk as a RuntimeError about stream positions; the free space says
+    what happened.
+    """
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    with contextlib.suppress(OSError):
+        free = shutil.disk_usage(path.parent).free
+        if free < 1 << 20 and not isinstance(error, OSError):
+            reason = f"the disk is full ({free} bytes free); torch said: {reason}"
+        elif free < 1 << 30:
+            reason += f" ({free / 2**20:.0f} MiB free on that disk)"
+    return OutputError(f"cannot write {path}: {reason}")
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path, binary: bool = False) -> Iterator[IO[Any]]:
+    """A file object whose content replaces `path` only when the `with` block completes.
+
+    A symlink's target is replaced, not the link; the new file keeps the permissions of the file it
+    replaces (or gets the umask's defaults). A device or a pipe (`/dev/stdout`, `/dev/null`, a FIFO)
+    has nothing to replace and is written to directly.
+    """
+    path = Path(path)
+    if _is_special(path):
+        with _disk_errors(path), open(path, "wb" if binary else "w", encoding=_encoding(binary)) as f:
+            yield f
+        return
+    path = Path(os.path.realpath(path))
+    mode = _mode_for(path)
+    with _disk_errors(path):
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with _disk_errors(path, tmp_name):
+            os.fchmod(fd, mode)
+            with open(fd, "wb" if binary else "w", encoding=_encoding(binary)) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _disk_errors(path: Path, tmp_name: str | None = None) -> Iterator[None]:
+    """OS errors of writing `path` (or its temporary file) become an `OutputError` naming `path`."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename not in (None, tmp_name, str(path)):
+            raise  # an input failed, not this output
+        raise disk_error(path, e) from None
+
+
+def _is_special(path: Path) -> bool:
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _encoding(binary: bool) -> str | None:
+    return None if binary else "utf-8"
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8), atomically."""
+    with atomic_output(path) as f:
+        f.write(text)
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

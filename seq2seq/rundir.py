@@ -1,0 +1,276 @@
+"""The run directory on disk: its layout, its owner, and whether it is consistent.
+
+    RUN_DIR/
+      config.yaml            resolved config
+      tokenizer/             SentencePiece model(s)
+      inputs.json            sha256 of the tokenizer and the data files the run was made from
+      checkpoints/last.pt    latest state (resume from here)
+      checkpoints/best.pt    best by train.best_metric
+      checkpoints/step_N.pt  the last train.keep_checkpoints numbered states
+      train.log              the training log
+      metrics.jsonl          one JSON object per log interval and per validation
+      .s2s-run               marks the directory as s2s's own (only such a directory is ever cleared);
+                             `s2s train` holds an OS lock on it, so a run has one trainer at a time
+
+The checkpoint files themselves are written and read by `seq2seq.checkpoint`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from seq2seq.config import Config, config_to_dict, load_config
+from seq2seq.errors import RunDirError
+from seq2seq.files import file_sha256, same_file, write_text
+
+CHECKPOINT_NAMES = ("best", "last")
+
+
+class RunDir:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        return self.path / "tokenizer"
+
+    @property
+    def inputs_file(self) -> Path:
+        return self.path / "inputs.json"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def marker_file(self) -> Path:
+        return self.path / ".s2s-run"
+
+    @property
+    def log_file(self) -> Path:
+        return self.path / "train.log"
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    def numbered_checkpoints(self) -> list[Path]:
+        """Numbered checkpoints, oldest first."""
+        found = [
+            (int(m.group(1)), p)
+            for p in self.checkpoint_dir.glob("step_*.pt")
+            if (m := re.fullmatch(r"step_(\d+)\.pt", p.name))
+        ]
+        return [p for _, p in sorted(found)]
+
+    def own_files(self) -> dict[str, Path]:
+        """The files that make up the run (no command may write over them except `s2s train`)."""
+        files = [self.config_file, self.inputs_file, self.marker_file, self.log_file, self.metrics_file]
+        files += sorted(self.tokenizer_dir.glob("*")) if self.tokenizer_dir.is_dir() else []
+        files += [self.checkpoint_dir / f"{name}.pt" for name in CHECKPOINT_NAMES]
+        files += self.numbered_checkpoints()
+        return {f"part of the run {self.path} ({p.name})": p for p in files if p.exists()}
+
+    def load_config(self) -> Config:
+        """The run's resolved config; errors say what is missing."""
+        if not self.path.is_dir():
+            raise RunDirError(f"run directory not found: {self.path}")
+        if not self.config_file.is_file():
+            raise RunDirError(f"{self.path} is not an s2s run directory (no config.yaml)")
+        return load_config(self.config_file)
+
+    def checkpoint_path(self, name: str) -> Path:
+        """`best`, `last`, another name in checkpoints/, or a file path -> an existing checkpoint file."""
+        named = self.checkpoint_dir / f"{name}.pt"
+        path = named if name in CHECKPOINT_NAMES or named.is_file() else Path(name)
+        if not path.is_file():
+            have = (
+                sorted(p.name for p in self.checkpoint_dir.glob("*.pt"))
+                if self.checkpoint_dir.is_dir()
+                else []
+            )
+            raise RunDirError(
+                f"checkpoint not found: {path}"
+                + (f" (available: {', '.join(have)})" if have else " (none saved yet)")
+            )
+        return path
+
+    # ---- metrics --------------------------------------------------------------------------------------
+
+    def append_metrics(self, record: dict[str, Any]) -> None:
+        with self.metrics_file.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def truncate_metrics(self, step: int) -> None:
+        """Drop records past `step` (logged after the checkpoint a resumed run starts from)."""
+        kept = [r for r in self.read_metrics() if r["step"] <= step]
+        write_text(self.metrics_file, "".join(json.dumps(r) + "\n" for r in kept))
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        if not self.metrics_file.is_file():
+            return []
+        return [
+            json.loads(line) for line in self.metrics_file.read_text(encoding="utf-8").splitlines() if line
+        ]
+
+    # ---- what the run was made from -------------------------------------------------------------------
+
+    def read_inputs(self) -> dict[str, Any]:
+        """The recorded checksums: {"tokenizer": {file: sha256}, "data": {key: sha256}}."""
+        if not self.inputs_file.is_file():
+            return {}
+        try:
+            return json.loads(self.inputs_file.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise RunDirError(f"{self.inputs_file} is corrupt; restore it or start over") from None
+
+    def record_inputs(self, section: str, checksums: dict[str, str]) -> None:
+        inputs = self.read_inputs()
+        inputs[section] = checksums
+        write_text(self.inputs_file, json.dumps(inputs, indent=2) + "\n")
+
+    # ---- one trainer at a time ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the run directory for this process (an OS lock, released on any exit, even kill -9).
+
+        Creates the directory and its marker; refuses a non-empty directory that s2s did not make,
+        and a directory another `s2s train` holds (naming its pid).
+        """
+        if self.path.is_dir() and any(self.path.iterdir()) and not self.marker_file.is_file():
+            raise RunDirError(
+                f"{self.path} is not empty and is not an s2s run directory; choose another run_dir"
+            )
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.marker_file, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise RunDirError(f"cannot train into {self.path}: {e.strerror} ({e.filename})") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+                raise RunDirError(
+                    f"{self.path} is in use by another s2s train (pid {holder}); "
+                    "wait for it to finish, or stop it first"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def clear(self) -> None:
+        """Delete everything in the run directory except the marker (which holds the lock)."""
+        for entry in self.path.iterdir():
+            if entry.name == self.marker_file.name:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+    def check_writable(self) -> None:
+        """Fail now, not at the first checkpoint an hour from now, if checkpoints cannot be written."""
+        where = self.checkpoint_dir if self.checkpoint_dir.exists() else self.path
+        try:
+            with tempfile.TemporaryFile(dir=where):
+                pass
+        except OSError as e:
+            raise RunDirError(f"cannot write checkpoints to {self.checkpoint_dir}: {e.strerror}") from None
+
+
+COMPATIBLE_SECTIONS = ("data", "tokenizer", "model")
+
+
+def check_run_dir(run: RunDir, cfg: Config, resume: bool, overwrite: bool, config_file: Path) -> None:
+    """Check the run directory's state against the command; `--overwrite` then clears it.
+
+    Call with the run locked (`RunDir.locked`). A fresh run needs an empty (or tokenizer-only)
+    directory; `--overwrite` clears an existing run, unless that would delete one of the command's
+    inputs; `--resume` needs last.pt and the same data, tokenizer and model config. Nothing else is
+    written, so a refused command leaves the directory as it was.
+    """
+    if resume and overwrite:
+        raise RunDirError("choose one of --resume and --overwrite")
+    started = run.checkpoint_dir.is_dir() and any(run.checkpoint_dir.iterdir()) or run.metrics_file.exists()
+    has_content = any(p.name != run.marker_file.name for p in run.path.iterdir())
+    if resume:
+        if not (run.checkpoint_dir / "last.pt").is_file():
+            raise RunDirError(
+                f"nothing to resume in {run.path} (no checkpoints/last.pt); start without --resume"
+            )
+        check_compatible(run.load_config(), cfg, run)
+    elif has_content:
+        if overwrite:
+            _check_nothing_read_inside(run, cfg, config_file)
+            run.clear()
+        elif started:
+            raise RunDirError(
+                f"{run.path} already holds a training run; "
+                "use --resume to continue it or --overwrite to start over"
+            )
+        elif run.config_file.is_file():  # only a tokenizer stage ran here: keep it if settings match
+            check_compatible(run.load_config(), cfg, run)
+
+
+def _check_nothing_read_inside(run: RunDir, cfg: Config, config_file: Path) -> None:
+    """`--overwrite` clears the run directory: refuse when a file the command reads lies inside it."""
+    root = run.path.resolve()
+    reads = {"the config file": config_file} | {
+        f"data.{key}": Path(getattr(cfg.data, key))
+        for key in ("train_src", "train_tgt", "valid_src", "valid_tgt")
+    }
+    for label, path in reads.items():
+        if root in path.resolve().parents and not same_file(path, run.config_file):
+            raise RunDirError(
+                f"--overwrite would delete {label} {path}, which lies inside run_dir {run.path}; "
+                "move it out first"
+            )
+
+
+def check_compatible(saved: Config, new: Config, run: RunDir) -> None:
+    """The data, tokenizer and model sections of `new` equal the run's, or an error lists each change."""
+    old, now = config_to_dict(saved), config_to_dict(new)
+    changed = [
+        f"{section}.{key}: {old[section][key]!r} -> {now[section][key]!r}"
+        for section in COMPATIBLE_SECTIONS
+        for key in now[section]
+        if old[section].get(key) != now[section][key]
+    ]
+    if changed:
+        raise RunDirError(
+            f"the config no longer matches the run in {run.path}:\n  "
+            + "\n  ".join(changed)
+            + "\nrestore these values, or start a new run with --overwrite"
+        )
+
+
+def data_checksums(cfg: Config) -> dict[str, str]:
+    """sha256 of each data file, keyed by its config key (`train_src`, ...)."""
+    keys = ("train_src", "train_tgt", "valid_src", "valid_tgt")
+    return {key: file_sha256(Path(getattr(cfg.data, key))) for key in keys}
+
+
+def check_same_inputs(what: str, recorded: dict[str, str], now: dict[str, str], where: str) -> None:
+    """Refuse when a recorded checksum differs from the file's today, listing every changed file."""
+    changed = [
+        f"{name}: changed since {where}" for name, sha in recorded.items() if now.get(name, sha) != sha
+    ]
+    if changed:
+        raise RunDirError(f"the {what} no longer matches {where}:\n  " + "\n  ".join(changed))

@@ -1,0 +1,86 @@
+"""Before training starts: the run directory checked, the tokenizer ready, the run's inputs recorded.
+
+Rank 0 does the work (the caller holds the run directory's lock); every rank then loads the tokenizer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import Config, save_config
+from seq2seq.device import resolve_device
+from seq2seq.distributed import DistInfo, any_rank, local_device_name
+from seq2seq.errors import RunDirError, Seq2SeqError
+from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
+from seq2seq.tokenizer import TokenizerPair, load_tokenizers, prepare_tokenizers, tokenizer_checksums
+
+
+def prepare_run(
+    cfg: Config,
+    run: RunDir,
+    info: DistInfo,
+    mode: tuple[bool, bool],
+    config_file: Path,
+    hold: contextlib.ExitStack,
+    on_run_dir_ready: Callable[[], None],
+) -> TokenizerPair:
+    """Rank 0 locks and checks the run directory and prepares the tokenizer; then every rank loads it.
+
+    `mode` is (resume, overwrite). The lock is held until `hold` closes. `on_run_dir_ready` is
+    called on rank 0 once the directory may be written to (to start its log).
+    A run that already has weights keeps its tokenizer: a missing or changed one is an error, never
+    a silent retrain. A failure on rank 0 is shared with the other ranks, so under torchrun they stop
+    too instead of waiting for it.
+    """
+    resume, overwrite = mode
+    error: Exception | None = None
+    if info.is_main:
+        try:
+            hold.enter_context(run.locked())  # one trainer per run directory, until the command ends
+            check_run_dir(run, cfg, resume, overwrite, config_file)
+            data = data_checksums(cfg)
+            check_run_inputs(cfg, run, resume, data)
+            save_config(cfg, run.config_file)  # the first write: every check above has passed
+            run.check_writable()
+            on_run_dir_ready()
+            prepare_tokenizers(
+                cfg.tokenizer,
+                Path(cfg.data.train_src),
+                Path(cfg.data.train_tgt),
+                run.tokenizer_dir,
+                not resume,
+            )
+            run.record_inputs("tokenizer", tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint))
+            run.record_inputs("data", data)
+        except (Seq2SeqError, OSError) as e:
+            error = e
+    device = resolve_device(local_device_name(cfg.train.device, info))
+    (failed,) = any_rank([error is not None], info, device)
+    if error is not None:
+        raise error
+    if failed:
+        raise RunDirError("rank 0 could not prepare the run directory (its error is above)")
+    return load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+
+
+def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str]) -> None:
+    """The tokenizer and data still are what the run was made from (its weights depend on them).
+
+    On resume the tokenizer must be there, readable and the one the checkpoints were trained with,
+    and the training files must not have changed. Before a first training step, a tokenizer left by
+    an earlier `--tokenizer-only` must be the one that stage made.
+    """
+    recorded = run.read_inputs()
+    if resume:
+        load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)  # missing or corrupt: a clear error
+        last = load_checkpoint(run.checkpoint_path("last"))
+        tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+        check_same_inputs("tokenizer", last.get("tokenizer_sha256", {}), tokenizer, "the run's checkpoints")
+        train_data = {k: v for k, v in recorded.get("data", {}).items() if k.startswith("train_")}
+        check_same_inputs("training data", train_data, data, "the start of the run")
+    else:
+        tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+        check_same_inputs("tokenizer", recorded.get("tokenizer", {}), tokenizer, "the tokenizer stage")
