@@ -54,19 +54,36 @@ def atomic_link(source: Path, path: Path) -> None:
         raise disk_error(path, e) from None
 
 
-def save_training_state(
-    run: RunDir, state: dict[str, Any], step: int, keep: int, is_best: bool, numbered: bool = True
-) -> None:
-    """Write `step_N.pt` and point `last.pt` (and `best.pt` if `is_best`) at it; prune old numbered ones.
+RESUME_ONLY = ("optimizer", "scheduler", "scaler", "rng")  # state only `--resume` needs
 
-    With `numbered=False` (an interrupted run) only `last.pt` is written.
+
+def save_training_state(
+    run: RunDir,
+    state: dict[str, Any],
+    step: int,
+    keep: int,
+    is_best: bool,
+    numbered: bool = True,
+    weights_only: bool = False,
+) -> None:
+    """Write `step_N.pt`, `last.pt` (and `best.pt` if `is_best`); prune old numbered ones.
+
+    With `weights_only` the numbered checkpoint (and so `best.pt`) leaves out the optimizer and the
+    other resume-only state, a third of the size, and `last.pt` is written in full beside it;
+    otherwise `last.pt` is the numbered file itself (a hard link). With `numbered=False` (an
+    interrupted run) only `last.pt` is written.
     """
+    last = run.checkpoint_dir / "last.pt"
     if not numbered:
-        atomic_save(state, run.checkpoint_dir / "last.pt")
+        atomic_save(state, last)
         return
     path = run.checkpoint_dir / f"step_{step}.pt"
-    atomic_save(state, path)
-    atomic_link(path, run.checkpoint_dir / "last.pt")
+    if weights_only:
+        atomic_save({k: v for k, v in state.items() if k not in RESUME_ONLY}, path)
+        atomic_save(state, last)
+    else:
+        atomic_save(state, path)
+        atomic_link(path, last)
     if is_best:
         atomic_link(path, run.checkpoint_dir / "best.pt")
     numbered_files = run.numbered_checkpoints()
@@ -82,8 +99,8 @@ def load_checkpoint(path: Path, device: str | torch.device = "cpu") -> dict[str,
 
 
 def inference_weights(state: dict[str, Any]) -> dict[str, Any]:
-    """The weights to translate with: the moving average when training kept one, else the model's."""
-    return state.get("ema") or state["model"]
+    """The weights to translate with: those that validated better (raw or moving average) at this step."""
+    return state[state.get("inference", "ema" if "ema" in state else "model")]
 
 
 def checkpoint_inputs(cfg: Config, tokenizer_sums: dict[str, str]) -> dict[str, Any]:
@@ -116,11 +133,12 @@ def check_fits_run(state: dict[str, Any], path: Path, cfg: Config, tokenizer_sum
         )
 
 
-def average_checkpoints(run: RunDir, last: int, output: str) -> tuple[Path, list[Path]]:
-    """Average the inference weights of the `last` newest numbered checkpoints into one file."""
+def average_checkpoints(run: RunDir, last: int | None, output: str) -> tuple[Path, list[Path]]:
+    """Average the inference weights of the `last` newest numbered checkpoints (None: all) into one file."""
     available = run.numbered_checkpoints()
     if not available:
         raise RunDirError(f"no numbered checkpoints in {run.checkpoint_dir}")
+    last = len(available) if last is None else last
     if last > len(available):
         raise RunDirError(
             f"asked to average {last} checkpoints but {run.checkpoint_dir} has {len(available)}"

@@ -182,6 +182,9 @@ def translate(
     checkpoint: CheckpointName = "best",
     device: DecodeDevice = "auto",
     scores: Annotated[bool, typer.Option(help="Append each hypothesis' score after a tab.")] = False,
+    keep_unk: Annotated[
+        bool, typer.Option(help="Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")
+    ] = False,
     verbose: Verbose = False,
 ) -> None:
     """Translate source lines with a trained run: exactly one output line per input line, in order."""
@@ -203,7 +206,7 @@ def translate(
             bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
             done = 0
             for chunk in stream_line_chunks(source, str(input or "stdin")):
-                for result in translator.translate(chunk, settings, budget, first_line=done + 1):
+                for result in translator.translate(chunk, settings, budget, done + 1, keep_unk):
                     fields = [
                         f"{t}\t{s:.4f}" if scores or nbest > 1 else t
                         for t, s in zip(result.texts, result.scores)
@@ -391,8 +394,11 @@ def translate_timed(
 def average(
     run_dir: Annotated[Path, typer.Argument(help="Run directory made by `s2s train`.")],
     last: Annotated[
-        int, typer.Option(help="How many of the latest numbered checkpoints to average.", min=1)
-    ] = 5,
+        int | None,
+        typer.Option(
+            help="How many of the latest numbered checkpoints to average [default: all kept].", min=1
+        ),
+    ] = None,
     output: Annotated[
         str, typer.Option(help="Name in checkpoints/ (or a path) for the result.")
     ] = "averaged",

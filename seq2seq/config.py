@@ -41,6 +41,7 @@ class TokenizerConfig:
     joint: bool = True  # one vocabulary for source and target
     character_coverage: float = 1.0
     split_digits: bool = False
+    byte_fallback: bool = False  # unknown characters become UTF-8 byte pieces instead of <unk>
     max_sentences: int = 2_000_000  # sentences sampled for training the tokenizer
 
 
@@ -71,8 +72,10 @@ class TrainConfig:
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     max_tokens: int = 4096  # per batch (and per GPU), padding included
     accum_steps: int = 1
-    lr: float = 5e-4
-    warmup_steps: int = 4000
+    lr: float = 5e-4  # peak learning rate
+    schedule: Literal["inverse_sqrt", "linear", "cosine", "constant"] = "inverse_sqrt"
+    warmup_steps: int = 4000  # linear warm-up from 0 to lr; the peak is reached at this step
+    min_lr: float = 0.0  # floor after the warm-up; linear and cosine reach it at max_steps
     weight_decay: float = 0.0
     clip_norm: float = 1.0  # 0 = no clipping
     label_smoothing: float = 0.1
@@ -81,10 +84,14 @@ class TrainConfig:
     max_minutes: float = 0.0  # stop after this much wall-clock training time (0 = no limit)
     log_every: int = 50
     valid_every: int = 500
-    keep_checkpoints: int = 3  # numbered checkpoints kept besides last.pt and best.pt
+    keep_checkpoints: int = 5  # numbered checkpoints kept besides last.pt and best.pt
+    keep_optimizer: Literal["last", "all"] = "last"  # optimizer state in last.pt only, or in every checkpoint
     best_metric: Literal["loss", "bleu"] = "loss"
     patience: int = 0  # stop after this many validations without improvement (0 = never)
     valid_bleu: bool = True  # decode the validation set and compute BLEU at each validation
+    valid_bleu_tokenize: str = (
+        "13a"  # sacreBLEU tokenizer for validation BLEU: 13a, intl, zh, ja-mecab, char...
+    )
     valid_beam: int = 1
     valid_subset: int = 0  # decode only the first N validation sentences for BLEU (0 = all)
     valid_samples: int = 3  # sample translations written to the log at each validation
@@ -259,6 +266,11 @@ def _check_values(cfg: Config) -> list[str]:
         (cfg.data.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
         (not 8 <= tok.vocab_size <= 1_000_000, "tokenizer.vocab_size: must be in [8, 1000000]"),
         (
+            tok.byte_fallback and tok.vocab_size <= 260,
+            "tokenizer.vocab_size: byte_fallback needs more than 260 (256 byte pieces, 4 special ids, "
+            "and the corpus' characters)",
+        ),
+        (
             not 0.98 <= tok.character_coverage <= 1,
             "tokenizer.character_coverage: must be in [0.98, 1] (SentencePiece's range)",
         ),
@@ -291,6 +303,17 @@ def _check_values(cfg: Config) -> list[str]:
         (t.lr <= 0, "train.lr: must be > 0"),
         (t.weight_decay < 0, "train.weight_decay: must be >= 0"),
         (t.warmup_steps < 0, "train.warmup_steps: must be >= 0"),
+        (
+            t.schedule == "inverse_sqrt" and t.warmup_steps == 0,
+            "train.warmup_steps: inverse_sqrt decays as sqrt(warmup_steps / step), so it needs >= 1 "
+            "(for no warm-up at all choose train.schedule: constant, linear or cosine)",
+        ),
+        (
+            t.schedule in ("linear", "cosine") and t.max_steps <= t.warmup_steps,
+            f"train.max_steps: the {t.schedule} schedule decays until max_steps, which must be set "
+            "and larger than train.warmup_steps",
+        ),
+        (not 0 <= t.min_lr <= t.lr, "train.min_lr: must be in [0, train.lr]"),
         (t.clip_norm < 0, "train.clip_norm: must be >= 0"),
         (not 0 <= t.label_smoothing < 1, "train.label_smoothing: must be in [0, 1)"),
         (t.max_steps < 0, "train.max_steps: must be >= 0"),
@@ -315,6 +338,7 @@ def _check_values(cfg: Config) -> list[str]:
         ),
         (not 0 <= t.ema_decay < 1, "train.ema_decay: must be in [0, 1)"),
         (not _valid_device(t.device), f"train.device: {t.device!r} is not one of auto, cpu, cuda, cuda:N"),
+        *_check_bleu_tokenizer(t.valid_bleu_tokenize),
         (d.beam < 1, "decode.beam: must be >= 1"),
         (d.length_penalty < 0, "decode.length_penalty: must be >= 0"),
         (d.max_len_a < 0 or d.max_len_b < 0, "decode.max_len_a: max_len_a and max_len_b must be >= 0"),
@@ -325,6 +349,19 @@ def _check_values(cfg: Config) -> list[str]:
         (d.max_tokens < 1, "decode.max_tokens: must be >= 1"),
     ]
     return [message for broken, message in rules if broken]
+
+
+def _check_bleu_tokenizer(name: str) -> list[tuple[bool, str]]:
+    """sacreBLEU knows the tokenizer and has what it needs (some need an extra package)."""
+    from sacrebleu.metrics import BLEU
+
+    if name not in BLEU.TOKENIZERS:
+        return [(True, f"train.valid_bleu_tokenize: {name!r} is not one of {', '.join(BLEU.TOKENIZERS)}")]
+    try:
+        BLEU(tokenize=name)
+    except ImportError as e:
+        return [(True, f"train.valid_bleu_tokenize: {name} needs an extra package: {e}")]
+    return []
 
 
 def _valid_device(device: str) -> bool:

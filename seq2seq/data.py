@@ -18,7 +18,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from seq2seq.errors import DataError
 from seq2seq.textio import read_lines
-from seq2seq.tokenizer import BOS, EOS, PAD, TokenizerPair
+from seq2seq.tokenizer import BOS, EOS, PAD, TokenizerPair, count_unknown
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,24 @@ def load_training_pairs(
     )
     if not data.src:
         raise DataError(f"{src_path} / {tgt_path}: every pair was filtered out; check data.max_len")
+    log_unknown("training", data)
     return data
+
+
+def log_unknown(name: str, data: ParallelData) -> None:
+    """Log the share of `<unk>` pieces per side: text the model can neither read nor write."""
+    for side, encoded in (("source", data.src), ("target", data.tgt)):
+        unknown, total = count_unknown(encoded)
+        if unknown:
+            log.warning(
+                "%s %s: %d of %d pieces are <unk> (%.3f%%): characters outside the vocabulary; "
+                "tokenizer.byte_fallback: true represents them as bytes",
+                name,
+                side,
+                unknown,
+                total,
+                100 * unknown / max(total, 1),
+            )
 
 
 def load_eval_pairs(
@@ -93,7 +110,9 @@ def load_eval_pairs(
     src_lines, tgt_lines = read_parallel(src_path, tgt_path)
     src = [ids[:max_len] for ids in tokenizers.src.encode(src_lines)]
     tgt = [ids[:max_len] for ids in tokenizers.tgt.encode(tgt_lines)]
-    return ParallelData(src, tgt), src_lines, tgt_lines
+    data = ParallelData(src, tgt)
+    log_unknown("validation", data)
+    return data, src_lines, tgt_lines
 
 
 def token_batches(

@@ -50,8 +50,9 @@ class Tokenizer:
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         return self.sp.encode(list(lines))
 
-    def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
-        return self.sp.decode([[i for i in seq if i > EOS] for seq in ids])
+    def decode(self, ids: Sequence[Sequence[int]], keep_unk: bool = False) -> list[str]:
+        """Text of each id sequence; `<unk>` pieces are dropped, or shown as ` ⁇ ` with `keep_unk`."""
+        return self.sp.decode([[i for i in seq if i > EOS or (keep_unk and i == UNK)] for seq in ids])
 
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)
@@ -67,6 +68,11 @@ class TokenizerPair:
     @property
     def joint(self) -> bool:
         return self.src is self.tgt
+
+
+def count_unknown(encoded: Sequence[Sequence[int]]) -> tuple[int, int]:
+    """(`<unk>` pieces, all pieces) in tokenized text: characters the vocabulary cannot write."""
+    return sum(ids.count(UNK) for ids in encoded), sum(map(len, encoded))
 
 
 def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
@@ -126,6 +132,7 @@ def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
             vocab_size=cfg.vocab_size,
             character_coverage=cfg.character_coverage,
             split_digits=cfg.split_digits,
+            byte_fallback=cfg.byte_fallback,
             pad_id=PAD,
             unk_id=UNK,
             bos_id=BOS,

@@ -67,6 +67,7 @@ class Progress:
     interval_tokens: int = 0
     train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
     best_metric: str = ""  # what `best` measures
+    inference: str = "raw"  # weights that validated better last time: "raw", or "ema" (the average)
     batching: str = ""  # what this epoch's batch order was made for (see Trainer._batching)
 
 
@@ -100,6 +101,7 @@ class Trainer:
         self.ema = WeightAverage(self.model, self.tcfg.ema_decay) if self.tcfg.ema_decay > 0 else None
         self.progress = Progress(best_metric=self.tcfg.best_metric, batching=self._batching())
         self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
+        self.step_lr = self.optimizer.param_groups[0]["lr"]
         self.stop = StopRequest()
         self._costs = [train_data.cost(i) for i in range(len(train_data))]
         self._epoch_cache: tuple[int, list[list[int]]] | None = None
@@ -150,6 +152,7 @@ class Trainer:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg.clip_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()
+        self.step_lr = self.optimizer.param_groups[0]["lr"]  # what this step used, for the log
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
@@ -247,7 +250,7 @@ class Trainer:
             "step": p.step,
             "epoch": p.epoch,
             "train_loss": round(loss, 5),
-            "lr": self.scheduler.get_last_lr()[0],
+            "lr": self.step_lr,
             **rates,
             "elapsed_s": round(meter.elapsed(), 2),
         }
@@ -268,56 +271,61 @@ class Trainer:
             )
 
     def _validate_and_save(self) -> None:
-        """Rank 0 validates and saves; the decision to stop early is shared with every rank."""
+        """Rank 0 validates and saves; the decision to stop early is shared with every rank.
+
+        With a weight average, both the raw and the averaged weights are validated; the better one
+        counts for `best.pt` and patience, and is the one translation uses (`progress.inference`).
+        """
         p = self.progress
         improved = False
         if self.info.is_main:
-            result = validate(
-                self._eval_model(),
-                self.valid,
-                self.tokenizers,
-                self.tcfg,
-                self.cfg.decode,
-                self.device,
-                self.dtype,
-            )
-            score = -result.bleu if self.tcfg.best_metric == "bleu" else result.loss
+            results = {"raw": self._validate(self.model)}
+            if self.ema is not None:
+                results["ema"] = self._validate(self._averaged_model())
+            p.inference = min(results, key=lambda weights: self._score(results[weights]))
+            score = self._score(results[p.inference])
             improved = p.best is None or score < p.best
             p.best = score if improved else p.best
             p.bad_validations = 0 if improved else p.bad_validations + 1
-            self._report(result, improved)
+            self._report(results, improved)
         p.bad_validations = int(broadcast_from_main(p.bad_validations, self.info, self.device))
         self._save(is_best=improved)
 
-    def _eval_model(self) -> Seq2SeqTransformer:
-        """The model to validate: a copy holding the moving-average weights when one is kept."""
-        if self.ema is None:
-            return self.model
+    def _validate(self, model: Seq2SeqTransformer) -> ValidResult:
+        return validate(
+            model, self.valid, self.tokenizers, self.tcfg, self.cfg.decode, self.device, self.dtype
+        )
+
+    def _score(self, result: ValidResult) -> float:
+        """Lower is better: the loss, or the negated BLEU."""
+        return -result.bleu if self.tcfg.best_metric == "bleu" else result.loss
+
+    def _averaged_model(self) -> Seq2SeqTransformer:
+        """A copy of the model holding the moving-average weights."""
         model = copy.deepcopy(self.model)
         model.load_state_dict(self.ema.model_state(self.model))
         return model
 
-    def _report(self, result: ValidResult, improved: bool) -> None:
+    def _report(self, results: dict[str, ValidResult], improved: bool) -> None:
+        """One metrics record and log line: the chosen weights' scores, and each kind's when averaging."""
         p = self.progress
-        record = {
-            "kind": "valid",
-            "step": p.step,
-            "epoch": p.epoch,
-            "valid_loss": round(result.loss, 5),
-            "valid_ppl": round(result.ppl, 3),
-        }
-        if result.bleu is not None:
-            record |= {"valid_bleu": round(result.bleu, 2), "bleu_signature": result.bleu_signature}
+        result = results[p.inference]
+        record = {"kind": "valid", "step": p.step, "epoch": p.epoch, "weights": p.inference}
+        record |= validation_fields(result)
+        if len(results) > 1:
+            for weights, other in results.items():
+                record |= {
+                    f"{weights}_{k}": v for k, v in validation_fields(other).items() if k != "bleu_signature"
+                }
         self.run.append_metrics(record)
-        bleu = f", BLEU {result.bleu:.2f}" if result.bleu is not None else ""
-        log.info(
-            "validation at step %d: loss %.4f, ppl %.2f%s%s",
-            p.step,
-            result.loss,
-            result.ppl,
-            bleu,
-            " (best so far)" if improved else "",
-        )
+        described = [
+            f"{weights} loss {r.loss:.4f}, ppl {r.ppl:.2f}"
+            + (f", BLEU {r.bleu:.2f}" if r.bleu is not None else "")
+            for weights, r in results.items()
+        ]
+        chosen = f"; using {p.inference} weights" if len(results) > 1 else ""
+        best = " (best so far)" if improved else ""
+        log.info("validation at step %d: %s%s%s", p.step, " | ".join(described), chosen, best)
         for src, ref, hyp in result.samples:
             log.info("  source: %s\n  reference: %s\n  hypothesis: %s", src, ref, hyp)
 
@@ -364,6 +372,8 @@ class Trainer:
         }
         if self.ema is not None:
             state["ema"] = self.ema.model_state(self.model)
+            state["ema_updates"] = self.ema.updates
+        state["inference"] = "ema" if self.ema is not None and self.progress.inference == "ema" else "model"
         return state
 
     def _gather_rng_states(self) -> list[torch.Tensor]:
@@ -382,7 +392,8 @@ class Trainer:
         state = self.state_dict()
         if self.info.is_main:
             keep = self.tcfg.keep_checkpoints
-            save_training_state(self.run, state, self.progress.step, keep, is_best, numbered)
+            weights_only = self.tcfg.keep_optimizer == "last"
+            save_training_state(self.run, state, self.progress.step, keep, is_best, numbered, weights_only)
         barrier(self.info)
 
     def resume(self) -> None:
@@ -393,7 +404,7 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state["scaler"])
         if self.ema is not None and "ema" in state:
-            self.ema.load_state_dict(state["ema"])
+            self.ema.load_state_dict({"weights": state["ema"], "updates": state.get("ema_updates", 0)})
         elif self.ema is not None:  # averaging was just switched on: start from the loaded weights
             self.ema = WeightAverage(self.model, self.tcfg.ema_decay)
         self._apply_train_config()
@@ -437,6 +448,14 @@ class Trainer:
         torch.set_rng_state(state[:cpu_size])
         if self.device.type == "cuda" and state.numel() > cpu_size:
             torch.cuda.set_rng_state(state[cpu_size:], self.device)
+
+
+def validation_fields(result: ValidResult) -> dict[str, Any]:
+    """The metrics.jsonl fields of one validation result."""
+    fields: dict[str, Any] = {"valid_loss": round(result.loss, 5), "valid_ppl": round(result.ppl, 3)}
+    if result.bleu is not None:
+        fields |= {"valid_bleu": round(result.bleu, 2), "bleu_signature": result.bleu_signature}
+    return fields
 
 
 def train(

@@ -117,9 +117,17 @@ class Translator:
         return search_settings(self.config.decode, **overrides)
 
     def translate(
-        self, lines: Sequence[str], settings: SearchSettings, max_tokens: int, first_line: int = 1
+        self,
+        lines: Sequence[str],
+        settings: SearchSettings,
+        max_tokens: int,
+        first_line: int = 1,
+        keep_unk: bool = False,
     ) -> list[Translation]:
-        """One `Translation` per input line, in order; an empty line gives an empty translation."""
+        """One `Translation` per input line, in order; an empty line gives an empty translation.
+
+        `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
+        """
         encoded = self.tokenizers.src.encode(lines)
         for offset, ids in enumerate(encoded):
             if len(ids) > self.max_source_tokens:
@@ -136,7 +144,7 @@ class Translator:
         )
         out = [Translation([""] * settings.nbest, [0.0] * settings.nbest) for _ in lines]
         for i, nbest in zip(todo, hyps):
-            texts = self.tokenizers.tgt.decode([h.tokens for h in nbest])
+            texts = self.tokenizers.tgt.decode([h.tokens for h in nbest], keep_unk)
             out[i] = Translation(texts, [h.score for h in nbest])
         return out
 

@@ -63,12 +63,13 @@ def validation_bleu(
     device: torch.device,
     dtype: torch.dtype | None,
     subset: int,
+    tokenize: str = "13a",
 ) -> tuple[sacrebleu.metrics.BLEUScore, str, list[str]]:
     """Decode the validation sources (or the first `subset`) and score them against the raw references."""
     count = subset or len(valid.data)
     hyps = decode_ids(model, valid.data.src[:count], settings, max_tokens, device, dtype)
     texts = tokenizers.tgt.decode([h[0].tokens for h in hyps])
-    metric = sacrebleu.metrics.BLEU()
+    metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
     score = metric.corpus_score(texts, [valid.ref_lines[:count]])
     return score, str(metric.get_signature()), texts
 
@@ -89,7 +90,15 @@ def validate(
     if cfg.valid_bleu:
         settings = search_settings(decode, beam=cfg.valid_beam, nbest=1)
         score, signature, texts = validation_bleu(
-            model, valid, tokenizers, settings, cfg.max_tokens, device, dtype, cfg.valid_subset
+            model,
+            valid,
+            tokenizers,
+            settings,
+            cfg.max_tokens,
+            device,
+            dtype,
+            cfg.valid_subset,
+            cfg.valid_bleu_tokenize,
         )
         result.bleu, result.bleu_signature = score.score, signature
         result.samples = [

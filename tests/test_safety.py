@@ -360,6 +360,7 @@ FLOAT_KEYS = [
     ("model", "attention_dropout"),
     ("model", "activation_dropout"),
     ("train", "lr"),
+    ("train", "min_lr"),
     ("train", "weight_decay"),
     ("train", "clip_norm"),
     ("train", "label_smoothing"),

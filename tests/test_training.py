@@ -18,7 +18,7 @@ from seq2seq.cli import app
 from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data import ParallelData, make_batch
 from seq2seq.distributed import DistInfo
-from seq2seq.errors import RunDirError
+from seq2seq.errors import ConfigError, RunDirError
 from seq2seq.files import OutputError
 from seq2seq.model import build_model
 from seq2seq.optim import build_optimizer
@@ -130,6 +130,41 @@ def test_keeps_only_the_last_k_numbered_checkpoints(tmp_path):
     assert names == ["best.pt", "last.pt", "step_10.pt", "step_12.pt"]
 
 
+def test_numbered_checkpoints_are_weights_only_unless_asked(tmp_path):
+    config = write_config(tmp_path, "lean", max_steps=4, valid_every=2)
+    invoke("train", str(config))
+    checkpoints = tmp_path / "lean" / "checkpoints"
+    step, last = load_checkpoint(checkpoints / "step_4.pt"), load_checkpoint(checkpoints / "last.pt")
+    assert "optimizer" not in step and "optimizer" in last
+    assert torch.equal(step["model"]["decoder.0.ffn.up.weight"], last["model"]["decoder.0.ffn.up.weight"])
+    assert (checkpoints / "step_4.pt").stat().st_size < 0.5 * (checkpoints / "last.pt").stat().st_size
+    config = write_config(tmp_path, "full", max_steps=4, valid_every=2, keep_optimizer="all")
+    invoke("train", str(config))
+    checkpoints = tmp_path / "full" / "checkpoints"
+    assert "optimizer" in load_checkpoint(checkpoints / "step_2.pt")
+    assert (checkpoints / "step_4.pt").samefile(checkpoints / "last.pt")
+
+
+def test_average_works_with_the_default_settings(tmp_path):
+    raw = tiny_config_dict(tmp_path, max_steps=12, valid_every=2)
+    del raw["train"]["num_threads"]
+    config = tmp_path / "defaults.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    invoke("train", str(config))
+    invoke("average", str(tmp_path / "run"))
+    averaged = load_checkpoint(tmp_path / "run" / "checkpoints" / "averaged.pt")
+    assert averaged["averaged_from"] == [f"step_{s}.pt" for s in (4, 6, 8, 10, 12)]
+
+
+def test_validation_bleu_uses_the_configured_tokenizer(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=2, valid_every=2, valid_bleu_tokenize="char")
+    invoke("train", str(config))
+    (record,) = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
+    assert "tok:char" in record["bleu_signature"]
+    with pytest.raises(ConfigError, match="train.valid_bleu_tokenize: 'chars' is not one of"):
+        config_from_dict(tiny_config_dict(tmp_path, valid_bleu_tokenize="chars"))
+
+
 @pytest.mark.parametrize(
     "failure",
     [OSError(errno.ENOSPC, "No space left on device"), RuntimeError("[enforce fail] file write failed")],
@@ -181,19 +216,39 @@ def test_validation_loss_falls(tmp_path):
 
 
 def test_patience_stops_early(tmp_path):
-    config = write_config(tmp_path, "run", max_steps=200, valid_every=1, patience=2, lr=1e-9, warmup_steps=0)
+    config = write_config(
+        tmp_path,
+        "run",
+        max_steps=200,
+        valid_every=1,
+        patience=2,
+        lr=1e-9,
+        warmup_steps=0,
+        schedule="constant",
+    )
     invoke("train", str(config))
     valid = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
     assert len(valid) < 50
 
 
-def test_moving_average_is_saved_and_used_for_translation(tmp_path):
-    config = write_config(tmp_path, "run", max_steps=4, valid_every=4, ema_decay=0.5)
+@pytest.mark.parametrize("best_metric", ["loss", "bleu"])
+def test_raw_and_averaged_weights_are_both_validated_and_the_better_one_is_used(tmp_path, best_metric):
+    config = write_config(
+        tmp_path, "run", max_steps=12, valid_every=4, ema_decay=0.9, best_metric=best_metric
+    )
     invoke("train", str(config))
+    validations = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
+    key = "valid_loss" if best_metric == "loss" else "valid_bleu"
+    better = min if best_metric == "loss" else max
+    for record in validations:
+        assert record[key] == better(record[f"raw_{key}"], record[f"ema_{key}"])
+        assert record[key] == record[f"{record['weights']}_{key}"]
     state = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
-    assert inference_weights(state) is state["ema"]
+    chosen = {"raw": "model", "ema": "ema"}[validations[-1]["weights"]]
+    assert state["inference"] == chosen and inference_weights(state) is state[chosen]
     name = "decoder.0.ffn.up.weight"
     assert not torch.equal(state["ema"][name], state["model"][name])
+    assert state["ema_updates"] == 12
 
 
 def test_max_minutes_stops_training(tmp_path):
