@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,49 @@ def check_fits_run(state: dict[str, Any], path: Path, cfg: Config, tokenizer_sum
             f"{path} does not belong to this run:\n  "
             + "\n  ".join(differences)
             + "\nuse a checkpoint of this run, or the run directory the checkpoint came from"
+        )
+
+
+@dataclass(frozen=True)
+class InitSource:
+    """Where a fine-tuning run takes its weights and tokenizer from."""
+
+    run: RunDir
+    checkpoint: Path
+
+
+def init_source(cfg: Config) -> InitSource:
+    """`train.init_from` (a run directory, or a checkpoint file inside one) as a run and a checkpoint."""
+    given = Path(cfg.train.init_from)
+    if given.is_file():
+        run = RunDir(given.parent.parent)  # RUN/checkpoints/NAME.pt
+        if not run.config_file.is_file():
+            raise RunDirError(
+                f"train.init_from: {given} is not inside an s2s run directory; the weights need the "
+                "run's tokenizer and config, so give the run directory (or a checkpoint inside it)"
+            )
+        return InitSource(run, given)
+    if not given.is_dir():
+        raise RunDirError(f"train.init_from: {given} is neither a run directory nor a checkpoint file")
+    run = RunDir(given)
+    run.load_config()  # says so when it is not a run directory
+    return InitSource(run, run.checkpoint_path(cfg.train.init_checkpoint))
+
+
+def check_can_init(source: InitSource, cfg: Config) -> None:
+    """The new run's model and tokenizer sections must equal the source run's, or an error lists each."""
+    saved, now = config_to_dict(source.run.load_config()), config_to_dict(cfg)
+    differences = [
+        f"{section}.{key}: {saved[section].get(key)!r} in {source.run.path}, {value!r} here"
+        for section in ("model", "tokenizer")
+        for key, value in now[section].items()
+        if saved[section].get(key, value) != value
+    ]
+    if differences:
+        raise RunDirError(
+            "train.init_from: this config does not describe the model it starts from:\n  "
+            + "\n  ".join(differences)
+            + f"\ncopy the model and tokenizer sections of {source.run.config_file}"
         )
 
 

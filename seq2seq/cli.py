@@ -110,13 +110,18 @@ def setup_logging(level: int, log_file: Path | None = None) -> None:
 
 
 def resolve_paths(cfg: Config) -> Config:
-    """Data paths as absolute paths, so the saved config works from any directory."""
+    """Data paths (and `train.init_from`) as absolute paths, so the saved config works from anywhere."""
     data = cfg.data
     absolute = {
         name: str(Path(getattr(data, name)).resolve())
         for name in ("train_src", "train_tgt", "valid_src", "valid_tgt")
     }
-    return dataclasses.replace(cfg, data=dataclasses.replace(data, **absolute))
+    init_from = str(Path(cfg.train.init_from).resolve()) if cfg.train.init_from else ""
+    return dataclasses.replace(
+        cfg,
+        data=dataclasses.replace(data, **absolute),
+        train=dataclasses.replace(cfg.train, init_from=init_from),
+    )
 
 
 @app.command()
@@ -135,6 +140,7 @@ def train(
     ] = None,
 ) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
+    from seq2seq.board import check_available as check_tensorboard
     from seq2seq.data import read_parallel
     from seq2seq.device import autocast_dtype, resolve_device
     from seq2seq.distributed import init_distributed, shutdown
@@ -146,6 +152,8 @@ def train(
         check_data_files(cfg)
         cfg = resolve_paths(cfg)
         autocast_dtype(resolve_device(cfg.train.device), cfg.train.precision)  # fail now, not in an hour
+        if cfg.train.tensorboard:
+            check_tensorboard()
         read_parallel(cfg.data.train_src, cfg.data.train_tgt)  # misaligned or broken files fail now too
         read_parallel(cfg.data.valid_src, cfg.data.valid_tgt)
         info = init_distributed(cfg.train.device)

@@ -68,6 +68,8 @@ class TrainConfig:
     """Optimization, batching, checkpointing and validation."""
 
     seed: int = 1
+    init_from: str = ""  # fine-tune: start from this run directory's weights (or this checkpoint file)
+    init_checkpoint: str = "best"  # which checkpoint of the init_from run directory
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     max_tokens: int = 4096  # per batch (and per GPU), padding included
@@ -98,6 +100,7 @@ class TrainConfig:
     ema_decay: float = 0.0  # exponential moving average of weights, used for validation and saving
     num_threads: int = 0  # CPU threads for torch (0 = torch's default)
     compile: bool = False  # torch.compile the model
+    tensorboard: bool = False  # also write the metrics as TensorBoard curves to RUN_DIR/tensorboard/
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@
       checkpoints/step_N.pt  the last train.keep_checkpoints numbered states
       train.log              the training log
       metrics.jsonl          one JSON object per log interval and per validation
+      tensorboard/           the same metrics as TensorBoard events (train.tensorboard: true)
       .s2s-run               marks the directory as s2s's own (only such a directory is ever cleared);
                              `s2s train` holds an OS lock on it, so a run has one trainer at a time
 
@@ -66,6 +67,10 @@ class RunDir:
     @property
     def metrics_file(self) -> Path:
         return self.path / "metrics.jsonl"
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.path / "tensorboard"
 
     def numbered_checkpoints(self) -> list[Path]:
         """Numbered checkpoints, oldest first."""
@@ -232,12 +237,14 @@ def check_run_dir(run: RunDir, cfg: Config, resume: bool, overwrite: bool, confi
 def _check_nothing_read_inside(run: RunDir, cfg: Config, config_file: Path) -> None:
     """`--overwrite` clears the run directory: refuse when a file the command reads lies inside it."""
     root = run.path.resolve()
-    reads = {"the config file": config_file} | {
+    init = {"train.init_from": Path(cfg.train.init_from)} if cfg.train.init_from else {}
+    reads = {"the config file": config_file, **init} | {
         f"data.{key}": Path(getattr(cfg.data, key))
         for key in ("train_src", "train_tgt", "valid_src", "valid_tgt")
     }
     for label, path in reads.items():
-        if root in path.resolve().parents and not same_file(path, run.config_file):
+        inside = path.resolve() == root or root in path.resolve().parents
+        if inside and not same_file(path, run.config_file):
             raise RunDirError(
                 f"--overwrite would delete {label} {path}, which lies inside run_dir {run.path}; "
                 "move it out first"

@@ -9,13 +9,19 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from seq2seq.checkpoint import load_checkpoint
+from seq2seq.checkpoint import check_can_init, init_source, load_checkpoint
 from seq2seq.config import Config, save_config
 from seq2seq.device import resolve_device
 from seq2seq.distributed import DistInfo, any_rank, local_device_name
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
-from seq2seq.tokenizer import TokenizerPair, load_tokenizers, prepare_tokenizers, tokenizer_checksums
+from seq2seq.tokenizer import (
+    TokenizerPair,
+    copy_tokenizers,
+    load_tokenizers,
+    prepare_tokenizers,
+    tokenizer_checksums,
+)
 
 
 def prepare_run(
@@ -40,12 +46,17 @@ def prepare_run(
     if info.is_main:
         try:
             hold.enter_context(run.locked())  # one trainer per run directory, until the command ends
+            init = init_source(cfg) if cfg.train.init_from and not resume else None
+            if init is not None:
+                check_can_init(init, cfg)
             check_run_dir(run, cfg, resume, overwrite, config_file)
             data = data_checksums(cfg)
             check_run_inputs(cfg, run, resume, data)
             save_config(cfg, run.config_file)  # the first write: every check above has passed
             run.check_writable()
             on_run_dir_ready()
+            if init is not None:  # fine-tuning: the weights come with their tokenizer
+                copy_tokenizers(init.run.tokenizer_dir, run.tokenizer_dir, cfg.tokenizer.joint)
             prepare_tokenizers(
                 cfg.tokenizer,
                 Path(cfg.data.train_src),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,18 @@ def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
     """sha256 of each tokenizer model file there is, keyed by file name."""
     files = tokenizer_files(directory, joint).values()
     return {path.name: file_sha256(path) for path in files if path.is_file()}
+
+
+def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
+    """Copy another run's tokenizer model(s) into `target`; one already there must be identical."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name, path in tokenizer_files(source, joint).items():
+        Tokenizer(path)  # missing or unreadable: a clear error
+        copy = tokenizer_files(target, joint)[name]
+        if copy.is_file() and file_sha256(copy) != file_sha256(path):
+            raise RunDirError(f"{copy} differs from {path}, the tokenizer of the weights to start from")
+        shutil.copyfile(path, copy)
+        log.info("tokenizer %s copied from %s", copy.name, path)
 
 
 def prepare_tokenizers(

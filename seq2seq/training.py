@@ -21,7 +21,15 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from seq2seq.checkpoint import checkpoint_inputs, load_checkpoint, save_training_state
+from seq2seq.board import TensorBoard
+from seq2seq.checkpoint import (
+    check_fits_run,
+    checkpoint_inputs,
+    inference_weights,
+    init_source,
+    load_checkpoint,
+    save_training_state,
+)
 from seq2seq.config import Config
 from seq2seq.data import (
     Batch,
@@ -48,7 +56,7 @@ from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.rundir import RunDir
 from seq2seq.throughput import ThroughputMeter
-from seq2seq.tokenizer import TokenizerPair
+from seq2seq.tokenizer import TokenizerPair, tokenizer_checksums
 from seq2seq.validation import ValidResult, ValidSet, validate
 
 log = logging.getLogger(__name__)
@@ -102,6 +110,7 @@ class Trainer:
         self.progress = Progress(best_metric=self.tcfg.best_metric, batching=self._batching())
         self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
         self.step_lr = self.optimizer.param_groups[0]["lr"]
+        self.board: TensorBoard | None = None  # opened at the first record, after a resume has rewound
         self.stop = StopRequest()
         self._costs = [train_data.cost(i) for i in range(len(train_data))]
         self._epoch_cache: tuple[int, list[list[int]]] | None = None
@@ -256,7 +265,7 @@ class Trainer:
         }
         p.interval_loss, p.interval_tokens = 0.0, 0
         if self.info.is_main:
-            self.run.append_metrics(record)
+            self._record(record)
             bar.set_postfix(
                 loss=f"{loss:.3f}", lr=f"{record['lr']:.2e}", tok_s=f"{rates['tgt_tokens_per_s']:.0f}"
             )
@@ -317,7 +326,7 @@ class Trainer:
                 record |= {
                     f"{weights}_{k}": v for k, v in validation_fields(other).items() if k != "bleu_signature"
                 }
-        self.run.append_metrics(record)
+        self._record(record)
         described = [
             f"{weights} loss {r.loss:.4f}, ppl {r.ppl:.2f}"
             + (f", BLEU {r.bleu:.2f}" if r.bleu is not None else "")
@@ -347,6 +356,14 @@ class Trainer:
             f"(now {self.tcfg.lr:g}), raise train.warmup_steps or check the data, then continue from "
             "the last checkpoint with --resume or start over with --overwrite"
         )
+
+    def _record(self, record: dict[str, Any]) -> None:
+        """One metrics record (rank 0): to metrics.jsonl, and to TensorBoard when asked."""
+        self.run.append_metrics(record)
+        if self.tcfg.tensorboard:
+            if self.board is None:
+                self.board = TensorBoard(self.run.tensorboard_dir, first_step=record["step"])
+            self.board.add(record)
 
     # ---- checkpoints ------------------------------------------------------------------------------
 
@@ -458,6 +475,19 @@ def validation_fields(result: ValidResult) -> dict[str, Any]:
     return fields
 
 
+def initialize_from(model: Seq2SeqTransformer, cfg: Config, run: RunDir) -> None:
+    """Fine-tuning: the weights of `train.init_from` (with the tokenizer they were trained with)."""
+    path = init_source(cfg).checkpoint
+    state = load_checkpoint(path)
+    check_fits_run(state, path, cfg, tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint))
+    model.load_state_dict(inference_weights(state))
+    log.info(
+        "initialized from %s (step %s); optimizer, schedule and data order start afresh",
+        path,
+        state.get("progress", {}).get("step", "?"),
+    )
+
+
 def train(
     cfg: Config, run: RunDir, tokenizers: TokenizerPair, info: DistInfo, resume: bool
 ) -> tuple[Progress, bool]:
@@ -470,6 +500,8 @@ def train(
     valid_data, src_lines, ref_lines = load_eval_pairs(tokenizers, d.valid_src, d.valid_tgt, d.max_len)
     torch.manual_seed(cfg.train.seed)  # the same initial weights on every rank and every run
     model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+    if cfg.train.init_from and not resume:
+        initialize_from(model, cfg, run)
     log.info(
         "model: %s parameters, vocabulary %d/%d",
         f"{count_parameters(model):,}",
@@ -482,4 +514,8 @@ def train(
     )
     if resume:
         trainer.resume()
-    return trainer.fit(), trainer.stop.requested
+    try:
+        return trainer.fit(), trainer.stop.requested
+    finally:
+        if trainer.board is not None:
+            trainer.board.close()

@@ -39,8 +39,11 @@ def write_config(tmp_path: Path, name: str, **train: object) -> Path:
     return path
 
 
-def train_losses(run_dir: Path) -> dict[int, float]:
-    return {r["step"]: r["train_loss"] for r in RunDir(run_dir).read_metrics() if r["kind"] == "train"}
+def train_losses(run_dir: Path) -> dict[int, tuple[float, float]]:
+    """Per logged step: (loss, learning rate), so a resumed run must match in both."""
+    return {
+        r["step"]: (r["train_loss"], r["lr"]) for r in RunDir(run_dir).read_metrics() if r["kind"] == "train"
+    }
 
 
 def invoke(*args: str):
@@ -290,3 +293,17 @@ def test_interrupt_writes_only_last_pt(tmp_path):
     assert names == ["best.pt", "last.pt", "step_5.pt"]
     assert int(load_checkpoint(run.checkpoint_dir / "step_5.pt")["step"]) == 1
     assert int(load_checkpoint(run.checkpoint_dir / "last.pt")["step"]) == 2
+
+
+def test_tensorboard_gets_the_metrics_of_rank_0(tmp_path):
+    pytest.importorskip("tensorboard", reason="the optional extra s2s[tensorboard] (in .[dev]) is missing")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = write_config(tmp_path, "run", max_steps=4, valid_every=2, tensorboard=True)
+    invoke("train", str(config))
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"train/train_loss", "train/lr", "valid/valid_loss", "valid/valid_bleu"} <= tags
+    logged = [r["train_loss"] for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "train"]
+    assert [e.value for e in events.Scalars("train/train_loss")] == pytest.approx(logged, rel=1e-6)
