@@ -1,6 +1,7 @@
-"""Before training starts: the run directory checked, the tokenizer ready, the run's inputs recorded.
+"""Before training starts: the run directory locked and checked, the tokenizer ready, the inputs recorded.
 
-Rank 0 does the work (the caller holds the run directory's lock); every rank then loads the tokenizer.
+Rank 0 does the work, in an order that writes nothing until every check has passed; every rank
+then loads the tokenizer.
 """
 
 from __future__ import annotations
