@@ -47,6 +47,11 @@ log = logging.getLogger("seq2seq")
 Beam = Annotated[int | None, typer.Option(help="Beam size (1 = greedy).", min=1)]
 LengthPenalty = Annotated[float | None, typer.Option(help="GNMT length penalty alpha.", min=0)]
 MaxTokens = Annotated[int | None, typer.Option(help="Source tokens per batch.", min=1)]
+MaxLenA = Annotated[
+    float | None, typer.Option(help="Longest output = A x source tokens + B (decode.max_len_a).", min=0)
+]
+MaxLenB = Annotated[int | None, typer.Option(help="See --max-len-a (decode.max_len_b).", min=0)]
+MinLen = Annotated[int | None, typer.Option(help="Shortest output in tokens (decode.min_len).", min=0)]
 CheckpointName = Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")]
 DecodeDevice = Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")]
@@ -186,6 +191,9 @@ def translate(
         int, typer.Option(help="Hypotheses per line, tab-separated, each with its score.", min=1)
     ] = 1,
     length_penalty: LengthPenalty = None,
+    max_len_a: MaxLenA = None,
+    max_len_b: MaxLenB = None,
+    min_len: MinLen = None,
     max_tokens: MaxTokens = None,
     checkpoint: CheckpointName = "best",
     device: DecodeDevice = "auto",
@@ -203,7 +211,14 @@ def translate(
         check_std_streams(input, output)
         check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
         translator = Translator.load(run_dir, checkpoint, device)
-        settings = translator.settings(beam=beam, nbest=nbest, length_penalty=length_penalty)
+        settings = translator.settings(
+            beam=beam,
+            nbest=nbest,
+            length_penalty=length_penalty,
+            max_len_a=max_len_a,
+            max_len_b=max_len_b,
+            min_len=min_len,
+        )
         if settings.nbest > settings.beam:
             settings = dataclasses.replace(settings, beam=settings.nbest)
         budget = max_tokens or translator.config.decode.max_tokens
@@ -299,6 +314,9 @@ def evaluate(
     ] = 1000,
     beam: Beam = None,
     length_penalty: LengthPenalty = None,
+    max_len_a: MaxLenA = None,
+    max_len_b: MaxLenB = None,
+    min_len: MinLen = None,
     max_tokens: MaxTokens = None,
     checkpoint: CheckpointName = "best",
     device: DecodeDevice = "auto",
@@ -344,7 +362,13 @@ def evaluate(
             from seq2seq.translate import Translator
 
             translator = Translator.load(run_dir, checkpoint, device)
-            settings = translator.settings(beam=beam, length_penalty=length_penalty)
+            settings = translator.settings(
+                beam=beam,
+                length_penalty=length_penalty,
+                max_len_a=max_len_a,
+                max_len_b=max_len_b,
+                min_len=min_len,
+            )
             decode = translate_timed(translator, source, out, settings, max_tokens)
             log.info("translations written to %s", out)
         result = evaluate_files(hyp or [out], references, options, source, bootstrap)

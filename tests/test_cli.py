@@ -252,3 +252,16 @@ def test_nbest_empty_line_keeps_the_field_count(trained):
     _, run = trained
     rows = run_cli("translate", str(run), "--nbest", "2", input="red cat\n\n").stdout.split("\n")
     assert len(rows[0].split("\t")) == len(rows[1].split("\t")) == 4
+
+
+def test_length_limits_can_be_set_on_the_command_line(trained):
+    _, run = trained
+    lines = "red cat runs on the big house\nblue bird sleeps under a small tree\n"
+    plain = run_cli("translate", str(run), "--beam", "2", input=lines).stdout.splitlines()
+    short = run_cli(
+        "translate", str(run), "--max-len-a", "0", "--max-len-b", "2", input=lines
+    ).stdout.splitlines()
+    long = run_cli("translate", str(run), "--min-len", "12", input=lines).stdout.splitlines()
+    assert max(len(t.split()) for t in plain) > 2  # the limit below has something to cut
+    assert len(short) == 2 and all(len(t.split()) <= 2 for t in short)  # each word takes >= 1 piece
+    assert sum(map(len, long)) > sum(map(len, plain))

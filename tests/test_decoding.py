@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from seq2seq.decoding import SearchSettings, beam_search, greedy_search, length_penalty
+from seq2seq.decoding import SearchSettings, beam_search, greedy_search, length_penalty, max_output_lengths
 from seq2seq.model import Memory
-from seq2seq.tokenizer import EOS, PAD
+from seq2seq.tokenizer import BOS, EOS, PAD
 from tests.conftest import make_model, random_ids
 
 A, B, C = 4, 5, 6
@@ -114,14 +114,112 @@ def test_finished_sentences_stop_growing_and_leave_the_batch():
         assert model.rows_per_step == [2, 2, 1, 1]
 
 
+class EosBiased:
+    """A real model whose <eos> score rises along the output, so hypotheses end early and unevenly.
+
+    At target position p, after reading token x, <eos> gets `slope * p * (1 + x % 3)` more logit: the
+    model itself chooses when each hypothesis ends, at different steps for different sentences and
+    beams. The bias depends on the position and the token only, so cached and uncached decoding
+    see the same scores.
+    """
+
+    def __init__(self, model, slope: float = 1.0) -> None:
+        self.model, self.slope, self.max_positions = model, slope, model.max_positions
+        self.rows_per_step: list[int] = []
+
+    def encode(self, src):
+        return self.model.encode(src)
+
+    def new_cache(self):
+        return self.model.new_cache()
+
+    def decode(self, tgt, memory, cache=None):
+        self.rows_per_step.append(tgt.size(0))
+        offset = cache.length if cache is not None else 0
+        logits = self.model.decode(tgt, memory, cache).clone()  # (N, T, V) for the positions of tgt
+        positions = torch.arange(offset, offset + tgt.size(1), device=tgt.device)  # (T,)
+        logits[..., EOS] += self.slope * positions * (1 + tgt % 3)
+        return logits
+
+
+def ends_early(hyps, src, s: SearchSettings) -> bool:
+    """Some hypotheses ended by choice (<eos> before their length limit), at more than one length."""
+    limits = max_output_lengths(src, s, 32).tolist()
+    lengths = [(len(h.tokens), limit) for nbest, limit in zip(hyps, limits) for h in nbest]
+    return any(n < limit - 1 for n, limit in lengths) and len({n for n, _ in lengths}) > 1
+
+
 def test_rows_shrink_when_a_sentence_finishes():
-    model = make_model(seed=3)
-    src = random_ids(4, 6)
-    calls = []
-    original = model.decode
-    model.decode = lambda tgt, memory, cache=None: calls.append(tgt.size(0)) or original(tgt, memory, cache)
-    greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=0.0, max_len_b=12))
-    assert calls == sorted(calls, reverse=True)
+    model = EosBiased(make_model(seed=3))
+    src = random_ids(6, 6)
+    hyps = greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=0.0, max_len_b=12))
+    assert ends_early(hyps, src, settings(beam=1, nbest=1, max_len_a=0.0, max_len_b=12))
+    calls = model.rows_per_step
+    assert calls == sorted(calls, reverse=True) and calls[-1] < calls[0]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_hypotheses_that_end_early_batched_equals_one_at_a_time(beam):
+    model = EosBiased(make_model(seed=8))
+    src = random_ids(5, 8, seed=3)
+    src[1, 4:] = PAD
+    src[3, 6:] = PAD
+    s = settings(beam=beam, nbest=beam, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
+    batched = beam_search(model, src, s)
+    assert ends_early(batched, src, s)
+    for i in range(5):
+        alone = beam_search(model, src[i : i + 1, : int((src[i] != PAD).sum())], s)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-4)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_hypotheses_that_end_early_cached_equals_uncached(beam):
+    model = EosBiased(make_model(seed=9))
+    src = random_ids(4, 7, seed=5)
+    src[0, 3:] = PAD
+    base = settings(beam=beam, nbest=beam, max_len_a=1.0, max_len_b=5)
+    fast = beam_search(model, src, base)
+    assert ends_early(fast, src, base)
+    slow = beam_search(model, src, dataclasses.replace(base, use_cache=False))
+    for f, s in zip(fast, slow):
+        assert [h.tokens for h in f] == [h.tokens for h in s]
+        assert [h.score for h in f] == pytest.approx([h.score for h in s], abs=1e-4)
+
+
+@torch.no_grad()
+def forced_score(model, src_row: torch.Tensor, tokens: list[int], alpha: float) -> float:
+    """The score of `tokens` + <eos> under teacher forcing: what search must have reported for it."""
+    tgt = torch.tensor([[BOS, *tokens]])
+    logp = model.decode(tgt, model.encode(src_row)).float().log_softmax(-1)[0]  # (T, V)
+    total = sum(float(logp[i, tok]) for i, tok in enumerate([*tokens, EOS]))
+    return total / length_penalty(len(tokens) + 1, alpha)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_every_hypothesis_scores_what_teacher_forcing_gives_it(beam):
+    """Catches a finished hypothesis recorded with the wrong beam's tokens or score."""
+    model = EosBiased(make_model(seed=12))
+    src = random_ids(4, 7, seed=9)
+    src[1, 4:] = PAD
+    s = settings(beam=beam, nbest=beam, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
+    hyps = beam_search(model, src, s)
+    assert ends_early(hyps, src, s)
+    for i, nbest in enumerate(hyps):
+        row = src[i : i + 1, : int((src[i] != PAD).sum())]
+        for h in nbest:
+            assert h.score == pytest.approx(forced_score(model, row, h.tokens, 1.0), abs=1e-4), h
+
+
+def test_hypotheses_that_end_early_beam_one_equals_greedy():
+    model = EosBiased(make_model(seed=10))
+    src = random_ids(6, 8, seed=7)
+    src[2, 5:] = PAD
+    s = settings(beam=1, nbest=1, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
+    greedy, beam = greedy_search(model, src, s), beam_search(model, src, s)
+    assert ends_early(greedy, src, s)
+    for g, b in zip(greedy, beam):
+        assert g[0].tokens == b[0].tokens and g[0].score == pytest.approx(b[0].score, abs=1e-5)
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
