@@ -254,14 +254,21 @@ def test_nbest_empty_line_keeps_the_field_count(trained):
     assert len(rows[0].split("\t")) == len(rows[1].split("\t")) == 4
 
 
-def test_length_limits_can_be_set_on_the_command_line(trained):
+@pytest.mark.parametrize("command", ["translate", "evaluate"])
+def test_length_limits_can_be_set_on_the_command_line(trained, tmp_path, monkeypatch, command):
+    """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
+    import seq2seq.translate as translate
+
     _, run = trained
-    lines = "red cat runs on the big house\nblue bird sleeps under a small tree\n"
-    plain = run_cli("translate", str(run), "--beam", "2", input=lines).stdout.splitlines()
-    short = run_cli(
-        "translate", str(run), "--max-len-a", "0", "--max-len-b", "2", input=lines
-    ).stdout.splitlines()
-    long = run_cli("translate", str(run), "--min-len", "12", input=lines).stdout.splitlines()
-    assert max(len(t.split()) for t in plain) > 2  # the limit below has something to cut
-    assert len(short) == 2 and all(len(t.split()) <= 2 for t in short)  # each word takes >= 1 piece
-    assert sum(map(len, long)) > sum(map(len, plain))
+    seen = []
+    real_search = translate.search
+    monkeypatch.setattr(translate, "search", lambda m, src, s: seen.append(s) or real_search(m, src, s))
+    src = tmp_path / "src.txt"
+    src.write_text("red cat\n")
+    limits = ["--max-len-a", "0.5", "--max-len-b", "3", "--min-len", "2"]
+    if command == "translate":
+        result = run_cli("translate", str(run), "-i", str(src), *limits)
+    else:
+        result = run_cli("evaluate", str(run), "--src", str(src), "--ref", str(src), *limits)
+    assert result.exit_code == 0, result.output
+    assert seen and all((s.max_len_a, s.max_len_b, s.min_len) == (0.5, 3, 2) for s in seen)
