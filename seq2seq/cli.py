@@ -52,6 +52,22 @@ MaxLenA = Annotated[
 ]
 MaxLenB = Annotated[int | None, typer.Option(help="See --max-len-a (decode.max_len_b).", min=0)]
 MinLen = Annotated[int | None, typer.Option(help="Shortest output in tokens (decode.min_len).", min=0)]
+NoRepeatNgram = Annotated[
+    int | None, typer.Option(help="Never repeat an n-gram of this size (decode.no_repeat_ngram).", min=0)
+]
+Sampling = Annotated[
+    bool, typer.Option(help="Draw each token at random instead of searching (back-translation).")
+]
+Temperature = Annotated[float, typer.Option(help="Sampling temperature.", min=1e-6)]
+TopK = Annotated[int, typer.Option(help="Sample among the k most likely tokens (0 = all).", min=0)]
+TopP = Annotated[
+    float, typer.Option(help="Sample among the smallest set of tokens with mass p.", min=1e-6, max=1.0)
+]
+Seed = Annotated[int | None, typer.Option(help="Seed for --sampling (same seed, same output).", min=0)]
+Quantize = Annotated[
+    str | None, typer.Option(help="int8: dynamic int8 linear layers on the CPU (faster, -0.1 BLEU).")
+]
+Precision = Annotated[str, typer.Option(help="auto (bf16 on GPUs, fp32 on CPU), fp32, bf16 or fp16 (GPU).")]
 CheckpointName = Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")]
 DecodeDevice = Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")]
@@ -194,9 +210,17 @@ def translate(
     max_len_a: MaxLenA = None,
     max_len_b: MaxLenB = None,
     min_len: MinLen = None,
+    no_repeat_ngram: NoRepeatNgram = None,
+    sampling: Sampling = False,
+    temperature: Temperature = 1.0,
+    top_k: TopK = 0,
+    top_p: TopP = 1.0,
+    seed: Seed = None,
     max_tokens: MaxTokens = None,
     checkpoint: CheckpointName = "best",
     device: DecodeDevice = "auto",
+    precision: Precision = "auto",
+    quantize: Quantize = None,
     scores: Annotated[bool, typer.Option(help="Append each hypothesis' score after a tab.")] = False,
     keep_unk: Annotated[
         bool, typer.Option(help="Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")
@@ -210,7 +234,7 @@ def translate(
     with user_errors():
         check_std_streams(input, output)
         check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
-        translator = Translator.load(run_dir, checkpoint, device)
+        translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
         settings = translator.settings(
             beam=beam,
             nbest=nbest,
@@ -218,6 +242,8 @@ def translate(
             max_len_a=max_len_a,
             max_len_b=max_len_b,
             min_len=min_len,
+            no_repeat_ngram=no_repeat_ngram,
+            **sampling_options(sampling, temperature, top_k, top_p, seed),
         )
         if settings.nbest > settings.beam:
             settings = dataclasses.replace(settings, beam=settings.nbest)
@@ -238,6 +264,15 @@ def translate(
                 sink.flush()
                 done += len(chunk)
                 bar.update(len(chunk))
+
+
+def sampling_options(sampling: bool, temperature: float, top_k: int, top_p: float, seed: int | None) -> dict:
+    """The sampling settings; asking for any of them without --sampling is a mistake worth saying."""
+    if not sampling:
+        if (temperature, top_k, top_p, seed) != (1.0, 0, 1.0, None):
+            raise Seq2SeqError("--temperature, --top-k, --top-p and --seed apply to --sampling; add it")
+        return {}
+    return {"sampling": True, "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
 
 
 def check_std_streams(input: Path | None, output: Path | None) -> None:
@@ -317,9 +352,12 @@ def evaluate(
     max_len_a: MaxLenA = None,
     max_len_b: MaxLenB = None,
     min_len: MinLen = None,
+    no_repeat_ngram: NoRepeatNgram = None,
     max_tokens: MaxTokens = None,
     checkpoint: CheckpointName = "best",
     device: DecodeDevice = "auto",
+    precision: Precision = "auto",
+    quantize: Quantize = None,
     verbose: Verbose = False,
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF, TER): given ones (--hyp), or RUN_DIR's of --src.
@@ -361,13 +399,14 @@ def evaluate(
         if not hyp:
             from seq2seq.translate import Translator
 
-            translator = Translator.load(run_dir, checkpoint, device)
+            translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
             settings = translator.settings(
                 beam=beam,
                 length_penalty=length_penalty,
                 max_len_a=max_len_a,
                 max_len_b=max_len_b,
                 min_len=min_len,
+                no_repeat_ngram=no_repeat_ngram,
             )
             decode = translate_timed(translator, source, out, settings, max_tokens)
             log.info("translations written to %s", out)
@@ -414,7 +453,13 @@ def translate_timed(
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, "".join(f"{t}\n" for t in texts))
     return DecodeRun(
-        {**dataclasses.asdict(settings), "max_tokens": budget, "device": str(translator.device)},
+        {
+            **dataclasses.asdict(settings),
+            "max_tokens": budget,
+            "device": str(translator.device),
+            "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
+            "quantize": translator.quantize,
+        },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),
         target_tokens=sum(map(len, translator.tokenizers.tgt.encode(texts))),

@@ -112,6 +112,7 @@ class DecodeConfig:
     max_len_a: float = 1.5  # max output length = a * source length + b
     max_len_b: int = 10
     min_len: int = 1
+    no_repeat_ngram: int = 0  # never repeat an n-gram of this size in one translation (0 = off)
     max_tokens: int = 4000  # source tokens per decoding batch
 
 
@@ -350,6 +351,7 @@ def _check_values(cfg: Config) -> list[str]:
             "decode.min_len: must be >= 0 and < model.max_positions - 1",
         ),
         (d.max_tokens < 1, "decode.max_tokens: must be >= 1"),
+        (d.no_repeat_ngram < 0, "decode.no_repeat_ngram: must be >= 0"),
     ]
     return [message for broken, message in rules if broken]
 

@@ -44,6 +44,12 @@ class SearchSettings:
     max_len_a: float = 1.5
     max_len_b: int = 10
     min_len: int = 1
+    no_repeat_ngram: int = 0  # never repeat an n-gram of this size within a hypothesis (0 = off)
+    sampling: bool = False  # draw each token instead of taking the best (beam 1 only)
+    temperature: float = 1.0
+    top_k: int = 0  # sample among the k most likely tokens (0 = all)
+    top_p: float = 1.0  # sample among the most likely tokens whose probabilities add up to p
+    seed: int | None = None  # sampling seed (None = torch's global generator)
     use_cache: bool = True
 
 
@@ -65,14 +71,33 @@ def _next_log_probs(model: Decodable, tokens: Tensor, memory: Memory, cache: Dec
     return model.decode(step_input, memory, cache)[:, -1].float().log_softmax(-1)
 
 
-def _constrain(logp: Tensor, t: int, at_limit: Tensor, min_len: int) -> Tensor:
-    """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit."""
+def _constrain(logp: Tensor, t: int, at_limit: Tensor, settings: SearchSettings, tokens: Tensor) -> Tensor:
+    """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit;
+    no token that would repeat an n-gram of the row's prefix `tokens` (N, t+1) with `no_repeat_ngram`."""
     logp[:, [PAD, BOS]] = NEG_INF
-    if t < min_len:
+    if t < settings.min_len:
         logp[:, EOS] = NEG_INF
+    if settings.no_repeat_ngram:
+        logp = _ban_repeated_ngrams(logp, tokens[:, 1:], settings.no_repeat_ngram)
     not_eos = torch.ones(logp.size(1), dtype=torch.bool, device=logp.device)
     not_eos[EOS] = False
     return logp.masked_fill(at_limit[:, None] & not_eos[None, :], NEG_INF)
+
+
+def _ban_repeated_ngrams(logp: Tensor, prefix: Tensor, n: int) -> Tensor:
+    """-inf for each token that would complete an n-gram already in its row's `prefix` (N, t).
+
+    The last n-1 tokens of each row are compared with every earlier window of n-1 tokens at once;
+    the token that followed each matching window is banned.
+    """
+    if n == 1:
+        return logp.scatter(1, prefix, NEG_INF)
+    if prefix.size(1) < n:
+        return logp
+    windows = prefix.unfold(1, n - 1, 1)[:, :-1]  # (N, W, n-1): every window but the current one
+    following = prefix[:, n - 1 :]  # (N, W): the token after each window
+    match = (windows == prefix[:, None, -(n - 1) :]).all(-1)  # (N, W)
+    return logp.scatter(1, torch.where(match, following, PAD), NEG_INF)  # PAD is banned anyway
 
 
 @torch.no_grad()
@@ -87,11 +112,14 @@ def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> li
     scores = torch.zeros(batch, device=src.device)
     out_tokens = torch.full((batch, int(limits.max())), PAD, dtype=torch.long, device=src.device)
     out_scores = torch.zeros(batch, device=src.device)
+    generator = None
+    if settings.sampling and settings.seed is not None:
+        generator = torch.Generator(src.device).manual_seed(settings.seed)
     for t in range(int(limits.max())):
         logp = _constrain(
-            _next_log_probs(model, tokens, memory, cache), t, limits[rows] <= t + 1, settings.min_len
+            _next_log_probs(model, tokens, memory, cache), t, limits[rows] <= t + 1, settings, tokens
         )
-        best, token = logp.max(-1)  # (N,)
+        best, token = _sample(logp, settings, generator) if settings.sampling else logp.max(-1)  # (N,)
         scores = scores + best
         out_tokens[rows, t] = token
         ended = token == EOS
@@ -106,6 +134,23 @@ def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> li
                 cache.reorder(keep)
         tokens = torch.cat([tokens, token[:, None]], dim=1)
     return [[Hypothesis(_strip(seq), score)] for seq, score in zip(out_tokens.tolist(), out_scores.tolist())]
+
+
+def _sample(
+    logp: Tensor, settings: SearchSettings, generator: torch.Generator | None
+) -> tuple[Tensor, Tensor]:
+    """A token drawn per row from softmax(logp / temperature), restricted to the top-k and top-p
+    tokens; returns its (unscaled) log-probability and the token, like `Tensor.max`."""
+    scaled = logp / settings.temperature
+    if settings.top_k:
+        kth = scaled.topk(min(settings.top_k, scaled.size(1)), dim=1).values[:, -1:]
+        scaled = scaled.masked_fill(scaled < kth, NEG_INF)
+    if settings.top_p < 1.0:
+        ordered, order = scaled.sort(dim=1, descending=True)
+        before = ordered.softmax(1).cumsum(1) - ordered.softmax(1)  # mass of the tokens ranked higher
+        scaled = scaled.scatter(1, order, ordered.masked_fill(before >= settings.top_p, NEG_INF))
+    token = torch.multinomial(scaled.softmax(1), 1, generator=generator).squeeze(1)
+    return logp.gather(1, token[:, None]).squeeze(1), token
 
 
 def _strip(seq: list[int]) -> list[int]:
@@ -138,7 +183,7 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
         n = scores.size(0)
         at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
         logp = _next_log_probs(model, tokens, memory, cache)  # (n*K, V)
-        logp = _constrain(logp, t, at_limit.repeat_interleave(k), settings.min_len)
+        logp = _constrain(logp, t, at_limit.repeat_interleave(k), settings, tokens)
         vocab = logp.size(1)
         candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2K)
@@ -188,7 +233,9 @@ def _finalize(
 
 
 def search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
-    """Greedy for beam 1 with a single hypothesis, beam search otherwise."""
+    """Greedy (or sampling) for beam 1 with a single hypothesis, beam search otherwise."""
+    if settings.sampling and (settings.beam > 1 or settings.nbest > 1):
+        raise ValueError("sampling draws one hypothesis per source: use beam 1 and nbest 1")
     if settings.beam == 1 and settings.nbest == 1:
         return greedy_search(model, src, settings)
     return beam_search(model, src, settings)

@@ -36,12 +36,14 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
 
     `auto` is bf16 on GPUs that support it, fp16 (with a grad scaler) on older GPUs, fp32 on the CPU.
     """
+    if precision not in ("auto", "fp32", "bf16", "fp16"):
+        raise Seq2SeqError(f"precision {precision!r} is not one of auto, fp32, bf16, fp16")
     if precision == "auto":
         if device.type != "cuda":
             return None
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if precision == "fp16" and device.type != "cuda":
-        raise Seq2SeqError("train.precision: fp16 needs a CUDA GPU; use bf16 or fp32 on the CPU")
+        raise Seq2SeqError("precision fp16 needs a CUDA GPU; use bf16 or fp32 on the CPU")
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,66 @@ def test_length_limits_can_be_set_on_the_command_line(trained, tmp_path, monkeyp
         result = run_cli("evaluate", str(run), "--src", str(src), "--ref", str(src), *limits)
     assert result.exit_code == 0, result.output
     assert seen and all((s.max_len_a, s.max_len_b, s.min_len) == (0.5, 3, 2) for s in seen)
+
+
+def test_sampling_from_the_command_line_is_seeded(trained):
+    _, run = trained
+    lines = "red cat runs\nblue bird sleeps on the house\n"
+    first = run_cli("translate", str(run), "--sampling", "--seed", "7", input=lines)
+    again = run_cli("translate", str(run), "--sampling", "--seed", "7", input=lines)
+    assert first.exit_code == 0, first.output
+    assert first.stdout == again.stdout and first.stdout.count("\n") == 2
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--sampling", "--beam", "5"], "--sampling draws one translation per line"),
+        (["--top-k", "5"], "apply to --sampling"),
+        (["--precision", "fp64"], "precision 'fp64' is not one of"),
+    ],
+)
+def test_decode_options_that_do_not_fit_exit_2(trained, args, message):
+    _, run = trained
+    result = run_cli("translate", str(run), *args, input="red cat\n")
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_evaluate_records_the_precision_and_decode_options(trained, tmp_path):
+    _, run = trained
+    src = tmp_path / "src.txt"
+    src.write_text("red cat\nblue bird\n")
+    result = run_cli(
+        "evaluate",
+        str(run),
+        "--src",
+        str(src),
+        "--ref",
+        str(src),
+        "--json",
+        str(tmp_path / "s.json"),
+        "--precision",
+        "fp32",
+        "--no-repeat-ngram",
+        "2",
+    )
+    assert result.exit_code == 0, result.output
+    decode = json.loads((tmp_path / "s.json").read_text())["decode"]
+    assert decode["precision"] == "float32" and decode["no_repeat_ngram"] == 2
+
+
+def test_int8_translation_keeps_the_lines_and_is_recorded(trained, tmp_path):
+    _, run = trained
+    result = run_cli(
+        "translate", str(run), "--quantize", "int8", "--device", "cpu", input="red cat\n\nblue bird\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n") == 3 and result.stdout.split("\n")[1] == ""
+    src = tmp_path / "src.txt"
+    src.write_text("red cat\n")
+    json_file = tmp_path / "s.json"
+    args = ["--src", str(src), "--ref", str(src), "--json", str(json_file), "--quantize", "int8"]
+    assert run_cli("evaluate", str(run), *args).exit_code == 0
+    assert json.loads(json_file.read_text())["decode"]["quantize"] == "int8"
+    result = run_cli("translate", str(run), "--quantize", "int4", input="red cat\n")
+    assert result.exit_code == 2 and "the only choice is int8" in result.output

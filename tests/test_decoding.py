@@ -4,7 +4,14 @@ import math
 import pytest
 import torch
 
-from seq2seq.decoding import SearchSettings, beam_search, greedy_search, length_penalty, max_output_lengths
+from seq2seq.decoding import (
+    SearchSettings,
+    beam_search,
+    greedy_search,
+    length_penalty,
+    max_output_lengths,
+)
+from seq2seq.decoding import search as search_for_settings
 from seq2seq.model import Memory
 from seq2seq.tokenizer import BOS, EOS, PAD
 from tests.conftest import make_model, random_ids
@@ -300,3 +307,51 @@ def test_padding_and_bos_are_never_generated():
     for search in (greedy_search, beam_search):
         hyps = search(ScriptedModel(table), SRC, settings(beam=2, nbest=1))
         assert hyps[0][0].tokens == [A]
+
+
+def sample_settings(**kw) -> SearchSettings:
+    return settings(beam=1, nbest=1, max_len_a=1.0, max_len_b=5, sampling=True, **kw)
+
+
+def test_sampling_from_the_top_1_token_is_greedy():
+    model = make_model(seed=13)
+    src = random_ids(4, 6, seed=2)
+    greedy = greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=1.0, max_len_b=5))
+    sampled = greedy_search(model, src, sample_settings(top_k=1, temperature=0.7, seed=3))
+    assert [h[0].tokens for h in sampled] == [h[0].tokens for h in greedy]
+    assert [h[0].score for h in sampled] == pytest.approx([h[0].score for h in greedy], abs=1e-5)
+
+
+def test_sampling_is_seeded_and_varies_with_the_seed():
+    model = make_model(seed=13)
+    src = random_ids(6, 6, seed=2)
+    draw = lambda seed: [h[0].tokens for h in greedy_search(model, src, sample_settings(seed=seed))]  # noqa: E731
+    assert draw(1) == draw(1)
+    assert draw(1) != draw(2)
+    assert draw(1) != [
+        h[0].tokens for h in greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=1.0, max_len_b=5))
+    ]
+
+
+def test_a_tiny_top_p_keeps_only_the_most_likely_token():
+    model = make_model(seed=13)
+    src = random_ids(4, 6, seed=2)
+    greedy = greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=1.0, max_len_b=5))
+    nucleus = greedy_search(model, src, sample_settings(top_p=1e-6, seed=5))
+    assert [h[0].tokens for h in nucleus] == [h[0].tokens for h in greedy]
+
+
+def repeats(tokens: list[int], n: int) -> bool:
+    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return len(grams) != len(set(grams))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("beam", [1, 3])
+def test_no_repeat_ngram_never_repeats(n, beam):
+    model = make_model(seed=8)  # a random model that loves repeating one token
+    src = random_ids(5, 8, seed=3)
+    base = settings(beam=beam, nbest=beam, max_len_a=1.0, max_len_b=6)
+    assert any(repeats(h.tokens, n) for hyps in search_for_settings(model, src, base) for h in hyps)
+    for hyps in search_for_settings(model, src, dataclasses.replace(base, no_repeat_ngram=n)):
+        assert hyps and all(not repeats(h.tokens, n) for h in hyps)

@@ -130,3 +130,21 @@ def test_attention_weights_rows_sum_to_one_over_real_source_tokens():
     assert weights.shape == (2, 5, 7)
     assert_close(weights.sum(-1), torch.ones(2, 5))
     assert torch.all(weights[1, :, 4:] == 0)
+
+
+def test_int8_linear_layers_stay_close_to_fp32():
+    """Dynamic int8 quantization changes the next-token log-probabilities only slightly."""
+    import copy
+
+    from torch import nn
+
+    from seq2seq.translate import quantize_model
+
+    model = make_model(seed=5)
+    quantized = quantize_model(copy.deepcopy(model), "int8", torch.device("cpu"))
+    assert not any(type(m) is nn.Linear for m in quantized.modules())
+    src, tgt = random_ids(3, 7, seed=1), random_ids(3, 5, seed=2)
+    exact = model(src, tgt).log_softmax(-1)
+    approx = quantized(src, tgt).log_softmax(-1)
+    assert (exact - approx).abs().mean() < 0.05
+    assert (exact.argmax(-1) == approx.argmax(-1)).float().mean() > 0.9
