@@ -68,7 +68,12 @@ Quantize = Annotated[
     str | None, typer.Option(help="int8: dynamic int8 linear layers on the CPU (faster, -0.1 BLEU).")
 ]
 Precision = Annotated[str, typer.Option(help="auto (bf16 on GPUs, fp32 on CPU), fp32, bf16 or fp16 (GPU).")]
-CheckpointName = Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")]
+CheckpointName = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="best, last, a name in checkpoints/, or a path; repeat for an ensemble [default: best]."
+    ),
+]
 DecodeDevice = Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")]
 
@@ -217,7 +222,7 @@ def translate(
     top_p: TopP = 1.0,
     seed: Seed = None,
     max_tokens: MaxTokens = None,
-    checkpoint: CheckpointName = "best",
+    checkpoint: CheckpointName = None,
     device: DecodeDevice = "auto",
     precision: Precision = "auto",
     quantize: Quantize = None,
@@ -233,6 +238,7 @@ def translate(
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
         check_std_streams(input, output)
+        checkpoint = checkpoint or ["best"]
         check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
         translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
         settings = translator.settings(
@@ -297,11 +303,11 @@ def _stdout_is(path: Path) -> bool:
         return False
 
 
-def run_inputs(run_dir: Path | None, checkpoint: str) -> dict[str, Path]:
+def run_inputs(run_dir: Path | None, checkpoints: list[str]) -> dict[str, Path]:
     """The files a decoding command reads from a run: they must never be one of its outputs."""
     if run_dir is None:
         return {}
-    named = {"--checkpoint": Path(checkpoint)} if Path(checkpoint).is_file() else {}
+    named = {f"--checkpoint {name}": Path(name) for name in checkpoints if Path(name).is_file()}
     return {**RunDir(run_dir).own_files(), **named}
 
 
@@ -354,7 +360,7 @@ def evaluate(
     min_len: MinLen = None,
     no_repeat_ngram: NoRepeatNgram = None,
     max_tokens: MaxTokens = None,
-    checkpoint: CheckpointName = "best",
+    checkpoint: CheckpointName = None,
     device: DecodeDevice = "auto",
     precision: Precision = "auto",
     quantize: Quantize = None,
@@ -376,8 +382,9 @@ def evaluate(
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
         check_evaluate_mode(run_dir, hyp or [], src, out)
+        checkpoint = checkpoint or ["best"]
         if not hyp:
-            out = out or run_dir / f"{src.name}.{Path(checkpoint).stem}.hyp"
+            out = out or run_dir / f"{src.name}.{'+'.join(Path(c).stem for c in checkpoint)}.hyp"
         check_outputs(
             {"--out": out, "--json": json_file, "--report": report / "index.html" if report else None},
             {
@@ -412,7 +419,7 @@ def evaluate(
             log.info("translations written to %s", out)
         result = evaluate_files(hyp or [out], references, options, source, bootstrap)
         result.run_dir, result.decode = run_dir, decode
-        result.checkpoint = RunDir(run_dir).checkpoint_path(checkpoint) if translator else None
+        result.checkpoints = translator.checkpoints if translator else []
         typer.echo(format_table(result))
         if json_file is not None:
             write_json(result, json_file)

@@ -207,7 +207,7 @@ class Evaluation:
     source: TextFile | None = None
     bootstrap: PairedBootstrap | None = None
     run_dir: Path | None = None
-    checkpoint: Path | None = None
+    checkpoints: list[Path] = dataclasses.field(default_factory=list)  # several: an ensemble
     decode: DecodeRun | None = None
 
 
@@ -263,12 +263,12 @@ def evaluation_record(evaluation: Evaluation) -> dict[str, Any]:
         "bootstrap": None,
     }
     if e.run_dir is not None:
-        checkpoint = (
-            {"path": str(e.checkpoint.resolve()), "sha256": file_sha256(e.checkpoint)}
-            if e.checkpoint
-            else None
-        )
-        record["model"] = {"run_dir": str(e.run_dir.resolve()), "checkpoint": checkpoint}
+        checkpoints = [{"path": str(p.resolve()), "sha256": file_sha256(p)} for p in e.checkpoints]
+        record["model"] = {
+            "run_dir": str(e.run_dir.resolve()),
+            "checkpoint": checkpoints[0] if checkpoints else None,
+            "checkpoints": checkpoints,
+        }
     if e.bootstrap is not None:
         record["bootstrap"] = {
             "test": "paired bootstrap resampling (sacrebleu)",

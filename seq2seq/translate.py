@@ -16,6 +16,7 @@ from seq2seq.config import Config, DecodeConfig
 from seq2seq.data import pad, token_batches
 from seq2seq.decoding import Hypothesis, SearchSettings, search
 from seq2seq.device import autocast, autocast_dtype, resolve_device
+from seq2seq.ensemble import Ensemble
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.model import Seq2SeqTransformer, build_model
 from seq2seq.rundir import RunDir
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 @torch.no_grad()
 def decode_ids(
-    model: Seq2SeqTransformer,
+    model: Seq2SeqTransformer | Ensemble,
     sources: Sequence[Sequence[int]],
     settings: SearchSettings,
     max_tokens: int,
@@ -106,7 +107,7 @@ class Translator:
 
     def __init__(
         self,
-        model: Seq2SeqTransformer,
+        model: Seq2SeqTransformer | Ensemble,
         tokenizers: TokenizerPair,
         config: Config,
         device: torch.device,
@@ -115,39 +116,53 @@ class Translator:
         self.model, self.tokenizers, self.config = model.eval(), tokenizers, config
         self.device, self.dtype = device, dtype
         self.quantize: str | None = None  # "int8" when the linear layers run in int8
+        self.checkpoints: list[Path] = []  # the files the weights came from
 
     @classmethod
     def load(
         cls,
         run_dir: str | Path,
-        checkpoint: str = "best",
+        checkpoint: str | Sequence[str] = "best",
         device: str = "auto",
         precision: str = "auto",
         quantize: str | None = None,
     ) -> Translator:
         """Everything comes from the run directory: config, tokenizers, weights.
 
-        The checkpoint must have been trained with this run's model config and tokenizer files.
+        Each checkpoint must have been trained with this run's model config and tokenizer files;
+        several checkpoints decode as an ensemble (their next-token probabilities averaged).
         """
         run = RunDir(run_dir)
         cfg = run.load_config()
-        path = run.checkpoint_path(checkpoint)
+        names = [checkpoint] if isinstance(checkpoint, str) else list(checkpoint)
+        paths = [run.checkpoint_path(name) for name in names]
         torch_device = resolve_device(device)
-        tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
-        state = load_checkpoint(path)
-        check_fits_run(state, path, cfg, tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint))
-        model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
-        try:
-            model.load_state_dict(inference_weights(state))
-        except RuntimeError:
-            raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
-        log.info("loaded %s", path)
         dtype = autocast_dtype(torch_device, precision)
-        if quantize is not None:
-            model, dtype = quantize_model(model, quantize, torch_device), None
-        translator = cls(model.to(torch_device), tokenizers, cfg, torch_device, dtype)
-        translator.quantize = quantize
+        tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+        sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+        models = []
+        for path in paths:
+            state = load_checkpoint(path)
+            check_fits_run(state, path, cfg, sums)
+            model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+            try:
+                model.load_state_dict(inference_weights(state))
+            except RuntimeError:
+                raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
+            log.info("loaded %s", path)
+            if quantize is not None:
+                model, dtype = quantize_model(model, quantize, torch_device), None
+            models.append(model.to(torch_device))
+        translator = cls(
+            models[0] if len(models) == 1 else Ensemble(models), tokenizers, cfg, torch_device, dtype
+        )
+        translator.quantize, translator.checkpoints = quantize, paths
         return translator
+
+    @property
+    def first_model(self) -> Seq2SeqTransformer:
+        """The model (the first of an ensemble): what a report draws attention maps of."""
+        return self.model.models[0] if isinstance(self.model, Ensemble) else self.model
 
     @property
     def max_source_tokens(self) -> int:
