@@ -40,7 +40,7 @@ from seq2seq.data import (
     shard_batches,
     token_batches,
 )
-from seq2seq.device import autocast, autocast_dtype, grad_scaler, resolve_device
+from seq2seq.device import autocast, autocast_dtype, faster_cpu_dtype, grad_scaler, resolve_device
 from seq2seq.distributed import (
     DistInfo,
     all_reduce_sum,
@@ -76,6 +76,7 @@ class Progress:
     train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
     best_metric: str = ""  # what `best` measures
     inference: str = "raw"  # weights that validated better last time: "raw", or "ema" (the average)
+    precision: str = ""  # what `precision: auto` measured on a CPU at the start of the run
     batching: str = ""  # what this epoch's batch order was made for (see Trainer._batching)
 
 
@@ -93,7 +94,7 @@ class Trainer:
     ) -> None:
         self.cfg, self.tcfg, self.run, self.info = cfg, cfg.train, run, info
         self.device = resolve_device(device_name)
-        self.dtype = autocast_dtype(self.device, self.tcfg.precision)
+        self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
         self.model = model.to(self.device)
         self.net: nn.Module = self.model
         if info.enabled:
@@ -115,6 +116,37 @@ class Trainer:
         self._costs = [train_data.cost(i) for i in range(len(train_data))]
         self._epoch_cache: tuple[int, list[list[int]]] | None = None
         torch.manual_seed(self.tcfg.seed + info.rank)
+
+    def _choose_cpu_precision(self) -> None:
+        """`precision: auto` on a CPU: bf16 only if a timed probe of this model says it is faster.
+
+        Rank 0 measures and every rank follows it; a resumed run keeps the choice it started with.
+        """
+        p = self.progress
+        if not p.precision:
+            bf16 = 0.0
+            if self.info.is_main:
+                dtype, reason = faster_cpu_dtype(self._probe_step)
+                log.info("precision auto on this CPU: %s", reason)
+                bf16 = float(dtype is torch.bfloat16)
+            p.precision = "bf16" if broadcast_from_main(bf16, self.info, self.device) else "fp32"
+        self.dtype = torch.bfloat16 if p.precision == "bf16" else None
+
+    def _probe_step(self, dtype: torch.dtype | None) -> None:
+        """One forward and backward pass of this model on a random batch of its own batch size.
+
+        Leaves no trace: the RNG (dropout, data order) is restored and the gradients are dropped.
+        """
+        length = 32
+        rows = max(min(self.tcfg.max_tokens, 2048) // length, 1)
+        generator = torch.Generator().manual_seed(0)
+        src_vocab = self.tokenizers.src.vocab_size
+        tgt_vocab = self.tokenizers.tgt.vocab_size
+        src = torch.randint(4, src_vocab, (rows, length), generator=generator)
+        tgt = torch.randint(4, tgt_vocab, (rows, length), generator=generator)
+        with torch.random.fork_rng(devices=[]), autocast(self.device, dtype):
+            self.model(src, tgt).float().logsumexp(-1).mean().backward()
+        self.model.zero_grad(set_to_none=True)
 
     # ---- data order -------------------------------------------------------------------------------
 
@@ -182,6 +214,8 @@ class Trainer:
             mininterval=1.0,
             desc="train",
         )
+        if self.tcfg.precision == "auto" and self.device.type == "cpu":
+            self._choose_cpu_precision()
         self._log_effective_batch()
         meter = ThroughputMeter()
         validated_at = -1

@@ -17,6 +17,7 @@ from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.cli import app
 from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data import ParallelData, make_batch
+from seq2seq.device import faster_cpu_dtype
 from seq2seq.distributed import DistInfo
 from seq2seq.errors import ConfigError, RunDirError
 from seq2seq.files import OutputError
@@ -307,3 +308,50 @@ def test_tensorboard_gets_the_metrics_of_rank_0(tmp_path):
     assert {"train/train_loss", "train/lr", "valid/valid_loss", "valid/valid_bleu"} <= tags
     logged = [r["train_loss"] for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "train"]
     assert [e.value for e in events.Scalars("train/train_loss")] == pytest.approx(logged, rel=1e-6)
+
+
+def test_the_faster_precision_is_chosen_by_timing():
+    def step_costing(fp32: float, bf16: float):
+        return lambda dtype: time.sleep(bf16 if dtype is torch.bfloat16 else fp32)
+
+    assert faster_cpu_dtype(step_costing(0.02, 0.01), repeats=1)[0] is torch.bfloat16
+    assert faster_cpu_dtype(step_costing(0.01, 0.02), repeats=1)[0] is None
+    assert faster_cpu_dtype(step_costing(0.01, 0.0099), repeats=1)[0] is None  # within the noise: fp32
+
+
+def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatch):
+    import seq2seq.training as training
+
+    calls = []
+
+    def pretend_bf16_is_faster(step):
+        calls.append(1)
+        step(None)  # the probe runs the real model
+        return torch.bfloat16, "measured"
+
+    monkeypatch.setattr(training, "faster_cpu_dtype", pretend_bf16_is_faster)
+    config = write_config(tmp_path, "run", max_steps=2, valid_every=2, precision="auto")
+    invoke("train", str(config))
+    assert calls == [1]
+    assert load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["progress"]["precision"] == "bf16"
+    monkeypatch.setattr(training, "faster_cpu_dtype", lambda step: pytest.fail("measured again on resume"))
+    invoke("train", str(config), "--resume", "--set", "train.max_steps=4")
+
+
+def test_the_precision_probe_leaves_no_trace(tmp_path):
+    cfg = config_from_dict(tiny_config_dict(tmp_path, precision="auto"))
+    toks = prepare_tokenizers(
+        cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), tmp_path / "tok"
+    )
+    model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
+    data = ParallelData(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
+    trainer = Trainer(
+        cfg, RunDir(tmp_path / "run"), model, toks, data, ValidSet(data, [], []), DistInfo(), "cpu"
+    )
+    rng = torch.get_rng_state()
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    trainer._probe_step(torch.bfloat16)
+    trainer._probe_step(None)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
