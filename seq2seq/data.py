@@ -17,8 +17,9 @@ from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from seq2seq.errors import DataError
+from seq2seq.special import BOS, EOS, PAD
 from seq2seq.textio import read_lines
-from seq2seq.tokenizer import BOS, EOS, PAD, TokenizerPair, count_unknown
+from seq2seq.tokenizer import TokenizerPair, count_unknown
 
 log = logging.getLogger(__name__)
 

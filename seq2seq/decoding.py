@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from seq2seq.model import DecoderCache, Memory
-from seq2seq.tokenizer import BOS, EOS, PAD
+from seq2seq.special import BOS, EOS, PAD
 
 NEG_INF = float("-inf")
 

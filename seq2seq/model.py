@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
 from seq2seq.layers import DecoderLayer, EncoderLayer, KVCache, LayerCache, MemoryKV, sinusoidal_positions
-from seq2seq.tokenizer import PAD
+from seq2seq.special import PAD
 
 
 @dataclass

@@ -30,7 +30,7 @@ from seq2seq.evaluate import (
 )
 from seq2seq.files import write_text
 from seq2seq.rundir import RunDir
-from seq2seq.tokenizer import BOS, EOS
+from seq2seq.special import BOS, EOS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

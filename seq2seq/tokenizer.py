@@ -1,6 +1,6 @@
 """SentencePiece tokenizers: train on the corpus, store in the run directory, encode and decode.
 
-Special ids are fixed for every model s2s trains: pad=0, unk=1, bos=2, eos=3.
+Special ids are fixed for every model s2s trains: pad=0, unk=1, bos=2, eos=3 (`seq2seq.special`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ import sentencepiece as spm
 from seq2seq.config import TokenizerConfig
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
+from seq2seq.special import BOS, EOS, PAD, UNK
 from seq2seq.textio import read_lines
 
 log = logging.getLogger(__name__)
-
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
 class Tokenizer:

@@ -20,7 +20,8 @@ from seq2seq.ensemble import Ensemble
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.model import Seq2SeqTransformer, build_model
 from seq2seq.rundir import RunDir
-from seq2seq.tokenizer import EOS, TokenizerPair, load_tokenizers, tokenizer_checksums
+from seq2seq.special import EOS
+from seq2seq.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 
 log = logging.getLogger(__name__)
 

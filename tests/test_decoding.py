@@ -13,7 +13,7 @@ from seq2seq.decoding import (
 )
 from seq2seq.decoding import search as search_for_settings
 from seq2seq.model import Memory
-from seq2seq.tokenizer import BOS, EOS, PAD
+from seq2seq.special import BOS, EOS, PAD
 from tests.conftest import make_model, random_ids
 
 A, B, C = 4, 5, 6

@@ -11,7 +11,7 @@ import torch
 
 from seq2seq.decoding import SearchSettings, beam_search, greedy_search
 from seq2seq.ensemble import Ensemble
-from seq2seq.tokenizer import BOS, PAD
+from seq2seq.special import BOS, PAD
 from tests.conftest import make_model, random_ids
 
 SETTINGS = SearchSettings(beam=3, nbest=3, length_penalty=1.0, max_len_a=1.0, max_len_b=4)

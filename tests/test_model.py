@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from seq2seq.tokenizer import BOS, PAD
+from seq2seq.special import BOS, PAD
 from tests.conftest import make_model, random_ids
 
 
@@ -148,3 +148,14 @@ def test_int8_linear_layers_stay_close_to_fp32():
     approx = quantized(src, tgt).log_softmax(-1)
     assert (exact - approx).abs().mean() < 0.05
     assert (exact.argmax(-1) == approx.argmax(-1)).float().mean() > 0.9
+
+
+def test_the_model_and_the_search_need_no_tokenizer_library():
+    """Special ids live in a leaf module: importing the model does not import SentencePiece."""
+    import subprocess
+    import sys
+
+    code = "import sys, seq2seq.model, seq2seq.decoding, seq2seq.loss; print('sentencepiece' in sys.modules)"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    )

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from seq2seq.cli import app
 from seq2seq.errors import EvaluateError
 from seq2seq.report import attention_map, length_buckets, new_figure
-from seq2seq.tokenizer import BOS, PAD
+from seq2seq.special import BOS, PAD
 from seq2seq.translate import Translator, cross_attention
 from tests.conftest import make_model, random_ids, tiny_config_dict
 

@@ -1,0 +1,6 @@
+"""Special token ids, the same for every model s2s trains (its SentencePiece models are made so).
+
+A leaf module: the model, the search and the loss need these numbers, not SentencePiece.
+"""
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
