@@ -186,6 +186,8 @@ def train(
         stack.callback(shutdown, info)
         run = RunDir(cfg.run_dir)
         setup_logging(logging.INFO if info.is_main else logging.WARNING)
+        if not info.is_main:  # tqdm's logging redirect copies handlers without their levels
+            log.setLevel(logging.WARNING)
         start_log = functools.partial(setup_logging, logging.INFO, run.log_file)
         tokenizers = prepare_run(cfg, run, info, (resume, overwrite), config, stack, start_log)
         if cfg.train.num_threads:
