@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from seq2seq.config import Config, config_to_dict
 from seq2seq.errors import RunDirError
 from seq2seq.files import atomic_output, check_outputs, disk_error
-from seq2seq.model import average_state_dicts
 from seq2seq.rundir import CHECKPOINT_NAMES, RunDir
 
 
@@ -175,6 +175,20 @@ def check_can_init(source: InitSource, cfg: Config) -> None:
             + "\n  ".join(differences)
             + f"\ncopy the model and tokenizer sections of {source.run.config_file}"
         )
+
+
+@torch.no_grad()
+def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """Element-wise mean of model state dicts with identical keys (checkpoint averaging)."""
+    keys = states[0].keys()
+    if any(s.keys() != keys for s in states):
+        raise ValueError("state dicts have different keys")
+    return {
+        k: (sum(s[k].double() for s in states) / len(states)).to(states[0][k].dtype)
+        if states[0][k].is_floating_point()
+        else states[0][k]
+        for k in keys
+    }
 
 
 def average_checkpoints(run: RunDir, last: int | None, output: str) -> tuple[Path, list[Path]]:

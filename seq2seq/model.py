@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
@@ -130,17 +129,3 @@ def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2SeqTran
 def count_parameters(model: nn.Module) -> int:
     """Distinct trainable parameters (tied tensors counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
-
-
-@torch.no_grad()
-def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """Element-wise mean of model state dicts with identical keys (checkpoint averaging)."""
-    keys = states[0].keys()
-    if any(s.keys() != keys for s in states):
-        raise ValueError("state dicts have different keys")
-    return {
-        k: (sum(s[k].double() for s in states) / len(states)).to(states[0][k].dtype)
-        if states[0][k].is_floating_point()
-        else states[0][k]
-        for k in keys
-    }
