@@ -17,9 +17,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seq2seq.config import Config, config_to_dict
+from seq2seq.config import Config, config_differences, config_to_dict
 from seq2seq.errors import RunDirError
-from seq2seq.files import atomic_output, check_outputs, disk_error
+from seq2seq.files import atomic_output, changed_files, check_outputs, disk_error
 from seq2seq.rundir import CHECKPOINT_NAMES, RunDir
 
 
@@ -111,20 +111,11 @@ def checkpoint_inputs(cfg: Config, tokenizer_sums: dict[str, str]) -> dict[str, 
 
 def check_fits_run(state: dict[str, Any], path: Path, cfg: Config, tokenizer_sums: dict[str, str]) -> None:
     """Refuse a checkpoint whose model, tokenizer settings or tokenizer files differ from the run's."""
-    saved = state.get("config", {})
-    now = config_to_dict(cfg)
-    differences = [
-        f"{section}.{key}: checkpoint {saved[section].get(key)!r}, run {value!r}"
-        for section in ("model", "tokenizer")
-        if section in saved
-        for key, value in now[section].items()
-        if saved[section].get(key, value) != value
-    ]
-    recorded = state.get("tokenizer_sha256") or {}
+    saved = config_differences(state.get("config", {}), config_to_dict(cfg), ("model", "tokenizer"))
+    differences = [f"{key}: checkpoint {old!r}, run {value!r}" for key, old, value in saved]
     differences += [
         f"tokenizer/{name}: the checkpoint was trained with another tokenizer file"
-        for name, sha in recorded.items()
-        if tokenizer_sums.get(name, sha) != sha
+        for name in changed_files(state.get("tokenizer_sha256") or {}, tokenizer_sums)
     ]
     if differences:
         raise RunDirError(
@@ -162,12 +153,10 @@ def init_source(cfg: Config) -> InitSource:
 
 def check_can_init(source: InitSource, cfg: Config) -> None:
     """The new run's model and tokenizer sections must equal the source run's, or an error lists each."""
-    saved, now = config_to_dict(source.run.load_config()), config_to_dict(cfg)
+    saved = config_to_dict(source.run.load_config())
     differences = [
-        f"{section}.{key}: {saved[section].get(key)!r} in {source.run.path}, {value!r} here"
-        for section in ("model", "tokenizer")
-        for key, value in now[section].items()
-        if saved[section].get(key, value) != value
+        f"{key}: {old!r} in {source.run.path}, {value!r} here"
+        for key, old, value in config_differences(saved, config_to_dict(cfg), ("model", "tokenizer"))
     ]
     if differences:
         raise RunDirError(

@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import math
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -180,6 +181,21 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
 def config_to_dict(cfg: Config) -> dict[str, Any]:
     """Plain nested dict, suitable for YAML and for checkpoints."""
     return dataclasses.asdict(cfg)
+
+
+def config_differences(
+    old: dict[str, Any], new: dict[str, Any], sections: Sequence[str]
+) -> list[tuple[str, Any, Any]]:
+    """(dotted key, old value, new value) for each key of `sections` whose value differs.
+
+    A key `old` lacks (written before the key existed) counts as unchanged.
+    """
+    return [
+        (f"{section}.{key}", old.get(section, {}).get(key, value), value)
+        for section in sections
+        for key, value in new[section].items()
+        if old.get(section, {}).get(key, value) != value
+    ]
 
 
 def save_config(cfg: Config, path: Path) -> None:

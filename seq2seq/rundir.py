@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seq2seq.config import Config, config_to_dict, load_config
+from seq2seq.config import Config, config_differences, config_to_dict, load_config
 from seq2seq.errors import RunDirError
-from seq2seq.files import file_sha256, same_file, write_text
+from seq2seq.files import changed_files, file_sha256, same_file, write_text
 
 CHECKPOINT_NAMES = ("best", "last")
 
@@ -253,13 +253,8 @@ def _check_nothing_read_inside(run: RunDir, cfg: Config, config_file: Path) -> N
 
 def check_compatible(saved: Config, new: Config, run: RunDir) -> None:
     """The data, tokenizer and model sections of `new` equal the run's, or an error lists each change."""
-    old, now = config_to_dict(saved), config_to_dict(new)
-    changed = [
-        f"{section}.{key}: {old[section][key]!r} -> {now[section][key]!r}"
-        for section in COMPATIBLE_SECTIONS
-        for key in now[section]
-        if old[section].get(key) != now[section][key]
-    ]
+    differences = config_differences(config_to_dict(saved), config_to_dict(new), COMPATIBLE_SECTIONS)
+    changed = [f"{key}: {old!r} -> {value!r}" for key, old, value in differences]
     if changed:
         raise RunDirError(
             f"the config no longer matches the run in {run.path}:\n  "
@@ -276,8 +271,6 @@ def data_checksums(cfg: Config) -> dict[str, str]:
 
 def check_same_inputs(what: str, recorded: dict[str, str], now: dict[str, str], where: str) -> None:
     """Refuse when a recorded checksum differs from the file's today, listing every changed file."""
-    changed = [
-        f"{name}: changed since {where}" for name, sha in recorded.items() if now.get(name, sha) != sha
-    ]
+    changed = [f"{name}: changed since {where}" for name in changed_files(recorded, now)]
     if changed:
         raise RunDirError(f"the {what} no longer matches {where}:\n  " + "\n  ".join(changed))
