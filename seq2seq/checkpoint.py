@@ -92,9 +92,10 @@ def save_training_state(
         old.unlink()
 
 
-def load_checkpoint(path: Path, device: str | torch.device = "cpu") -> dict[str, Any]:
+def load_checkpoint(path: Path, device: str | torch.device = "cpu", mmap: bool = False) -> dict[str, Any]:
+    """The checkpoint's contents; with `mmap` its tensors are mapped, not read (to look at its records)."""
     try:
-        return torch.load(path, map_location=device, weights_only=True)
+        return torch.load(path, map_location=device, weights_only=True, mmap=mmap)
     except Exception as e:  # noqa: BLE001 - any unpickling failure means the file is unusable
         raise RunDirError(f"cannot load checkpoint {path}: {e}") from None
 

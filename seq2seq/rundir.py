@@ -142,9 +142,9 @@ class RunDir:
         except (ValueError, UnicodeDecodeError):
             raise RunDirError(f"{self.inputs_file} is corrupt; restore it or start over") from None
 
-    def record_inputs(self, section: str, checksums: dict[str, str]) -> None:
-        inputs = self.read_inputs()
-        inputs[section] = checksums
+    def record_inputs(self, **sections: dict[str, str]) -> None:
+        """Record (replace) these sections' checksums, keeping the others."""
+        inputs = self.read_inputs() | sections
         write_text(self.inputs_file, json.dumps(inputs, indent=2) + "\n")
 
     # ---- one trainer at a time ------------------------------------------------------------------------

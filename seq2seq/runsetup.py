@@ -65,8 +65,9 @@ def prepare_run(
                 run.tokenizer_dir,
                 not resume,
             )
-            run.record_inputs("tokenizer", tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint))
-            run.record_inputs("data", data)
+            run.record_inputs(
+                tokenizer=tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint), data=data
+            )
         except (Seq2SeqError, OSError) as e:
             error = e
     device = resolve_device(local_device_name(cfg.train.device, info))
@@ -88,7 +89,7 @@ def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str
     recorded = run.read_inputs()
     if resume:
         load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)  # missing or corrupt: a clear error
-        last = load_checkpoint(run.checkpoint_path("last"))
+        last = load_checkpoint(run.checkpoint_path("last"), mmap=True)  # Trainer.resume reads the tensors
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
         check_same_inputs("tokenizer", last.get("tokenizer_sha256", {}), tokenizer, "the run's checkpoints")
         train_data = {k: v for k, v in recorded.get("data", {}).items() if k.startswith("train_")}

@@ -112,6 +112,8 @@ class Trainer:
         self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
         self.step_lr = self.optimizer.param_groups[0]["lr"]
         self.board: TensorBoard | None = None  # opened at the first record, after a resume has rewound
+        # config and tokenizer checksums, the same in every checkpoint of the run
+        self.origin = checkpoint_inputs(cfg, run.read_inputs().get("tokenizer", {}))
         self.stop = StopRequest()
         self._costs = [train_data.cost(i) for i in range(len(train_data))]
         self._epoch_cache: tuple[int, list[list[int]]] | None = None
@@ -419,7 +421,7 @@ class Trainer:
             "progress": dataclasses.asdict(self.progress),
             "rng": self._gather_rng_states(),
             "world": self.info.world,
-            **checkpoint_inputs(self.cfg, self.run.read_inputs().get("tokenizer", {})),
+            **self.origin,
         }
         if self.ema is not None:
             state["ema"] = self.ema.model_state(self.model)
