@@ -244,13 +244,8 @@ def translate(
         check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
         translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
         settings = translator.settings(
-            beam=beam,
             nbest=nbest,
-            length_penalty=length_penalty,
-            max_len_a=max_len_a,
-            max_len_b=max_len_b,
-            min_len=min_len,
-            no_repeat_ngram=no_repeat_ngram,
+            **search_overrides(beam, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram),
             **sampling_options(sampling, temperature, top_k, top_p, seed),
         )
         if settings.nbest > settings.beam:
@@ -272,6 +267,25 @@ def translate(
                 sink.flush()
                 done += len(chunk)
                 bar.update(len(chunk))
+
+
+def search_overrides(
+    beam: int | None,
+    length_penalty: float | None,
+    max_len_a: float | None,
+    max_len_b: int | None,
+    min_len: int | None,
+    no_repeat_ngram: int | None,
+) -> dict[str, object]:
+    """The search options `translate` and `evaluate` share (None: the run's decode config decides)."""
+    return {
+        "beam": beam,
+        "length_penalty": length_penalty,
+        "max_len_a": max_len_a,
+        "max_len_b": max_len_b,
+        "min_len": min_len,
+        "no_repeat_ngram": no_repeat_ngram,
+    }
 
 
 def sampling_options(sampling: bool, temperature: float, top_k: int, top_p: float, seed: int | None) -> dict:
@@ -410,12 +424,7 @@ def evaluate(
 
             translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
             settings = translator.settings(
-                beam=beam,
-                length_penalty=length_penalty,
-                max_len_a=max_len_a,
-                max_len_b=max_len_b,
-                min_len=min_len,
-                no_repeat_ngram=no_repeat_ngram,
+                **search_overrides(beam, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram)
             )
             decode = translate_timed(translator, source, out, settings, max_tokens)
             log.info("translations written to %s", out)
