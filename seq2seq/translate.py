@@ -113,11 +113,13 @@ class Translator:
         config: Config,
         device: torch.device,
         dtype: torch.dtype | None,
+        quantize: str | None = None,
+        checkpoints: Sequence[Path] = (),
     ) -> None:
         self.model, self.tokenizers, self.config = model.eval(), tokenizers, config
         self.device, self.dtype = device, dtype
-        self.quantize: str | None = None  # "int8" when the linear layers run in int8
-        self.checkpoints: list[Path] = []  # the files the weights came from
+        self.quantize = quantize  # "int8" when the linear layers run in int8
+        self.checkpoints = list(checkpoints)  # the files the weights came from
 
     @classmethod
     def load(
@@ -154,11 +156,8 @@ class Translator:
             if quantize is not None:
                 model, dtype = quantize_model(model, quantize, torch_device), None
             models.append(model.to(torch_device))
-        translator = cls(
-            models[0] if len(models) == 1 else Ensemble(models), tokenizers, cfg, torch_device, dtype
-        )
-        translator.quantize, translator.checkpoints = quantize, paths
-        return translator
+        model = models[0] if len(models) == 1 else Ensemble(models)
+        return cls(model, tokenizers, cfg, torch_device, dtype, quantize, paths)
 
     @property
     def first_model(self) -> Seq2SeqTransformer:
