@@ -507,5 +507,69 @@ def average(
         log.info("averaged %s into %s", ", ".join(p.name for p in used), path)
 
 
+@app.command()
+def serve(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory made by `s2s train`.")],
+    host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(help="Port (0: a free one, named in the log).", min=0, max=65535)
+    ] = 8000,
+    beam: Beam = None,
+    length_penalty: LengthPenalty = None,
+    max_len_a: MaxLenA = None,
+    max_len_b: MaxLenB = None,
+    min_len: MinLen = None,
+    no_repeat_ngram: NoRepeatNgram = None,
+    max_tokens: MaxTokens = None,
+    checkpoint: CheckpointName = None,
+    device: DecodeDevice = "auto",
+    precision: Precision = "auto",
+    quantize: Quantize = None,
+    threads: Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)] = 0,
+    batch_window_ms: Annotated[
+        float, typer.Option(help="How long a request waits for others to be decoded with it.", min=0)
+    ] = 10.0,
+    max_lines: Annotated[int, typer.Option(help="Lines per request.", min=1)] = 100,
+    max_chars: Annotated[int, typer.Option(help="Characters per line.", min=1)] = 1000,
+    max_body_bytes: Annotated[int, typer.Option(help="Bytes per request body.", min=1)] = 1 << 20,
+    max_beam: Annotated[int, typer.Option(help="Largest beam or n-best a request may ask for.", min=1)] = 16,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds a request may wait and decode before it gets 408.", min=0.001)
+    ] = 60.0,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(help="Let pages from this origin call the API (repeat; * = any) [default: none]."),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request.")] = False,
+) -> None:
+    """Serve RUN_DIR over HTTP: a JSON API and a page at /, batching concurrent requests together."""
+    from seq2seq.serve import check_available, listen, url
+    from seq2seq.serve import run as run_server
+
+    setup_logging(logging.INFO)
+    with user_errors():
+        check_available()
+        from seq2seq.api import Limits, ServerSettings, create_app
+        from seq2seq.translate import Translator
+
+        translator = Translator.load(run_dir, checkpoint or ["best"], device, precision, quantize)
+        if threads:
+            torch.set_num_threads(threads)
+        settings = ServerSettings(
+            search=translator.settings(
+                **search_overrides(beam, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram)
+            ),
+            max_tokens=max_tokens or translator.config.decode.max_tokens,
+            window_s=batch_window_ms / 1000,
+            limits=Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam),
+            cors_origins=tuple(cors_origin or ()),
+        )
+        application = create_app(translator, settings, run_dir.resolve().name)
+        sock = listen(host, port)
+        log.info("serving %s on %s (Ctrl-C stops)", run_dir, url(sock))
+        run_server(application, sock, verbose)
+        log.info("stopped")
+
+
 def main() -> None:
     app()

@@ -23,3 +23,7 @@ class EvaluateError(Seq2SeqError):
 
 class TrainingDiverged(Seq2SeqError):
     """The loss or the weights stopped being finite numbers; nothing was saved after that."""
+
+
+class ServeError(Seq2SeqError):
+    """`s2s serve` cannot start: its packages are missing, or it cannot listen where it was told to."""

@@ -115,3 +115,9 @@ def random_ids(rows: int, length: int, vocab: int = 23, seed: int = 0) -> torch.
     """(rows, length) ids drawn from the non-special range [4, vocab)."""
     g = torch.Generator().manual_seed(seed)
     return torch.randint(4, vocab, (rows, length), generator=g)
+
+
+@pytest.fixture(scope="session")
+def served_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tiny trained run for the server tests (API and browser), trained once per session."""
+    return train_tiny_run(tmp_path_factory.mktemp("served"), max_steps=40, valid_every=20)[1]

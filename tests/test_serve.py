@@ -1,0 +1,249 @@
+"""`s2s serve`: the API on a tiny trained run, its dynamic batching, limits, errors and shutdown."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+import torch
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from seq2seq.api import Limits, ServerSettings, create_app
+from seq2seq.cli import app as cli
+from seq2seq.report import attention_map
+from seq2seq.serve import listen
+from seq2seq.translate import Translator
+from tests.conftest import WORDS
+from tests.servers import ServerProcess
+
+runner = CliRunner()
+LIMITS = Limits(max_lines=8, max_chars=60, max_body_bytes=4000, timeout_s=30.0, max_beam=4)
+LINES = ["red cat runs", "", "the big dog sleeps under a tree", "   ", "blue bird"]
+
+
+@pytest.fixture(scope="module")
+def translator(served_run: Path) -> Translator:
+    return Translator.load(served_run, device="cpu")
+
+
+def make_client(translator: Translator, window_s: float = 0.02, **limits: object) -> TestClient:
+    settings = ServerSettings(
+        translator.settings(), 200, window_s, dataclasses.replace(LIMITS, **limits), ("https://ok.example",)
+    )
+    return TestClient(create_app(translator, settings, "tiny"))
+
+
+@pytest.fixture(scope="module")
+def client(translator: Translator) -> Iterator[TestClient]:
+    with make_client(translator) as c:
+        yield c
+
+
+def cli_translate(run: Path, lines: list[str], *args: str) -> list[str]:
+    result = runner.invoke(
+        cli, ["translate", str(run), "--device", "cpu", *args], input="\n".join(lines) + "\n"
+    )
+    assert result.exit_code == 0, result.output
+    return result.stdout.split("\n")[: len(lines)]
+
+
+def test_translations_are_those_of_s2s_translate_one_per_line_in_order(client, served_run):
+    response = client.post("/translate", json={"text": LINES})
+    assert response.status_code == 200
+    assert response.json() == {"translations": cli_translate(served_run, LINES)}
+    assert response.json()["translations"][1] == response.json()["translations"][3] == ""
+
+
+def test_nbest_and_scores_are_those_of_s2s_translate(client, served_run):
+    body = client.post("/translate", json={"text": LINES, "nbest": 3, "scores": True}).json()
+    expected = [line.split("\t") for line in cli_translate(served_run, LINES, "--nbest", "3")]
+    assert [[h["text"] for h in hyps] for hyps in body["nbest"]] == [row[0::2] for row in expected]
+    assert [[h["score"] for h in hyps] for hyps in body["nbest"]] == [
+        pytest.approx([float(s) for s in row[1::2]], abs=1e-3) for row in expected
+    ]
+    assert body["translations"] == [row[0] for row in expected]
+    assert body["scores"] == [hyps[0]["score"] for hyps in body["nbest"]]
+
+
+def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
+    client, translator, monkeypatch
+):
+    """50 clients at once, with three different search settings: every answer equals the line
+    translated alone with its settings, and the lines were decoded in few calls, never mixed."""
+    calls: list[tuple[object, list[str]]] = []
+    translate = translator.translate
+
+    def spy(lines, settings, max_tokens, *args):
+        calls.append((settings, list(lines)))
+        return translate(lines, settings, max_tokens, *args)
+
+    monkeypatch.setattr(translator, "translate", spy)
+    words = sorted(WORDS)
+    requests = [([f"{words[i % 17]} {words[i // 17]} {words[5 * i % 17]}"], 1 + i % 3) for i in range(50)]
+    beam_of = {lines[0]: beam for lines, beam in requests}
+    assert len(beam_of) == len(requests)
+    answers: list[dict | None] = [None] * len(requests)
+    start = threading.Barrier(len(requests))
+
+    def send(k: int) -> None:
+        lines, beam = requests[k]
+        start.wait()
+        answers[k] = client.post("/translate", json={"text": lines, "beam": beam, "nbest": beam}).json()
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(len(requests))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    monkeypatch.undo()
+    for (lines, beam), answer in zip(requests, answers):
+        alone = translator.translate(lines, translator.settings(beam=beam, nbest=beam), 200)
+        assert answer["translations"] == [r.texts[0] for r in alone]
+        if beam > 1:
+            assert [[h["text"] for h in hyps] for hyps in answer["nbest"]] == [r.texts for r in alone]
+    assert len(calls) < len(requests) / 2, "requests arriving together are decoded in one call"
+    for settings, lines in calls:  # one setting per decode call: every line in it asked for that beam
+        assert {beam_of[line] for line in lines} == {settings.beam}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"text": ["a"] * 9}, 413, "9 lines; at most 8 per request (--max-lines)"),
+        ({"text": ["red", "x" * 61]}, 413, "text[1]: 61 characters; at most 60 per line (--max-chars)"),
+        ({"text": ["red"], "beam": 5}, 422, "at most 4 (the server's --max-beam)"),
+        ({"text": ["red"], "nbest": 9}, 422, "at most 4"),
+        ({"text": ["red"], "beam": 0}, 422, "beam: Input should be greater than or equal to 1"),
+        ({"text": ["red\ncat"]}, 422, "holds a line break"),
+        ({"text": "red cat"}, 422, "text: Input should be a valid list"),
+        ({"text": ["red", 3]}, 422, "text[1]: Input should be a valid string"),
+        ({"text": ["red"], "beam": "2"}, 422, "beam: Input should be a valid integer"),
+        ({"text": ["red"], "bean": 2}, 422, "bean: Extra inputs are not permitted"),
+        ({"beam": 2}, 422, "text: Field required"),
+        ([1, 2], 422, 'send a JSON object ({"text": [...]})'),
+    ],
+)
+def test_limits_and_invalid_requests_are_4xx_json_errors_that_say_what_to_change(
+    client, body, status, message
+):
+    response = client.post("/translate", json=body)
+    assert (response.status_code, response.headers["content-type"]) == (status, "application/json")
+    assert message in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status", "message"),
+    [
+        (b'{"text": ["red"', {}, 400, "not valid JSON"),
+        (b'{"text": ["\xff\xfe"]}', {}, 400, "not valid JSON in UTF-8"),
+        (b'{"text": ["\\ud800"]}', {}, 422, "text: not valid Unicode (an unpaired surrogate)"),
+        (b'{"text": ["red"]}', {"content-type": "text/plain"}, 422, "Content-Type: application/json"),
+        (b'{"text": ["' + b"a" * 4000 + b'"]}', {}, 413, "over 4000 bytes (the server's --max-body-bytes)"),
+    ],
+)
+def test_malformed_and_oversized_bodies_are_refused(client, content, headers, status, message):
+    response = client.post(
+        "/translate", content=content, headers={"content-type": "application/json", **headers}
+    )
+    assert (response.status_code, message in response.json()["error"]) == (status, True)
+
+
+def test_a_body_without_a_length_is_counted_as_it_arrives(client):
+    chunks = (b'{"text": ["' if i == 0 else b"a" * 100 for i in range(50))
+    response = client.post("/translate", content=chunks, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+
+
+def test_a_request_that_waits_past_the_timeout_gets_408_and_the_server_goes_on(translator):
+    with make_client(translator, window_s=0.5, timeout_s=0.1) as slow:
+        response = slow.post("/translate", json={"text": ["red cat"]})
+        assert response.status_code == 408
+        assert "no answer within 0.1 s (the server's --timeout)" in response.json()["error"]
+    with make_client(translator, window_s=0.0, timeout_s=30.0) as fine:
+        assert fine.post("/translate", json={"text": ["red cat"]}).status_code == 200
+
+
+def test_attention_is_the_reports_map_of_the_translation(client, translator):
+    body = client.post("/attention", json={"text": "red cat runs"}).json()
+    translation = client.post("/translate", json={"text": ["red cat runs"]}).json()["translations"][0]
+    expected = attention_map(translator, "red cat runs", translation)
+    assert body["translation"] == translation
+    assert (body["source"], body["target"]) == (expected.source, expected.target)
+    assert torch.tensor(body["weights"]) == pytest.approx(expected.weights, abs=1e-4)
+    assert torch.tensor(body["weights"]).sum(1) == pytest.approx(torch.ones(len(expected.target)), abs=1e-3)
+    given = client.post("/attention", json={"text": "red cat runs", "translation": "RUNS CAT RED"}).json()
+    assert given["target"] == [*translator.tokenizers.tgt.pieces("RUNS CAT RED"), "</s>"]
+    assert client.post("/attention", json={"text": " "}).status_code == 422
+
+
+def test_info_health_and_page(client, translator):
+    info = client.get("/info").json()
+    assert info["run"] == "tiny" and info["checkpoints"] == ["best.pt"]
+    assert info["languages"] == {"source": "src", "target": "tgt"}
+    assert info["parameters"] == sum(p.numel() for p in translator.model.parameters())
+    assert info["decode"]["beam"] == translator.config.decode.beam
+    assert info["limits"]["max_lines"] == 8
+    assert info["versions"]["torch"] == torch.__version__
+    assert client.get("/health").json() == {"status": "ok", "requests": 0, "queued": 0}
+    page = client.get("/")
+    assert page.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page.text), (
+        "the page loads nothing from elsewhere"
+    )
+    assert '<label for="source">' in page.text
+
+
+def test_no_path_reaches_a_file_and_cors_is_only_for_configured_origins(client):
+    for path in (
+        "/static/index.html",
+        "/../pyproject.toml",
+        "/%2e%2e/pyproject.toml",
+        "/docs/../../etc/passwd",
+    ):
+        assert client.get(path).status_code == 404, path
+    preflight = {"access-control-request-method": "POST", "access-control-request-headers": "content-type"}
+    allowed = client.options("/translate", headers={"origin": "https://ok.example", **preflight})
+    assert allowed.headers["access-control-allow-origin"] == "https://ok.example"
+    other = client.post("/translate", json={"text": ["red"]}, headers={"origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in other.headers
+
+
+def test_cli_errors_are_error_lines_with_exit_code_2(served_run, tmp_path, monkeypatch):
+    missing = runner.invoke(cli, ["serve", str(tmp_path / "nothing")])
+    assert missing.exit_code == 2 and "error:" in missing.stderr
+    taken = listen("127.0.0.1", 0)
+    port = taken.getsockname()[1]
+    busy = runner.invoke(cli, ["serve", str(served_run), "--port", str(port), "--device", "cpu"])
+    taken.close()
+    assert busy.exit_code == 2 and f"error: cannot listen on 127.0.0.1:{port}" in busy.stderr
+    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    no_extra = runner.invoke(cli, ["serve", str(served_run)])
+    assert no_extra.exit_code == 2
+    assert "error: s2s serve needs fastapi and uvicorn: pip install 's2s[serve]'" in no_extra.stderr
+
+
+def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(served_run):
+    server = ServerProcess(served_run, "--batch-window-ms", "1500")
+    answer: list[httpx2.Response] = []
+    request = threading.Thread(
+        target=lambda: answer.append(httpx2.post(f"{server.url}/translate", json={"text": LINES}, timeout=30))
+    )
+    request.start()
+    while httpx2.get(f"{server.url}/health").json()["requests"] == 0 and request.is_alive():
+        time.sleep(0.02)  # until the request arrives: the worker then holds it for the 1.5 s window
+    assert server.stop(signal.SIGTERM) == 0, "".join(server.log)
+    request.join()
+    assert answer[0].status_code == 200
+    assert answer[0].json()["translations"] == cli_translate(served_run, LINES)
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(f"{server.url}/health")
