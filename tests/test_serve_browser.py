@@ -1,0 +1,113 @@
+"""The page of `s2s serve` in a real headless Chromium against a real server: type, translate, read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import ServerProcess
+from tests.test_serve import cli_translate
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright: pip install -e '.[dev]'")
+
+# a closed network makes Chromium wait on its background connections
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium() -> str | None:
+    """Chromium from $S2S_CHROMIUM or the PATH (Debian: apt-get install chromium)."""
+    names = (os.environ.get("S2S_CHROMIUM", ""), "chromium", "chromium-browser", "google-chrome")
+    return next((path for path in map(shutil.which, filter(None, names)) if path), None)
+
+
+@pytest.fixture(scope="module")
+def server(served_run: Path) -> Iterator[ServerProcess]:
+    process = ServerProcess(served_run)
+    yield process
+    assert process.stop(signal.SIGINT) == 0, "".join(process.log)
+
+
+@pytest.fixture(scope="module")
+def browser_page(server: ServerProcess) -> Iterator[tuple[object, list[str]]]:
+    """The served page in Chromium, and a list collecting what went wrong: console errors, and
+    requests to anywhere but the server."""
+    executable = chromium()
+    if executable is None:
+        pytest.skip("no Chromium to drive: apt-get install chromium, or set S2S_CHROMIUM=/path/to/chrome")
+    problems: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1000, "height": 900})
+        page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on(
+            "request",
+            lambda r: None if r.url.startswith(server.url) else problems.append(f"request to {r.url}"),
+        )
+        page.goto(server.url)
+        yield page, problems
+        browser.close()
+
+
+def test_the_page_translates_what_is_typed_as_s2s_translate_does(browser_page, served_run, tmp_path):
+    page, problems = browser_page
+    expect = sync_api.expect
+    expect(page.locator("#languages")).to_have_text("src → tgt")
+    expect(page.locator("#run")).to_have_text(served_run.name)
+    lines = ["red cat runs", "the big dog sleeps"]
+    page.get_by_label("Source text").fill("\n".join(lines))
+    page.get_by_role("button", name="Translate").click()
+    translations = page.locator("#output > li > .translation")
+    expect(translations).to_have_count(2)
+    assert translations.all_inner_texts() == cli_translate(served_run, lines)
+    best = page.locator("#output > li").first
+    expect(best.locator(".nbest > li")).to_have_count(2)  # the beam, 2
+    expected = cli_translate(served_run, lines[:1], "--nbest", "2")[0].split("\t")
+    assert best.locator(".nbest > li > span:first-child").all_inner_texts() == expected[0::2]
+    shown = [float(score) for score in best.locator(".nbest .score").all_inner_texts()]
+    assert shown == pytest.approx([float(score) for score in expected[1::2]], abs=2e-3)
+    page.screenshot(path=tmp_path / "serve.png", full_page=True)
+    assert (tmp_path / "serve.png").stat().st_size > 10_000
+    assert problems == []
+
+
+def test_ctrl_enter_translates_and_the_attention_of_a_line_is_drawn(browser_page, served_run):
+    page, problems = browser_page
+    source = page.get_by_label("Source text")
+    source.fill("blue bird eats")
+    source.press("Control+Enter")
+    expect = sync_api.expect
+    expect(page.locator("#output > li > .translation")).to_have_text(
+        cli_translate(served_run, ["blue bird eats"])
+    )
+    page.get_by_role("button", name="Show the cross-attention of line 1").click()
+    heatmap = page.get_by_role("img", name="Cross-attention of line 1")
+    expect(heatmap).to_be_visible()
+    rows, columns = heatmap.get_attribute("aria-label").split(": ")[1].split(" by ")
+    assert heatmap.locator("rect").count() == int(rows.split()[0]) * int(columns.split()[0]) > 0
+    assert problems == []
+
+
+def test_errors_are_shown_and_every_control_has_a_label(browser_page):
+    page, problems = browser_page
+    for label in ("Source text (src), one sentence per line", "Beam", "Alternatives"):
+        assert page.get_by_label(label, exact=True).count() == 1, label
+    page.get_by_label("Source text").fill("\n".join(["red"] * 101))
+    page.get_by_role("button", name="Translate").click()
+    sync_api.expect(page.get_by_role("alert")).to_contain_text("101 lines; at most 100 per request")
+    assert len(problems) == 1 and "status of 413" in problems[0]  # Chromium logs the refused request
+    problems.clear()
