@@ -168,7 +168,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2, help="torch threads, offline and in the server")
-    parser.add_argument("--window-ms", type=float, default=10.0, help="the server's --batch-window-ms")
+    parser.add_argument("--window-ms", type=float, default=5.0, help="the server's --batch-window-ms")
     parser.add_argument("--rounds", type=int, default=3, help="offline then server, this many times")
     parser.add_argument("--time-limit", type=float, default=300.0, help="seconds per load phase")
     parser.add_argument("--json", type=Path, help="also write the report here")

@@ -112,8 +112,14 @@ class AttentionResponse(BaseModel):
     weights: list[list[float]]  # (target, source): where the last decoder layer looks, rows sum to 1
 
 
-def create_app(translator: Translator, settings: ServerSettings, run_name: str) -> FastAPI:
-    """The application; its lifespan starts the batcher's worker and, at shutdown, drains it."""
+def create_app(
+    translator: Translator, settings: ServerSettings, run_name: str, decode_thread: bool = True
+) -> FastAPI:
+    """The application; its batcher is `app.state.batcher`, drained when the app shuts down.
+
+    With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
+    the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
+    """
     limits = settings.limits
     batcher = Batcher(translator, settings.window_s, settings.max_tokens)
     info = server_info(translator, settings, run_name)
@@ -121,7 +127,8 @@ def create_app(translator: Translator, settings: ServerSettings, run_name: str) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        batcher.start()
+        if decode_thread:
+            batcher.start()
         yield
         await asyncio.to_thread(batcher.close)
 

@@ -527,8 +527,9 @@ def serve(
     quantize: Quantize = None,
     threads: Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)] = 0,
     batch_window_ms: Annotated[
-        float, typer.Option(help="How long a request waits for others to be decoded with it.", min=0)
-    ] = 10.0,
+        float,
+        typer.Option(help="Decode once no request came for this long (a request waits 10 at most).", min=0),
+    ] = 5.0,
     max_lines: Annotated[int, typer.Option(help="Lines per request.", min=1)] = 100,
     max_chars: Annotated[int, typer.Option(help="Characters per line.", min=1)] = 1000,
     max_body_bytes: Annotated[int, typer.Option(help="Bytes per request body.", min=1)] = 1 << 20,
@@ -564,7 +565,7 @@ def serve(
             limits=Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam),
             cors_origins=tuple(cors_origin or ()),
         )
-        application = create_app(translator, settings, run_dir.resolve().name)
+        application = create_app(translator, settings, run_dir.resolve().name, decode_thread=False)
         sock = listen(host, port)
         log.info("serving %s on %s (Ctrl-C stops)", run_dir, url(sock))
         run_server(application, sock, verbose)

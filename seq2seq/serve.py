@@ -5,19 +5,16 @@ The server packages are optional (`pip install 's2s[serve]'`) and imported only 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Iterator
+import threading
 from typing import TYPE_CHECKING
 
 from seq2seq.errors import ServeError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-
-log = logging.getLogger(__name__)
 
 
 def check_available() -> None:
@@ -53,26 +50,42 @@ def url(sock: socket.socket) -> str:
 
 
 def run(app: FastAPI, sock: socket.socket, access_log: bool) -> None:
-    """Serve until SIGINT or SIGTERM; then stop accepting, let in-flight requests finish, and return."""
+    """Serve until SIGINT or SIGTERM; then stop accepting, let in-flight requests finish, and return.
+
+    HTTP runs on a second thread, and the model decodes on this one, the thread that loaded it (see
+    `Batcher`): `app` must come from `create_app(..., decode_thread=False)`.
+    """
     import uvicorn
 
-    class Server(uvicorn.Server):
-        """uvicorn's Server, except that a signal ends it with exit code 0: uvicorn re-raises SIGINT or
-        SIGTERM once it has shut down, ending the process as interrupted, though it stopped cleanly."""
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-
+    batcher = app.state.batcher
     config = uvicorn.Config(
         app,
         log_level=logging.INFO if access_log else logging.WARNING,
         access_log=access_log,
         timeout_graceful_shutdown=None,  # in-flight requests finish, however long they take
     )
-    Server(config).run(sockets=[sock])
+    # off the main thread, uvicorn leaves signals alone (it would re-raise them once stopped, ending
+    # the process as interrupted): here a signal asks it to stop, and stopping cleanly exits 0
+    server = uvicorn.Server(config)
+
+    def serve_http() -> None:
+        try:
+            server.run(sockets=[sock])
+        finally:
+            batcher.close()  # also when uvicorn could not start
+
+    def stop(signum: int, frame: object) -> None:
+        server.force_exit = server.should_exit  # a second Ctrl-C stops without waiting
+        server.should_exit = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    http = threading.Thread(target=serve_http, name="s2s-http")
+    try:
+        http.start()
+        batcher.run()
+        http.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not server.started:
+        raise ServeError("the server could not start; the log above says why")
