@@ -528,7 +528,7 @@ def serve(
     threads: Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)] = 0,
     batch_window_ms: Annotated[
         float,
-        typer.Option(help="Decode once no request came for this long (a request waits 10 at most).", min=0),
+        typer.Option(help="Decode once no request came for this long (10 such windows at most).", min=0),
     ] = 5.0,
     max_lines: Annotated[int, typer.Option(help="Lines per request.", min=1)] = 100,
     max_chars: Annotated[int, typer.Option(help="Characters per line.", min=1)] = 1000,
