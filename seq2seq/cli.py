@@ -138,15 +138,21 @@ def setup_logging(level: int, log_file: Path | None = None) -> None:
 def resolve_paths(cfg: Config) -> Config:
     """Data paths (and `train.init_from`) as absolute paths, so the saved config works from anywhere."""
     data = cfg.data
-    absolute = {
-        name: str(Path(getattr(data, name)).resolve())
-        for name in ("train_src", "train_tgt", "valid_src", "valid_tgt")
-    }
-    init_from = str(Path(cfg.train.init_from).resolve()) if cfg.train.init_from else ""
+
+    def absolute(path: str) -> str:
+        return str(Path(path).resolve()) if path else ""
+
     return dataclasses.replace(
         cfg,
-        data=dataclasses.replace(data, **absolute),
-        train=dataclasses.replace(cfg.train, init_from=init_from),
+        data=dataclasses.replace(
+            data,
+            train_src=tuple(map(absolute, data.train_src)),
+            train_tgt=tuple(map(absolute, data.train_tgt)),
+            valid_src=absolute(data.valid_src),
+            valid_tgt=absolute(data.valid_tgt),
+            prepared_dir=absolute(data.prepared_dir),
+        ),
+        train=dataclasses.replace(cfg.train, init_from=absolute(cfg.train.init_from)),
     )
 
 
@@ -170,6 +176,7 @@ def train(
     from seq2seq.data import read_parallel
     from seq2seq.device import autocast_dtype, resolve_device
     from seq2seq.distributed import init_distributed, shutdown
+    from seq2seq.encode import check_aligned
     from seq2seq.runsetup import prepare_run
     from seq2seq.training import train as run_training
 
@@ -180,7 +187,7 @@ def train(
         autocast_dtype(resolve_device(cfg.train.device), cfg.train.precision)  # fail now, not in an hour
         if cfg.train.tensorboard:
             check_tensorboard()
-        read_parallel(cfg.data.train_src, cfg.data.train_tgt)  # misaligned or broken files fail now too
+        check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))  # fail now, not after the tokenizer
         read_parallel(cfg.data.valid_src, cfg.data.valid_tgt)
         info = init_distributed(cfg.train.device)
         stack.callback(shutdown, info)
@@ -189,7 +196,9 @@ def train(
         if not info.is_main:  # tqdm's logging redirect copies handlers without their levels
             log.setLevel(logging.WARNING)
         start_log = functools.partial(setup_logging, logging.INFO, run.log_file)
-        tokenizers = prepare_run(cfg, run, info, (resume, overwrite), config, stack, start_log)
+        tokenizers = prepare_run(
+            cfg, run, info, (resume, overwrite), config, stack, start_log, None if tokenizer_only else 0
+        )
         if cfg.train.num_threads:
             torch.set_num_threads(cfg.train.num_threads)
         if tokenizer_only:
@@ -200,6 +209,43 @@ def train(
         if interrupted:
             raise typer.Exit(130)
         log.info("finished at step %d (epoch %d); run directory: %s", progress.step, progress.epoch, run.path)
+
+
+@app.command()
+def prepare(
+    config: Annotated[Path, typer.Argument(help="YAML config file.")],
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a config key: --set data.max_len=200.")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="Encoding processes (0 = one per CPU core).", min=0)] = 0,
+) -> None:
+    """Tokenize the training corpus once into memory-mapped arrays (training the tokenizer first if
+    needed) and print its statistics. `s2s train` reuses them while the data and tokenizer match."""
+    from seq2seq.distributed import DistInfo
+    from seq2seq.encode import check_aligned
+    from seq2seq.prepare import describe, ensure_prepared, prepared_dir
+    from seq2seq.rundir import data_checksums
+    from seq2seq.runsetup import prepare_run
+    from seq2seq.tokenizer import tokenizer_checksums
+
+    with user_errors(), contextlib.ExitStack() as stack:
+        cfg = load_config(config, overrides or [])
+        check_data_files(cfg)
+        cfg = resolve_paths(cfg)
+        check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))
+        run = RunDir(cfg.run_dir)
+        setup_logging(logging.INFO)
+        started = (run.checkpoint_dir / "last.pt").is_file()  # keep its tokenizer, check its data
+        start_log = functools.partial(setup_logging, logging.INFO, run.log_file)
+        prepare_run(cfg, run, DistInfo(), (started, False), config, stack, start_log, None)
+        manifest = ensure_prepared(
+            cfg,
+            run.tokenizer_dir,
+            data_checksums(cfg),
+            tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint),
+            workers,
+        )
+        print(f"prepared corpus: {prepared_dir(cfg)}\n{describe(manifest)}")
 
 
 @app.command()
