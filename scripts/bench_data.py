@@ -34,6 +34,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1e6
+MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 STEP_LINE = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \| INFO \| seq2seq.training \| step (\d+) \|"
 )
@@ -113,17 +114,18 @@ class SmapsSampler:
                         peak[key] = max(peak.get(key, 0.0), value)
 
     def _trainers(self) -> list[int]:
-        """Processes of the tree that run s2s training (torchrun's ranks, or the command itself)."""
+        """Processes of the tree that run `python -m seq2seq` (torchrun's ranks, or the command)."""
         found, todo = [], [self.root]
         while todo:
             pid = todo.pop()
             try:
                 children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
             todo += map(int, children)
-            if b"seq2seq" in cmdline and b"torchrun" not in cmdline and b"multiprocessing" not in cmdline:
+            runs_s2s = any(a == b"-m" and b == b"seq2seq" for a, b in zip(argv, argv[1:]))
+            if runs_s2s and b"torch.distributed.run" not in argv and not argv[0].endswith(b"time"):
                 found.append(pid)
         return found
 
@@ -135,19 +137,21 @@ class SmapsSampler:
         except OSError:
             return {}
         for line in text.splitlines():
-            if not line[0].isupper() or ":" not in line.split()[0]:  # a mapping's header line
+            if MAPPING.match(line):  # a mapping's header: address range, permissions, ..., path
                 corpus = self.corpus_dir in line
                 continue
             key, value = line.split()[:2]
-            kb = float(value) * 1024 / MB
+            if key not in ("Rss:", "Pss:", "Private_Clean:", "Private_Dirty:"):
+                continue
+            mb = float(value) * 1024 / MB
             if key == "Rss:":
-                totals["rss"] += kb
-                totals["corpus_rss"] += kb if corpus else 0
+                totals["rss"] += mb
+                totals["corpus_rss"] += mb if corpus else 0
             elif key == "Pss:":
-                totals["pss"] += kb
-                totals["corpus_pss"] += kb if corpus else 0
-            elif key in ("Private_Clean:", "Private_Dirty:"):
-                totals["private"] += kb
+                totals["pss"] += mb
+                totals["corpus_pss"] += mb if corpus else 0
+            else:
+                totals["private"] += mb
         return totals
 
 
@@ -286,21 +290,20 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"{label:<34}" + "".join(f"{v:>16}" for v in values) + f"{ratio:>10}")
     big = results[names[-1]]
     if "ddp" in big:
-        single, ranks = big["resume"]["smaps"][0], big["ddp"]["smaps"]
-        data_one = single["corpus_rss"] + big["index_private_mb"]
-        data_two = sum(r["corpus_pss"] for r in ranks) + len(ranks) * big["index_private_mb"]
+        ranks, index = big["ddp"]["smaps"], big["index_private_mb"]
+        corpus = max(r["corpus_rss"] for r in ranks)  # the corpus pages one rank maps
+        data_one, data_two = corpus + index, sum(r["corpus_pss"] for r in ranks) + len(ranks) * index
         print(f"\ntorchrun --nproc_per_node=2 on {names[-1]} pairs (gloo, CPU), per rank:")
         for i, r in enumerate(ranks):
             print(
                 f"  rank {i}: RSS {r['rss']:.0f} MB, private {r['private']:.0f} MB, mapped corpus "
                 f"RSS {r['corpus_rss']:.0f} MB / PSS {r['corpus_pss']:.0f} MB"
             )
-        ddp = big["ddp"]
-        print(f"  start to first step: {ddp['first_step_s']} s; peak RSS of a rank {ddp['peak_rss_mb']} MB")
+        print(f"  start to first step: {big['ddp']['first_step_s']} s")
         print(
-            f"  data memory: one process {data_one:.0f} MB (mapped corpus {single['corpus_rss']:.0f} + "
-            f"index arrays {big['index_private_mb']:.0f}); two ranks together {data_two:.0f} MB "
-            f"= {data_two / data_one:.2f}x"
+            f"  data memory: one rank {data_one:.0f} MB (the {corpus:.0f} MB of corpus it maps + "
+            f"{index:.0f} MB of index arrays); both ranks together {data_two:.0f} MB (corpus PSS "
+            f"summed + 2 x index) = {data_two / data_one:.2f}x"
         )
     if args.json:
         for r in (results[n] for n in names):

@@ -31,6 +31,7 @@ from seq2seq.rundir import RunDir
 from seq2seq.textio import stream_line_chunks
 
 if TYPE_CHECKING:
+    from seq2seq.ct2 import CT2Translator
     from seq2seq.decoding import SearchSettings
     from seq2seq.evaluate import DecodeRun, TextFile
     from seq2seq.translate import Translator
@@ -278,17 +279,20 @@ def translate(
     keep_unk: Annotated[
         bool, typer.Option(help="Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")
     ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(help="s2s (PyTorch), or ctranslate2: RUN_DIR is then a directory made by `s2s export`."),
+    ] = "s2s",
     verbose: Verbose = False,
 ) -> None:
     """Translate source lines with a trained run: exactly one output line per input line, in order."""
-    from seq2seq.translate import Translator
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
         check_std_streams(input, output)
-        checkpoint = checkpoint or ["best"]
-        check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
-        translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
+        translator = load_translator(
+            run_dir, engine, checkpoint, (device, precision, quantize), input, output
+        )
         settings = translator.settings(
             nbest=nbest,
             **search_overrides(beam, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram),
@@ -313,6 +317,61 @@ def translate(
                 sink.flush()
                 done += len(chunk)
                 bar.update(len(chunk))
+
+
+def load_translator(
+    run_dir: Path,
+    engine: str,
+    checkpoint: list[str] | None,
+    placement: tuple[str, str, str | None],
+    input: Path | None,
+    output: Path | None,
+) -> Translator | CT2Translator:
+    """The translator of `engine` for RUN_DIR, once the output is known not to replace an input.
+
+    `placement` is (device, precision, quantize).
+    """
+    device, precision, quantize = placement
+    if engine == "ctranslate2":
+        from seq2seq.ct2 import CT2Translator
+
+        if checkpoint:
+            raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
+        files = {f"part of the export {run_dir}": p for p in sorted(run_dir.rglob("*")) if p.is_file()}
+        check_outputs({"-o/--output": output}, {"-i/--input": input, **files})
+        return CT2Translator.load(run_dir, device, quantize)
+    if engine != "s2s":
+        raise Seq2SeqError(f"--engine {engine!r}: choose s2s or ctranslate2")
+    from seq2seq.translate import Translator
+
+    checkpoint = checkpoint or ["best"]
+    check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
+    return Translator.load(run_dir, checkpoint, device, precision, quantize)
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory made by `s2s train`.")],
+    out_dir: Annotated[Path, typer.Argument(help="New (or empty) directory for the exported model.")],
+    to: Annotated[str, typer.Option(help="The engine to export to: ctranslate2.")] = "ctranslate2",
+    checkpoint: Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")] = "best",
+    quantize: Annotated[
+        str | None, typer.Option(help="Store the weights as int8, int8_float32, int16, float16 or bfloat16.")
+    ] = None,
+    verbose: Verbose = False,
+) -> None:
+    """Export a run's weights and tokenizer to CTranslate2 (pip install 's2s[ct2]')."""
+    from seq2seq.export import QUANTIZATIONS, export_ctranslate2
+
+    setup_logging(logging.INFO if verbose else logging.WARNING)
+    with user_errors():
+        if to != "ctranslate2":
+            raise Seq2SeqError(f"--to {to!r}: s2s exports to ctranslate2")
+        if quantize is not None and quantize not in QUANTIZATIONS:
+            raise Seq2SeqError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
+        check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [checkpoint]))
+        export_ctranslate2(run_dir, checkpoint, out_dir, quantize)
+        print(f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2")
 
 
 def search_overrides(

@@ -155,11 +155,15 @@ def token_batches(
     index appears in exactly one batch; an example costing more than `max_tokens` gets a batch alone.
     Works on arrays (a sort and one small vectorized search per batch), never per example in Python.
     """
-    costs = np.asarray(costs, dtype=np.int64)
-    rng = np.random.default_rng([seed, epoch]) if seed is not None else None
-    order = rng.permutation(len(costs)) if rng is not None else np.arange(len(costs))
-    order = order[np.argsort(costs[order], kind="stable")]
+    costs = np.asarray(costs)
+    order = np.argsort(costs, kind="stable")
+    order = order.astype(np.int32) if len(order) < 2**31 else order  # half the memory it keeps
     ordered = costs[order]
+    rng = np.random.default_rng([seed, epoch]) if seed is not None else None
+    if rng is not None:  # ties broken at random: shuffle each run of equal costs in place
+        ties = np.flatnonzero(np.diff(ordered)) + 1
+        for start, end in zip([0, *ties], [*ties, len(order)]):
+            rng.shuffle(order[start:end])
     bounds = [0]
     while bounds[-1] < len(order):
         start = bounds[-1]
