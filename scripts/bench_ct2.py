@@ -6,7 +6,8 @@
 
 Exports the run's best checkpoint to CTranslate2 (float32 and int8) in a temporary directory, then
 translates the same lines with each engine and setting, each in a fresh process (`--worker`), one
-at a time: loading is not timed, a warm-up of 8 lines is not timed, then every line is. Prints
+at a time, round-robin --repeat times (the fastest counts): loading and a warm-up of 8 lines are not
+timed, then every line is. Prints
 sentences/s, the ratio to CTranslate2 of the same precision, peak RSS and BLEU (sacreBLEU, against
 --ref) for each, and writes every number to --json.
 """
@@ -37,6 +38,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--ref")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    p.add_argument("--repeat", type=int, default=3, help="rounds over every setting; the fastest counts")
     p.add_argument("--json", default="")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     return p.parse_args()
@@ -75,38 +77,55 @@ def main() -> None:
 
     lines = Path(args.src).read_text(encoding="utf-8").splitlines()
     refs = Path(args.ref).read_text(encoding="utf-8").splitlines() if args.ref else None
-    rows = []
     with tempfile.TemporaryDirectory() as scratch:
         exports = {}
         for quantize in (None, "int8"):
             exports[quantize] = Path(scratch) / f"ct2_{quantize or 'fp32'}"
             export_ctranslate2(Path(args.run_dir), "best", exports[quantize], quantize)
-        for beam in args.beams:
-            for engine, quantize in ENGINES:
-                out = Path(scratch) / f"{engine}_{quantize}_{beam}.txt"
-                spec = {
-                    "engine": engine,
-                    "quantize": quantize,
-                    "model": str(exports[quantize] if engine == "ctranslate2" else args.run_dir),
-                    "src": args.src,
-                    "beam": beam,
-                    "threads": args.threads,
-                    "out": str(out),
-                }
-                print(f"{engine} {quantize or 'fp32'} beam {beam}", file=sys.stderr)
-                done = subprocess.run(
-                    [sys.executable, __file__, "--worker", json.dumps(spec)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                row = {**spec, **json.loads(done.stdout.strip().splitlines()[-1])}
-                row["sentences_per_s"] = round(len(lines) / row["seconds"], 1)
-                if refs is not None:
-                    hyps = out.read_text(encoding="utf-8").splitlines()
-                    row["bleu"] = round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
-                rows.append(row)
+        best: dict[tuple, dict] = {}
+        for _ in range(args.repeat):  # round-robin, so a noisy minute does not hit one setting only
+            for beam in args.beams:
+                for engine, quantize in ENGINES:
+                    row = measure(args, engine, quantize, beam, exports, Path(scratch), refs, len(lines))
+                    key = (engine, quantize, beam)
+                    if key not in best or row["sentences_per_s"] > best[key]["sentences_per_s"]:
+                        best[key] = row
+        rows = list(best.values())
     report(rows, args, len(lines))
+
+
+def measure(
+    args: argparse.Namespace,
+    engine: str,
+    quantize: str | None,
+    beam: int,
+    exports: dict,
+    scratch: Path,
+    refs: list[str] | None,
+    count: int,
+) -> dict:
+    """One worker run of one setting: its speed, peak memory and BLEU."""
+    out = scratch / f"{engine}_{quantize}_{beam}.txt"
+    spec = {
+        "engine": engine,
+        "quantize": quantize,
+        "model": str(exports[quantize] if engine == "ctranslate2" else args.run_dir),
+        "src": args.src,
+        "beam": beam,
+        "threads": args.threads,
+        "out": str(out),
+    }
+    print(f"{engine} {quantize or 'fp32'} beam {beam}", file=sys.stderr)
+    done = subprocess.run(
+        [sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True, check=True
+    )
+    row = {**spec, **json.loads(done.stdout.strip().splitlines()[-1])}
+    row["sentences_per_s"] = round(count / row["seconds"], 1)
+    if refs is not None:
+        row["bleu"] = round(
+            sacrebleu.corpus_bleu(out.read_text(encoding="utf-8").splitlines(), [refs]).score, 2
+        )
+    return row
 
 
 def report(rows: list[dict], args: argparse.Namespace, count: int) -> None:

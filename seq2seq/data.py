@@ -96,6 +96,7 @@ class ParallelData:
 
     src: TokenArrays
     tgt: TokenArrays
+    stored_costs: np.ndarray | None = None  # (N,) `costs()` as a prepared corpus stores them
 
     @classmethod
     def from_lists(cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> ParallelData:
@@ -107,6 +108,8 @@ class ParallelData:
 
     def costs(self) -> np.ndarray:
         """(N,) padded length each pair occupies in a batch: the longer of source+eos and bos+target."""
+        if self.stored_costs is not None:
+            return self.stored_costs
         return (np.maximum(self.src.lengths(), self.tgt.lengths()) + 1).astype(np.int32)
 
     def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:

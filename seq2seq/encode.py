@@ -88,7 +88,7 @@ def encode_corpus(
             unknown[side] += int(np.count_nonzero(chunk.ids[side] == UNK))
         for key, value in chunk.counts.items():
             counts[key] += value
-    stats = {}
+    stats, costs = {}, None
     for side in dtypes:
         side_lengths = np.concatenate(lengths[side]) if lengths[side] else np.zeros(0, np.int32)
         offsets = np.zeros(len(side_lengths) + 1, dtype=np.int64)
@@ -96,6 +96,10 @@ def encode_corpus(
         writers[f"{side}.offsets"] = _ArrayWriter(out_dir / f"train.{side}.offsets", offsets.dtype)
         writers[f"{side}.offsets"].write(offsets)
         stats[side] = _length_stats(side_lengths, unknown[side])
+        costs = side_lengths if costs is None else np.maximum(costs, side_lengths)
+    # what bucketing sorts by (`ParallelData.costs`), stored so that every rank maps one copy
+    writers["costs"] = _ArrayWriter(out_dir / "train.costs", np.int32)
+    writers["costs"].write(costs + 1)
     return EncodedCorpus(counts, {name: w.close() for name, w in writers.items()}, stats)
 
 

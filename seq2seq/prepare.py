@@ -7,6 +7,7 @@ A prepared directory holds:
     train.src.ids       source ids without bos/eos: uint16 (vocabulary <= 65536) or uint32
     train.src.offsets   int64, N + 1 entries: pair i's source is ids[offsets[i]:offsets[i + 1]]
     train.tgt.ids, train.tgt.offsets
+    train.costs         int32, N: each pair's padded length in a batch (what bucketing sorts by)
 
 It is made by worker processes that stream the text in chunks (`seq2seq.encode`) and is reused
 while the text files, the tokenizer and the length filter stay the same. The manifest is removed
@@ -38,10 +39,10 @@ from seq2seq.tokenizer import tokenizer_files
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # raise when the layout changes: older prepared data is then made again
+FORMAT = 2  # raise when the layout changes: older prepared data is then made again
 MARKER = ".s2s-prepared"
 MANIFEST = "manifest.json"
-ARRAYS = ("src.ids", "src.offsets", "tgt.ids", "tgt.offsets")
+ARRAYS = ("src.ids", "src.offsets", "tgt.ids", "tgt.offsets", "costs")
 
 
 def prepared_dir(cfg: Config) -> Path:
@@ -125,7 +126,10 @@ def load_prepared(directory: Path) -> ParallelData:
     data = ParallelData(
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),
+        arrays["costs"],
     )
+    if len(arrays["costs"]) != manifest["pairs"]:
+        raise DataError(f"the prepared corpus in {directory} is inconsistent: run `s2s prepare` again")
     for side in (data.src, data.tgt):
         if len(side) != manifest["pairs"] or side.offsets[0] != 0 or side.offsets[-1] != len(side.ids):
             raise DataError(f"the prepared corpus in {directory} is inconsistent: run `s2s prepare` again")

@@ -95,7 +95,7 @@ def test_every_example_exactly_once_per_epoch_from_the_mapped_arrays(tmp_path):
     data = load_prepared(prepared_dir(cfg))
     src, tgt = in_memory(cfg, tok_dir)
     reference = ParallelData.from_lists(src, tgt)
-    assert np.array_equal(data.costs(), reference.costs())
+    assert np.array_equal(data.costs(), reference.costs())  # stored at prepare time, computed here
     for epoch in range(2):
         batches = token_batches(data.costs(), 128, seed=3, epoch=epoch)
         assert Counter(int(i) for b in batches for i in b) == Counter(range(len(data)))
