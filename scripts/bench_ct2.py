@@ -7,9 +7,8 @@
 Exports the run's best checkpoint to CTranslate2 (float32 and int8) in a temporary directory, then
 translates the same lines with each engine and setting, each in a fresh process (`--worker`), one
 at a time, round-robin --repeat times (the fastest counts): loading and a warm-up of 8 lines are not
-timed, then every line is. Prints
-sentences/s, the ratio to CTranslate2 of the same precision, peak RSS and BLEU (sacreBLEU, against
---ref) for each, and writes every number to --json.
+timed, then every line is. Prints sentences/s, the ratio to CTranslate2 of the same precision, peak
+RSS and BLEU (sacreBLEU, against --ref) for each, and writes every number to --json.
 """
 
 from __future__ import annotations
