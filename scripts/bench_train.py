@@ -19,17 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from seq2seq.config import Config, ModelConfig
-from seq2seq.data import Batch, ParallelData, load_training_pairs, make_batch, token_batches
+from seq2seq.data import Batch, ParallelData, token_batches
 from seq2seq.device import autocast_dtype
 from seq2seq.distributed import DistInfo
 from seq2seq.layers import sinusoidal_positions
 from seq2seq.model import build_model, count_parameters
-from seq2seq.rundir import RunDir
-from seq2seq.tokenizer import PAD, TokenizerPair, load_tokenizers, prepare_tokenizers
+from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.rundir import RunDir, data_checksums
+from seq2seq.tokenizer import PAD, TokenizerPair, load_tokenizers, prepare_tokenizers, tokenizer_checksums
 from seq2seq.training import Trainer
 from seq2seq.validation import ValidSet
 
@@ -130,12 +132,14 @@ def _match_dropouts(transformer: nn.Transformer, cfg: ModelConfig) -> None:
 def load_corpus(cfg: Config, run_dir: str | None, scratch: Path) -> tuple[TokenizerPair, ParallelData]:
     """The recipe's training pairs, tokenized by the run's tokenizer or one trained into `scratch`."""
     d = cfg.data
-    if run_dir is not None:
-        run = RunDir(run_dir)
-        tokenizers = load_tokenizers(run.tokenizer_dir, run.load_config().tokenizer.joint)
-    else:
-        tokenizers = prepare_tokenizers(cfg.tokenizer, Path(d.train_src), Path(d.train_tgt), scratch)
-    return tokenizers, load_training_pairs(tokenizers, d.train_src, d.train_tgt, d.max_len, d.max_len_ratio)
+    tok_dir = RunDir(run_dir).tokenizer_dir if run_dir is not None else scratch
+    if run_dir is None:
+        prepare_tokenizers(cfg.tokenizer, d.train_src, d.train_tgt, tok_dir)
+    tokenizers = load_tokenizers(tok_dir, cfg.tokenizer.joint)
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(d, prepared_dir=str(scratch.parent / "prepared")))
+    tokenizer_sums = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
+    ensure_prepared(cfg, tok_dir, data_checksums(cfg), tokenizer_sums)
+    return tokenizers, load_prepared(prepared_dir(cfg))
 
 
 def model_config(cfg: ModelConfig, name: str) -> ModelConfig:
@@ -143,10 +147,10 @@ def model_config(cfg: ModelConfig, name: str) -> ModelConfig:
     return cfg if name == "recipe" else dataclasses.replace(cfg, **BASE_SIZES)
 
 
-def bucketed_batches(data: ParallelData, max_tokens: int, seed: int, count: int) -> list[list[int]]:
+def bucketed_batches(data: ParallelData, max_tokens: int, seed: int, count: int) -> list[np.ndarray]:
     """The first `count` batches the trainer takes: `token_batches`, epoch after epoch."""
-    costs = [data.cost(i) for i in range(len(data))]
-    batches: list[list[int]] = []
+    costs = data.costs()
+    batches: list[np.ndarray] = []
     epoch = 0
     while len(batches) < count:
         batches += token_batches(costs, max_tokens, seed, epoch)
@@ -159,7 +163,7 @@ def sentence_batches(data: ParallelData, max_tokens: int, seed: int, count: int)
 
     The number is the largest whose batches average at most `max_tokens` padded tokens.
     """
-    costs = [data.cost(i) for i in range(len(data))]
+    costs = data.costs().tolist()
     order = list(range(len(data)))
     random.Random(seed).shuffle(order)
 
@@ -239,8 +243,10 @@ def time_steps(trainer: Trainer, batches: list[Batch], warmup: int) -> float:
 
 def make_trainer(cfg: Config, model: nn.Module, tokenizers: TokenizerPair, device: str, run: Path) -> Trainer:
     """A trainer for `model` with no data of its own: only its `train_step` is used."""
-    no_valid = ValidSet(ParallelData([], []), [], [])
-    return Trainer(cfg, RunDir(run), model, tokenizers, ParallelData([], []), no_valid, DistInfo(), device)
+    no_valid = ValidSet(ParallelData.from_lists([], []), [], [])
+    return Trainer(
+        cfg, RunDir(run), model, tokenizers, ParallelData.from_lists([], []), no_valid, DistInfo(), device
+    )
 
 
 @dataclass(frozen=True)
@@ -285,7 +291,7 @@ def bench_model(cfg: Config, name: str, impl: str, batches: list[Batch], setup: 
 
 
 def _longest(batch: Batch) -> int:
-    """The longest `ParallelData.cost` in the batch: source + <eos> or <bos> + target."""
+    """The longest `ParallelData.costs` entry in the batch: source + <eos> or <bos> + target."""
     return max(batch.src.size(1), batch.tgt_out.size(1))
 
 
@@ -319,7 +325,7 @@ def run_train_section(
             model_cfg = dataclasses.replace(cfg, model=model_config(cfg.model, name))
             for impl, indices in batch_sets.items():
                 log.info("training the %s model with %s for %d steps", name, impl, count)
-                batches = [make_batch(data, b) for b in indices]
+                batches = [data.batch(b) for b in indices]
                 results.append(bench_model(model_cfg, name, impl, batches, setup))
     return {
         "sentences": len(data),

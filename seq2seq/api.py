@@ -277,10 +277,10 @@ def parameter_count(cfg: Config, translator: Translator) -> int:
 
 
 def languages(cfg: Config) -> dict[str, str]:
-    """Source and target language as the training files' extensions say (train.de, train.en)."""
+    """Source and target language as the validation files' extensions say (val.de, val.en)."""
     return {
-        "source": Path(cfg.data.train_src).suffix.removeprefix("."),
-        "target": Path(cfg.data.train_tgt).suffix.removeprefix("."),
+        "source": Path(cfg.data.valid_src).suffix.removeprefix("."),
+        "target": Path(cfg.data.valid_tgt).suffix.removeprefix("."),
     }
 
 

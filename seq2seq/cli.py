@@ -31,6 +31,7 @@ from seq2seq.rundir import RunDir
 from seq2seq.textio import stream_line_chunks
 
 if TYPE_CHECKING:
+    from seq2seq.ct2 import CT2Translator
     from seq2seq.decoding import SearchSettings
     from seq2seq.evaluate import DecodeRun, TextFile
     from seq2seq.translate import Translator
@@ -138,15 +139,21 @@ def setup_logging(level: int, log_file: Path | None = None) -> None:
 def resolve_paths(cfg: Config) -> Config:
     """Data paths (and `train.init_from`) as absolute paths, so the saved config works from anywhere."""
     data = cfg.data
-    absolute = {
-        name: str(Path(getattr(data, name)).resolve())
-        for name in ("train_src", "train_tgt", "valid_src", "valid_tgt")
-    }
-    init_from = str(Path(cfg.train.init_from).resolve()) if cfg.train.init_from else ""
+
+    def absolute(path: str) -> str:
+        return str(Path(path).resolve()) if path else ""
+
     return dataclasses.replace(
         cfg,
-        data=dataclasses.replace(data, **absolute),
-        train=dataclasses.replace(cfg.train, init_from=init_from),
+        data=dataclasses.replace(
+            data,
+            train_src=tuple(map(absolute, data.train_src)),
+            train_tgt=tuple(map(absolute, data.train_tgt)),
+            valid_src=absolute(data.valid_src),
+            valid_tgt=absolute(data.valid_tgt),
+            prepared_dir=absolute(data.prepared_dir),
+        ),
+        train=dataclasses.replace(cfg.train, init_from=absolute(cfg.train.init_from)),
     )
 
 
@@ -170,6 +177,7 @@ def train(
     from seq2seq.data import read_parallel
     from seq2seq.device import autocast_dtype, resolve_device
     from seq2seq.distributed import init_distributed, shutdown
+    from seq2seq.encode import check_aligned
     from seq2seq.runsetup import prepare_run
     from seq2seq.training import train as run_training
 
@@ -180,7 +188,7 @@ def train(
         autocast_dtype(resolve_device(cfg.train.device), cfg.train.precision)  # fail now, not in an hour
         if cfg.train.tensorboard:
             check_tensorboard()
-        read_parallel(cfg.data.train_src, cfg.data.train_tgt)  # misaligned or broken files fail now too
+        check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))  # fail now, not after the tokenizer
         read_parallel(cfg.data.valid_src, cfg.data.valid_tgt)
         info = init_distributed(cfg.train.device)
         stack.callback(shutdown, info)
@@ -189,7 +197,9 @@ def train(
         if not info.is_main:  # tqdm's logging redirect copies handlers without their levels
             log.setLevel(logging.WARNING)
         start_log = functools.partial(setup_logging, logging.INFO, run.log_file)
-        tokenizers = prepare_run(cfg, run, info, (resume, overwrite), config, stack, start_log)
+        tokenizers = prepare_run(
+            cfg, run, info, (resume, overwrite), config, stack, start_log, None if tokenizer_only else 0
+        )
         if cfg.train.num_threads:
             torch.set_num_threads(cfg.train.num_threads)
         if tokenizer_only:
@@ -200,6 +210,43 @@ def train(
         if interrupted:
             raise typer.Exit(130)
         log.info("finished at step %d (epoch %d); run directory: %s", progress.step, progress.epoch, run.path)
+
+
+@app.command()
+def prepare(
+    config: Annotated[Path, typer.Argument(help="YAML config file.")],
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a config key: --set data.max_len=200.")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="Encoding processes (0 = one per CPU core).", min=0)] = 0,
+) -> None:
+    """Tokenize the training corpus once into memory-mapped arrays (training the tokenizer first if
+    needed) and print its statistics. `s2s train` reuses them while the data and tokenizer match."""
+    from seq2seq.distributed import DistInfo
+    from seq2seq.encode import check_aligned
+    from seq2seq.prepare import describe, ensure_prepared, prepared_dir
+    from seq2seq.rundir import data_checksums
+    from seq2seq.runsetup import prepare_run
+    from seq2seq.tokenizer import tokenizer_checksums
+
+    with user_errors(), contextlib.ExitStack() as stack:
+        cfg = load_config(config, overrides or [])
+        check_data_files(cfg)
+        cfg = resolve_paths(cfg)
+        check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))
+        run = RunDir(cfg.run_dir)
+        setup_logging(logging.INFO)
+        started = (run.checkpoint_dir / "last.pt").is_file()  # keep its tokenizer, check its data
+        start_log = functools.partial(setup_logging, logging.INFO, run.log_file)
+        prepare_run(cfg, run, DistInfo(), (started, False), config, stack, start_log, None)
+        manifest = ensure_prepared(
+            cfg,
+            run.tokenizer_dir,
+            data_checksums(cfg),
+            tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint),
+            workers,
+        )
+        print(f"prepared corpus: {prepared_dir(cfg)}\n{describe(manifest)}")
 
 
 @app.command()
@@ -232,17 +279,20 @@ def translate(
     keep_unk: Annotated[
         bool, typer.Option(help="Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")
     ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(help="s2s (PyTorch), or ctranslate2: RUN_DIR is then a directory made by `s2s export`."),
+    ] = "s2s",
     verbose: Verbose = False,
 ) -> None:
     """Translate source lines with a trained run: exactly one output line per input line, in order."""
-    from seq2seq.translate import Translator
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
         check_std_streams(input, output)
-        checkpoint = checkpoint or ["best"]
-        check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
-        translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
+        translator = load_translator(
+            run_dir, engine, checkpoint, (device, precision, quantize), input, output
+        )
         settings = translator.settings(
             nbest=nbest,
             **search_overrides(beam, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram),
@@ -267,6 +317,61 @@ def translate(
                 sink.flush()
                 done += len(chunk)
                 bar.update(len(chunk))
+
+
+def load_translator(
+    run_dir: Path,
+    engine: str,
+    checkpoint: list[str] | None,
+    placement: tuple[str, str, str | None],
+    input: Path | None,
+    output: Path | None,
+) -> Translator | CT2Translator:
+    """The translator of `engine` for RUN_DIR, once the output is known not to replace an input.
+
+    `placement` is (device, precision, quantize).
+    """
+    device, precision, quantize = placement
+    if engine == "ctranslate2":
+        from seq2seq.ct2 import CT2Translator
+
+        if checkpoint:
+            raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
+        files = {f"part of the export {run_dir}": p for p in sorted(run_dir.rglob("*")) if p.is_file()}
+        check_outputs({"-o/--output": output}, {"-i/--input": input, **files})
+        return CT2Translator.load(run_dir, device, quantize)
+    if engine != "s2s":
+        raise Seq2SeqError(f"--engine {engine!r}: choose s2s or ctranslate2")
+    from seq2seq.translate import Translator
+
+    checkpoint = checkpoint or ["best"]
+    check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
+    return Translator.load(run_dir, checkpoint, device, precision, quantize)
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory made by `s2s train`.")],
+    out_dir: Annotated[Path, typer.Argument(help="New (or empty) directory for the exported model.")],
+    to: Annotated[str, typer.Option(help="The engine to export to: ctranslate2.")] = "ctranslate2",
+    checkpoint: Annotated[str, typer.Option(help="best, last, a name in checkpoints/, or a path.")] = "best",
+    quantize: Annotated[
+        str | None, typer.Option(help="Store the weights as int8, int8_float32, int16, float16 or bfloat16.")
+    ] = None,
+    verbose: Verbose = False,
+) -> None:
+    """Export a run's weights and tokenizer to CTranslate2 (pip install 's2s[ct2]')."""
+    from seq2seq.export import QUANTIZATIONS, export_ctranslate2
+
+    setup_logging(logging.INFO if verbose else logging.WARNING)
+    with user_errors():
+        if to != "ctranslate2":
+            raise Seq2SeqError(f"--to {to!r}: s2s exports to ctranslate2")
+        if quantize is not None and quantize not in QUANTIZATIONS:
+            raise Seq2SeqError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
+        check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [checkpoint]))
+        export_ctranslate2(run_dir, checkpoint, out_dir, quantize)
+        print(f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2")
 
 
 def search_overrides(

@@ -23,14 +23,19 @@ from seq2seq.errors import ConfigError
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Parallel text files (one sentence per line) and the training length filter."""
+    """Parallel text files (one sentence per line), the training length filter, the prepared corpus.
 
-    train_src: str = ""
-    train_tgt: str = ""
+    `train_src`/`train_tgt` take one file or a list (corpora concatenated in order, the i-th source
+    file aligned with the i-th target file).
+    """
+
+    train_src: tuple[str, ...] = ()
+    train_tgt: tuple[str, ...] = ()
     valid_src: str = ""
     valid_tgt: str = ""
     max_len: int = 256  # max subword tokens per side; longer training pairs are dropped
     max_len_ratio: float = 3.0  # drop training pairs whose token-length ratio exceeds this (0 = off)
+    prepared_dir: str = ""  # where `s2s prepare` keeps the token arrays ("" = RUN_DIR/prepared)
 
 
 @dataclass(frozen=True)
@@ -179,8 +184,14 @@ def config_from_dict(raw: dict[str, Any]) -> Config:
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:
-    """Plain nested dict, suitable for YAML and for checkpoints."""
-    return dataclasses.asdict(cfg)
+    """Plain nested dict, suitable for YAML and for checkpoints: one file is a string, several a list."""
+    return dataclasses.asdict(cfg, dict_factory=lambda items: {k: _plain(v) for k, v in items})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return value[0] if len(value) == 1 else list(value)
+    return value
 
 
 def config_differences(
@@ -207,12 +218,24 @@ def save_config(cfg: Config, path: Path) -> None:
 def check_data_files(cfg: Config) -> None:
     """Every data file named in the config exists (only training needs them)."""
     missing = [
-        f"data.{name}: file not found: {value}"
-        for name, value in dataclasses.asdict(cfg.data).items()
-        if isinstance(value, str) and not Path(value).is_file()
+        f"data.{name}: file not found: {path}"
+        for name, path in data_files(cfg).items()
+        if not Path(path).is_file()
     ]
     if missing:
         raise ConfigError("invalid config:\n  " + "\n  ".join(missing))
+
+
+def data_files(cfg: Config) -> dict[str, str]:
+    """Every text file the data section names, keyed by its key (`train_src`, `train_src.1`, ...).
+
+    The first file of a list has the plain key, so a run with one training file keeps its names.
+    """
+    files = {}
+    for key in ("train_src", "train_tgt"):
+        for i, path in enumerate(getattr(cfg.data, key)):
+            files[f"{key}.{i}" if i else key] = path
+    return files | {"valid_src": cfg.data.valid_src, "valid_tgt": cfg.data.valid_tgt}
 
 
 def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
@@ -270,7 +293,14 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
     elif kind is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
-    errors.append(f"{key}: expected {kind.__name__}, got {type(value).__name__} {value!r}")
+    elif kind == tuple[str, ...]:  # one file or a list of files
+        items = value if isinstance(value, list) else [value]
+        if items and all(isinstance(v, str) and v for v in items):
+            return tuple(items)
+        errors.append(f"{key}: expected a file name or a non-empty list of file names, got {value!r}")
+        return ()
+    name = getattr(kind, "__name__", str(kind))
+    errors.append(f"{key}: expected {name}, got {type(value).__name__} {value!r}")
     return value
 
 
@@ -280,6 +310,11 @@ def _check_values(cfg: Config) -> list[str]:
         (not cfg.run_dir, "run_dir: required (the directory this run writes to)"),
         (not cfg.data.train_src, "data.train_src: required"),
         (not cfg.data.train_tgt, "data.train_tgt: required"),
+        (
+            len(cfg.data.train_src) != len(cfg.data.train_tgt),
+            f"data.train_tgt: {len(cfg.data.train_tgt)} file(s) but data.train_src has "
+            f"{len(cfg.data.train_src)}: list the target file of each source file, in the same order",
+        ),
         (not cfg.data.valid_src, "data.valid_src: required"),
         (not cfg.data.valid_tgt, "data.valid_tgt: required"),
         (cfg.data.max_len < 1, "data.max_len: must be >= 1"),

@@ -1,25 +1,27 @@
-"""Parallel text: read and validate, tokenize and filter, bucket into token batches, collate.
+"""Parallel token data: flat id arrays, token-bucketed batches, and the padded batch (the shift).
 
-The teacher-forcing shift happens once, in `collate`: the decoder reads `<bos> y` and must
-predict `y <eos>`. The source gets a trailing `<eos>`.
+A corpus of any size is two flat id arrays plus offsets (in memory, or memory-mapped from a prepared
+corpus: `seq2seq.prepare`), so no Python object exists per sentence. The teacher-forcing shift
+happens once, in `ParallelData.batch`: the decoder reads `<bos> y` and must predict `y <eos>`. The
+source gets a trailing `<eos>`.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from seq2seq.errors import DataError
-from seq2seq.special import BOS, EOS, PAD
+from seq2seq.special import BOS, EOS, PAD, UNK
 from seq2seq.textio import read_lines
-from seq2seq.tokenizer import TokenizerPair, count_unknown
+from seq2seq.tokenizer import TokenizerPair
 
 log = logging.getLogger(__name__)
 
@@ -38,69 +40,99 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str]
 
 
 @dataclass
+class TokenArrays:
+    """The token ids of many sentences in one flat array: sentence i is `ids[offsets[i]:offsets[i+1]]`."""
+
+    ids: np.ndarray  # (total tokens,) uint16 or uint32, without bos/eos
+    offsets: np.ndarray  # (N + 1,) int64, offsets[0] == 0, offsets[-1] == len(ids)
+
+    @classmethod
+    def from_lists(cls, seqs: Sequence[Sequence[int]]) -> TokenArrays:
+        lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.fromiter((i for seq in seqs for i in seq), dtype=np.uint32, count=int(offsets[-1]))
+        return cls(ids, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        """(N,) tokens of each sentence."""
+        return np.diff(self.offsets)
+
+    def sequences(self, rows: Sequence[int] | np.ndarray) -> list[list[int]]:
+        """The id lists of these sentences."""
+        return [self.ids[self.offsets[i] : self.offsets[i + 1]].tolist() for i in rows]
+
+    def unknown_share(self) -> float:
+        """The share of `<unk>` pieces: text the vocabulary can neither read nor write."""
+        return float(np.count_nonzero(self.ids == UNK)) / max(len(self.ids), 1)
+
+    def padded(self, rows: np.ndarray, first: int | None, last: int | None) -> Tensor:
+        """(B, longest + 1) ids of `rows`, with `first` before and/or `last` after each, right-padded.
+
+        Exactly one of `first` and `last` is given; gathered in one vectorized step.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = self.offsets[rows]  # (B,)
+        lengths = self.offsets[rows + 1] - starts  # (B,)
+        width = int(lengths.max(initial=0)) + 1
+        shift = int(first is not None)
+        col = np.arange(width)[None, :] - shift  # (1, W) position within the sentence
+        inside = (col >= 0) & (col < lengths[:, None])  # (B, W)
+        out = np.full((len(rows), width), PAD, dtype=np.int64)
+        out[inside] = self.ids[(starts[:, None] + col)[inside]]
+        if first is not None:
+            out[:, 0] = first
+        if last is not None:
+            out[np.arange(len(rows)), lengths + shift] = last
+        return torch.from_numpy(out)
+
+
+@dataclass
 class ParallelData:
     """Token ids of aligned sentence pairs (without bos/eos)."""
 
-    src: list[list[int]]
-    tgt: list[list[int]]
+    src: TokenArrays
+    tgt: TokenArrays
+    stored_costs: np.ndarray | None = None  # (N,) `costs()` as a prepared corpus stores them
+
+    @classmethod
+    def from_lists(cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> ParallelData:
+        assert len(src) == len(tgt)
+        return cls(TokenArrays.from_lists(src), TokenArrays.from_lists(tgt))
 
     def __len__(self) -> int:
         return len(self.src)
 
-    def cost(self, i: int) -> int:
-        """Padded length this pair occupies in a batch: the longer of source+eos and bos+target."""
-        return max(len(self.src[i]), len(self.tgt[i])) + 1
+    def costs(self) -> np.ndarray:
+        """(N,) padded length each pair occupies in a batch: the longer of source+eos and bos+target."""
+        if self.stored_costs is not None:
+            return self.stored_costs
+        return (np.maximum(self.src.lengths(), self.tgt.lengths()) + 1).astype(np.int32)
 
-
-def load_training_pairs(
-    tokenizers: TokenizerPair, src_path: str | Path, tgt_path: str | Path, max_len: int, max_ratio: float
-) -> ParallelData:
-    """Tokenize the training corpus and drop pairs with an empty side, too many tokens, or a bad ratio."""
-    src_lines, tgt_lines = read_parallel(src_path, tgt_path)
-    keep = [i for i, (s, t) in enumerate(zip(src_lines, tgt_lines)) if s.strip() and t.strip()]
-    src = tokenizers.src.encode([src_lines[i] for i in keep])
-    tgt = tokenizers.tgt.encode([tgt_lines[i] for i in keep])
-    empty = len(src_lines) - len(keep)
-    too_long = bad_ratio = 0
-    data = ParallelData([], [])
-    for s, t in zip(src, tgt):
-        if len(s) > max_len or len(t) > max_len:
-            too_long += 1
-        elif max_ratio > 0 and max(len(s), len(t)) > max_ratio * max(min(len(s), len(t)), 1):
-            bad_ratio += 1
-        else:
-            data.src.append(s)
-            data.tgt.append(t)
-    log.info(
-        "training pairs: %d read, %d kept; dropped %d with an empty side, %d longer than %d tokens, "
-        "%d with length ratio > %g",
-        len(src_lines),
-        len(data),
-        empty,
-        too_long,
-        max_len,
-        bad_ratio,
-        max_ratio,
-    )
-    if not data.src:
-        raise DataError(f"{src_path} / {tgt_path}: every pair was filtered out; check data.max_len")
-    log_unknown("training", data)
-    return data
+    def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
+        """One padded batch of these pairs, with the teacher-forcing shift."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return Batch(
+            src=self.src.padded(rows, None, EOS),
+            tgt_in=self.tgt.padded(rows, BOS, None),
+            tgt_out=self.tgt.padded(rows, None, EOS),
+        )
 
 
 def log_unknown(name: str, data: ParallelData) -> None:
-    """Log the share of `<unk>` pieces per side: text the model can neither read nor write."""
-    for side, encoded in (("source", data.src), ("target", data.tgt)):
-        unknown, total = count_unknown(encoded)
-        if unknown:
+    """Warn about `<unk>` pieces per side: text the model can neither read nor write."""
+    for side, arrays in (("source", data.src), ("target", data.tgt)):
+        share = arrays.unknown_share()
+        if share:
             log.warning(
-                "%s %s: %d of %d pieces are <unk> (%.3f%%): characters outside the vocabulary; "
+                "%s %s: %.3f%% of the pieces are <unk>: characters outside the vocabulary; "
                 "tokenizer.byte_fallback: true represents them as bytes",
                 name,
                 side,
-                unknown,
-                total,
-                100 * unknown / max(total, 1),
+                100 * share,
             )
 
 
@@ -111,47 +143,51 @@ def load_eval_pairs(
     src_lines, tgt_lines = read_parallel(src_path, tgt_path)
     src = [ids[:max_len] for ids in tokenizers.src.encode(src_lines)]
     tgt = [ids[:max_len] for ids in tokenizers.tgt.encode(tgt_lines)]
-    data = ParallelData(src, tgt)
+    data = ParallelData.from_lists(src, tgt)
     log_unknown("validation", data)
     return data, src_lines, tgt_lines
 
 
 def token_batches(
-    costs: Sequence[int], max_tokens: int, seed: int | None = None, epoch: int = 0
-) -> list[list[int]]:
+    costs: Sequence[int] | np.ndarray, max_tokens: int, seed: int | None = None, epoch: int = 0
+) -> list[np.ndarray]:
     """Group example indices into batches of at most `max_tokens` padded tokens.
 
     Examples are sorted by cost so a batch holds similar lengths (little padding). With a seed, ties
     are broken randomly and the batch order is shuffled, reproducibly for each (seed, epoch). Every
     index appears in exactly one batch; an example costing more than `max_tokens` gets a batch alone.
+    Works on arrays (a sort and one small vectorized search per batch), never per example in Python.
     """
-    order = list(range(len(costs)))
-    rng = random.Random(f"{seed}-{epoch}") if seed is not None else None
+    costs = np.asarray(costs)
+    order = np.argsort(costs, kind="stable")
+    order = order.astype(np.int32) if len(order) < 2**31 else order  # half the memory it keeps
+    ordered = costs[order]
+    rng = np.random.default_rng([seed, epoch]) if seed is not None else None
+    if rng is not None:  # ties broken at random: shuffle each run of equal costs in place
+        ties = np.flatnonzero(np.diff(ordered)) + 1
+        for start, end in zip([0, *ties], [*ties, len(order)]):
+            rng.shuffle(order[start:end])
+    bounds = [0]
+    while bounds[-1] < len(order):
+        start = bounds[-1]
+        # ascending costs: a batch of k examples costs k x its last one, and holds at most this many
+        window = ordered[start : start + max(max_tokens // int(ordered[start]), 1)]
+        over = np.arange(1, len(window) + 1) * window > max_tokens
+        size = int(over.argmax()) if over.any() else len(window)
+        bounds.append(start + max(size, 1))
+    batches = np.split(order, bounds[1:-1])
     if rng is not None:
-        rng.shuffle(order)
-    order.sort(key=lambda i: costs[i])
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in order:
-        # sorted ascending, so costs[i] is the longest so far in `current`
-        if current and (len(current) + 1) * costs[i] > max_tokens:
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    if rng is not None:
-        rng.shuffle(batches)
+        batches = [batches[i] for i in rng.permutation(len(batches))]
     return batches
 
 
-def shard_batches(batches: list[list[int]], rank: int, world: int) -> list[list[int]]:
+def shard_batches(batches: list[np.ndarray], rank: int, world: int) -> list[np.ndarray]:
     """The batches rank `rank` of `world` processes trains on: disjoint, together covering all.
 
     Every rank must take the same number of steps, so the largest batches are split in two until
     the count divides evenly; no example is dropped or repeated.
     """
-    batches = [list(b) for b in batches]
+    batches = list(batches)
     while len(batches) % world:
         largest = max(range(len(batches)), key=lambda j: len(batches[j]))
         if len(batches[largest]) < 2:
@@ -195,13 +231,5 @@ def pad(seqs: Sequence[Sequence[int]]) -> Tensor:
 
 
 def collate(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> Batch:
-    """Make one batch and apply the teacher-forcing shift."""
-    return Batch(
-        src=pad([[*s, EOS] for s in src]),
-        tgt_in=pad([[BOS, *t] for t in tgt]),
-        tgt_out=pad([[*t, EOS] for t in tgt]),
-    )
-
-
-def make_batch(data: ParallelData, indices: Sequence[int]) -> Batch:
-    return collate([data.src[i] for i in indices], [data.tgt[i] for i in indices])
+    """One batch of these id lists, with the teacher-forcing shift (see `ParallelData.batch`)."""
+    return ParallelData.from_lists(src, tgt).batch(np.arange(len(src)))

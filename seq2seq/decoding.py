@@ -21,6 +21,9 @@ NEG_INF = float("-inf")
 
 
 class Decodable(Protocol):
+    """What search needs of a model. `decode` may get fewer memory rows than target rows: beam
+    search passes one memory row per sentence and its K beams as K consecutive target rows."""
+
     max_positions: int
 
     def encode(self, src: Tensor) -> Memory: ...
@@ -131,7 +134,7 @@ def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> li
             rows, scores, token, tokens = rows[keep], scores[keep], token[keep], tokens[keep]
             memory = memory.select(keep)
             if cache is not None:
-                cache.reorder(keep)
+                cache.reorder(keep, keep)
         tokens = torch.cat([tokens, token[:, None]], dim=1)
     return [[Hypothesis(_strip(seq), score)] for seq, score in zip(out_tokens.tolist(), out_scores.tolist())]
 
@@ -171,7 +174,7 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
     k = settings.beam
     batch, device = src.size(0), src.device
     limits = max_output_lengths(src, settings, model.max_positions)
-    memory = model.encode(src).select(torch.arange(batch, device=device).repeat_interleave(k))
+    memory = model.encode(src)  # (B, S, D): the K beams of a sentence share its memory
     cache = model.new_cache() if settings.use_cache else None
     sent = torch.arange(batch, device=device)  # sentence id of each active block of K rows
     scores = torch.full((batch, k), NEG_INF, device=device)  # (n, K) running sums of log-probs
@@ -201,12 +204,12 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
         keep = ((num_finished[sent] < k) & ~at_limit).nonzero().squeeze(1)  # blocks still searching
         if keep.numel() == 0:
             break
-        if keep.numel() < n:
-            block_rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
-            parent, memory = parent.view(n, k)[keep].view(-1), memory.select(block_rows)
+        dropped = keep.numel() < n
+        if dropped:
+            parent, memory = parent.view(n, k)[keep].view(-1), memory.select(keep)
             scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
-        if cache is not None:
-            cache.reorder(parent)
+        if cache is not None:  # beams move within their sentence: the memory moves only on a drop
+            cache.reorder(parent, keep if dropped else None)
         tokens = torch.cat([tokens.index_select(0, parent), next_tokens.view(-1, 1)], dim=1)
     return [sorted(hyps, key=lambda h: -h.score)[: settings.nbest] for hyps in finished]
 

@@ -36,9 +36,9 @@ class EnsembleCache:
     def length(self) -> int:
         return self.members[0].length
 
-    def reorder(self, rows: Tensor) -> None:
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
         for cache in self.members:
-            cache.reorder(rows)
+            cache.reorder(rows, memory_rows)
 
 
 class Ensemble:

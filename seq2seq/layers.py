@@ -85,6 +85,22 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(b, t, h * dh)
 
 
+def fold_beams(x: Tensor, beams: int) -> Tensor:
+    """(B, H, T, Dh) with B = N x beams, beam-major within a sentence -> (N, H, beams x T, Dh)."""
+    if beams == 1:
+        return x
+    b, h, t, dh = x.shape
+    return x.view(b // beams, beams, h, t, dh).transpose(1, 2).reshape(b // beams, h, beams * t, dh)
+
+
+def unfold_beams(x: Tensor, beams: int) -> Tensor:
+    """The inverse of `fold_beams`: (N, H, beams x T, Dh) -> (N x beams, H, T, Dh)."""
+    if beams == 1:
+        return x
+    n, h, bt, dh = x.shape
+    return x.view(n, h, beams, bt // beams, dh).transpose(1, 2).reshape(n * beams, h, bt // beams, dh)
+
+
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
     """Explicit softmax(q k^T / sqrt(Dh)), (B, H, Tq, Tk); only for inspection, never on the fast path."""
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))
@@ -154,11 +170,15 @@ class CrossAttention(nn.Module):
             if cache is not None:
                 cache.k, cache.v = k, v
         q = split_heads(self.q(x), self.heads)  # (B, H, T, Dh)
+        # beam search keeps one memory per sentence: its K beams' queries attend to it together
+        beams = q.size(0) // k.size(0)
+        q = fold_beams(q, beams)  # (B/K, H, K*T, Dh)
         drop = self.dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mem_mask, dropout_p=drop)
         if attn_sink is not None:
-            attn_sink.append(attention_weights(q, k, mem_mask).mean(1))
-        return self.out(merge_heads(y))
+            weights = attention_weights(q, k, mem_mask).mean(1, keepdim=True)  # (B/K, 1, K*T, S)
+            attn_sink.append(unfold_beams(weights, beams).squeeze(1))
+        return self.out(merge_heads(unfold_beams(y, beams)))
 
 
 class FeedForward(nn.Module):
@@ -212,9 +232,11 @@ class LayerCache:
     self_kv: KVCache
     memory_kv: MemoryKV
 
-    def reorder(self, rows: Tensor) -> None:
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
+        """Keep target rows `rows` and, when given, memory rows `memory_rows` (see DecoderCache)."""
         self.self_kv.reorder(rows)
-        self.memory_kv.reorder(rows)
+        if memory_rows is not None:
+            self.memory_kv.reorder(memory_rows)
 
 
 class DecoderLayer(nn.Module):

@@ -33,10 +33,14 @@ class DecoderCache:
     def length(self) -> int:
         return self.layers[0].self_kv.length
 
-    def reorder(self, rows: Tensor) -> None:
-        """Keep batch rows `rows`, in that order: one `index_select` per cached tensor."""
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
+        """Keep target rows `rows`, in that order: one `index_select` per cached tensor.
+
+        The cross-attention keys/values are per memory row: `memory_rows` keeps those (None: they
+        stay as they are, as when beams are reordered within their sentences).
+        """
         for layer in self.layers:
-            layer.reorder(rows)
+            layer.reorder(rows, memory_rows)
 
 
 class Embedding(nn.Module):

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seq2seq.config import Config, config_differences, config_to_dict, load_config
+from seq2seq.config import Config, config_differences, config_to_dict, data_files, load_config
 from seq2seq.errors import RunDirError
 from seq2seq.files import changed_files, file_sha256, same_file, write_text
 
@@ -239,8 +239,7 @@ def _check_nothing_read_inside(run: RunDir, cfg: Config, config_file: Path) -> N
     root = run.path.resolve()
     init = {"train.init_from": Path(cfg.train.init_from)} if cfg.train.init_from else {}
     reads = {"the config file": config_file, **init} | {
-        f"data.{key}": Path(getattr(cfg.data, key))
-        for key in ("train_src", "train_tgt", "valid_src", "valid_tgt")
+        f"data.{key}": Path(path) for key, path in data_files(cfg).items()
     }
     for label, path in reads.items():
         inside = path.resolve() == root or root in path.resolve().parents
@@ -264,9 +263,8 @@ def check_compatible(saved: Config, new: Config, run: RunDir) -> None:
 
 
 def data_checksums(cfg: Config) -> dict[str, str]:
-    """sha256 of each data file, keyed by its config key (`train_src`, ...)."""
-    keys = ("train_src", "train_tgt", "valid_src", "valid_tgt")
-    return {key: file_sha256(Path(getattr(cfg.data, key))) for key in keys}
+    """sha256 of each data file, keyed as `config.data_files` keys them."""
+    return {key: file_sha256(Path(path)) for key, path in data_files(cfg).items()}
 
 
 def check_same_inputs(what: str, recorded: dict[str, str], now: dict[str, str], where: str) -> None:

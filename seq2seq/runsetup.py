@@ -1,12 +1,14 @@
-"""Before training starts: the run directory locked and checked, the tokenizer ready, the inputs recorded.
+"""Before training starts: the run directory locked and checked, the tokenizer and the prepared
+corpus ready, the inputs recorded.
 
 Rank 0 does the work, in an order that writes nothing until every check has passed; every rank
-then loads the tokenizer.
+then loads the tokenizer (and maps the prepared corpus, in `seq2seq.training`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from seq2seq.config import Config, save_config
 from seq2seq.device import resolve_device
 from seq2seq.distributed import DistInfo, any_rank, local_device_name
 from seq2seq.errors import RunDirError, Seq2SeqError
+from seq2seq.prepare import describe, ensure_prepared
 from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
 from seq2seq.tokenizer import (
     TokenizerPair,
@@ -23,6 +26,8 @@ from seq2seq.tokenizer import (
     prepare_tokenizers,
     tokenizer_checksums,
 )
+
+log = logging.getLogger(__name__)
 
 
 def prepare_run(
@@ -33,9 +38,12 @@ def prepare_run(
     config_file: Path,
     hold: contextlib.ExitStack,
     on_run_dir_ready: Callable[[], None],
+    corpus_workers: int | None = 0,
 ) -> TokenizerPair:
     """Rank 0 locks and checks the run directory and prepares the tokenizer; then every rank loads it.
 
+    Unless `corpus_workers` is None, rank 0 also makes sure the prepared corpus matches the data and
+    the tokenizer, encoding it anew with that many processes if not (0: one per core; `seq2seq.prepare`).
     `mode` is (resume, overwrite). The lock is held until `hold` closes. `on_run_dir_ready` is
     called on rank 0 once the directory may be written to (to start its log).
     A run that already has weights keeps its tokenizer: a missing or changed one is an error, never
@@ -60,14 +68,16 @@ def prepare_run(
                 copy_tokenizers(init.run.tokenizer_dir, run.tokenizer_dir, cfg.tokenizer.joint)
             prepare_tokenizers(
                 cfg.tokenizer,
-                Path(cfg.data.train_src),
-                Path(cfg.data.train_tgt),
+                list(map(Path, cfg.data.train_src)),
+                list(map(Path, cfg.data.train_tgt)),
                 run.tokenizer_dir,
                 not resume,
             )
-            run.record_inputs(
-                tokenizer=tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint), data=data
-            )
+            tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+            run.record_inputs(tokenizer=tokenizer, data=data)
+            if corpus_workers is not None:
+                manifest = ensure_prepared(cfg, run.tokenizer_dir, data, tokenizer, corpus_workers)
+                log.info("training corpus:\n%s", describe(manifest))
         except (Seq2SeqError, OSError) as e:
             error = e
     device = resolve_device(local_device_name(cfg.train.device, info))

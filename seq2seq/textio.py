@@ -28,11 +28,7 @@ def split_lines(raw: bytes, where: str, first_line: int = 1) -> list[str]:
     """
     nul = raw.find(b"\0")
     if nul >= 0:
-        line = first_line + raw.count(b"\n", 0, nul)
-        raise DataError(
-            f"{where}: line {line} contains a NUL byte; this is not UTF-8 text "
-            "(UTF-16? convert it with: iconv -f UTF-16 -t UTF-8)"
-        )
+        raise _nul_error(where, first_line + raw.count(b"\n", 0, nul))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -70,15 +66,59 @@ def stream_line_chunks(stream: BinaryIO, where: str, max_bytes: int = 1 << 17) -
         if lines:
             yield lines
         return
-    pending = b""
-    line_no = 1
+    yield from _complete_lines(_available_blocks(fd, max_bytes), where)
+
+
+def iter_line_chunks(path: str | Path, block: int = 1 << 20) -> Iterator[list[str]]:
+    """The lines of a UTF-8 text file in chunks of about `block` bytes: never the whole file at once."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            yield from _complete_lines(iter(lambda: f.read(block), b""), str(path))
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror}") from None
+
+
+def count_lines(path: str | Path, block: int = 1 << 20) -> int:
+    """Lines in a file, as `split_lines` counts them (a last line without '\n' counts), streamed."""
+    path = Path(path)
+    count, last = 0, b"\n"
+    try:
+        with path.open("rb") as f:
+            while data := f.read(block):
+                if (nul := data.find(b"\0")) >= 0:  # UTF-16 text has one in every character
+                    raise _nul_error(str(path), count + data.count(b"\n", 0, nul) + 1)
+                count += data.count(b"\n")
+                last = data[-1:]
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror}") from None
+    return count + (last != b"\n")
+
+
+def _nul_error(where: str, line: int) -> DataError:
+    return DataError(
+        f"{where}: line {line} contains a NUL byte; this is not UTF-8 text "
+        "(UTF-16? convert it with: iconv -f UTF-16 -t UTF-8)"
+    )
+
+
+def _available_blocks(fd: int, max_bytes: int) -> Iterator[bytes]:
+    """What a file descriptor has to read now, up to about `max_bytes` at a time, until EOF."""
     while data := os.read(fd, 1 << 16):
-        pending += data
-        while len(pending) < max_bytes and select.select([fd], [], [], 0)[0]:
+        while len(data) < max_bytes and select.select([fd], [], [], 0)[0]:
             more = os.read(fd, 1 << 16)
             if not more:
                 break
-            pending += more
+            data += more
+        yield data
+
+
+def _complete_lines(blocks: Iterator[bytes], where: str) -> Iterator[list[str]]:
+    """The complete lines in each block as it arrives (a line split across blocks waits for its end)."""
+    pending = b""
+    line_no = 1
+    for data in blocks:
+        pending += data
         cut = pending.rfind(b"\n") + 1
         if cut:
             lines = split_lines(pending[:cut], where, line_no)

@@ -9,7 +9,7 @@ import logging
 import os
 import random
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from seq2seq.config import TokenizerConfig
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
 from seq2seq.special import BOS, EOS, PAD, UNK
-from seq2seq.textio import read_lines
+from seq2seq.textio import iter_line_chunks
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.sp.get_piece_size()
 
-    def encode(self, lines: Sequence[str]) -> list[list[int]]:
-        return self.sp.encode(list(lines))
+    def encode(self, lines: Sequence[str], threads: int = -1) -> list[list[int]]:
+        """Ids of each line; `threads` = -1 lets SentencePiece use every core."""
+        return self.sp.encode(list(lines), num_threads=threads)
 
     def decode(self, ids: Sequence[Sequence[int]], keep_unk: bool = False) -> list[str]:
         """Text of each id sequence; `<unk>` pieces are dropped, or shown as ` ⁇ ` with `keep_unk`."""
@@ -68,11 +69,6 @@ class TokenizerPair:
     @property
     def joint(self) -> bool:
         return self.src is self.tgt
-
-
-def count_unknown(encoded: Sequence[Sequence[int]]) -> tuple[int, int]:
-    """(`<unk>` pieces, all pieces) in tokenized text: characters the vocabulary cannot write."""
-    return sum(ids.count(UNK) for ids in encoded), sum(map(len, encoded))
 
 
 def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
@@ -109,7 +105,11 @@ def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
 
 
 def prepare_tokenizers(
-    cfg: TokenizerConfig, src_file: Path, tgt_file: Path, directory: Path, may_train: bool = True
+    cfg: TokenizerConfig,
+    src_files: Sequence[Path],
+    tgt_files: Sequence[Path],
+    directory: Path,
+    may_train: bool = True,
 ) -> TokenizerPair:
     """Load the tokenizers in `directory`, training the missing ones first when `may_train`.
 
@@ -117,7 +117,7 @@ def prepare_tokenizers(
     would silently give the old weights other meanings.
     """
     files = tokenizer_files(directory, cfg.joint)
-    corpora = {"joint": [src_file, tgt_file], "src": [src_file], "tgt": [tgt_file]}
+    corpora = {"joint": [*src_files, *tgt_files], "src": list(src_files), "tgt": list(tgt_files)}
     for side, path in files.items():
         if path.is_file():
             log.info("reusing tokenizer %s", path)
@@ -138,7 +138,7 @@ def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
     prefix = target.parent / f".{target.stem}.tmp{os.getpid()}"
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=_sample_lines(corpus, cfg.max_sentences),
+            sentence_iterator=iter(_sample_lines(corpus, cfg.max_sentences)),
             model_prefix=str(prefix),
             model_type=cfg.type,
             vocab_size=cfg.vocab_size,
@@ -159,9 +159,23 @@ def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
     os.replace(f"{prefix}.model", target)
 
 
-def _sample_lines(corpus: list[Path], limit: int) -> Iterator[str]:
-    """Non-empty lines of the corpus files; a seeded random sample of `limit` lines if there are more."""
-    lines = [line for path in corpus for line in read_lines(path) if line.strip()]
-    if len(lines) > limit:
-        lines = random.Random(0).sample(lines, limit)
-    yield from lines
+def _sample_lines(corpus: Sequence[Path], limit: int, seed: int = 0) -> list[str]:
+    """Non-empty lines of the corpus files; a seeded uniform sample of `limit` if there are more.
+
+    The files are streamed (reservoir sampling), so memory holds at most `limit` lines whatever the
+    corpus size. With `limit` or fewer lines, all of them in file order.
+    """
+    rng = random.Random(seed)
+    sample: list[str] = []
+    seen = 0
+    for path in corpus:
+        for chunk in iter_line_chunks(path):
+            for line in chunk:
+                if not line.strip():
+                    continue
+                seen += 1
+                if len(sample) < limit:
+                    sample.append(line)
+                elif (j := rng.randrange(seen)) < limit:
+                    sample[j] = line
+    return sample

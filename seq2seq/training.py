@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -31,15 +32,7 @@ from seq2seq.checkpoint import (
     save_training_state,
 )
 from seq2seq.config import Config
-from seq2seq.data import (
-    Batch,
-    ParallelData,
-    load_eval_pairs,
-    load_training_pairs,
-    make_batch,
-    shard_batches,
-    token_batches,
-)
+from seq2seq.data import Batch, ParallelData, load_eval_pairs, shard_batches, token_batches
 from seq2seq.device import autocast, autocast_dtype, faster_cpu_dtype, grad_scaler, resolve_device
 from seq2seq.distributed import (
     DistInfo,
@@ -54,6 +47,7 @@ from seq2seq.interrupt import StopRequest
 from seq2seq.loss import sequence_loss
 from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
+from seq2seq.prepare import load_prepared, prepared_dir
 from seq2seq.rundir import RunDir
 from seq2seq.throughput import ThroughputMeter
 from seq2seq.tokenizer import TokenizerPair, tokenizer_checksums
@@ -115,8 +109,8 @@ class Trainer:
         # config and tokenizer checksums, the same in every checkpoint of the run
         self.origin = checkpoint_inputs(cfg, run.read_inputs().get("tokenizer", {}))
         self.stop = StopRequest()
-        self._costs = [train_data.cost(i) for i in range(len(train_data))]
-        self._epoch_cache: tuple[int, list[list[int]]] | None = None
+        self._costs = train_data.costs()
+        self._epoch_cache: tuple[int, list[np.ndarray]] | None = None
         torch.manual_seed(self.tcfg.seed + info.rank)
 
     def _choose_cpu_precision(self) -> None:
@@ -152,14 +146,14 @@ class Trainer:
 
     # ---- data order -------------------------------------------------------------------------------
 
-    def epoch_batches(self, epoch: int) -> list[list[int]]:
+    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         """This rank's batches (example indices) for `epoch`, in training order."""
         if self._epoch_cache is None or self._epoch_cache[0] != epoch:
             batches = token_batches(self._costs, self.tcfg.max_tokens, self.tcfg.seed, epoch)
             self._epoch_cache = (epoch, shard_batches(batches, self.info.rank, self.info.world))
         return self._epoch_cache[1]
 
-    def _next_group(self) -> list[list[int]]:
+    def _next_group(self) -> list[np.ndarray]:
         """The batches of the next optimizer step (one per accumulation step); advances the position."""
         p = self.progress
         batches = self.epoch_batches(p.epoch)
@@ -224,7 +218,7 @@ class Trainer:
         clock = time.perf_counter() - p.train_seconds
         with self.stop.installed():
             while not self._finished():
-                group = [make_batch(self.data, indices) for indices in self._next_group()]
+                group = [self.data.batch(indices) for indices in self._next_group()]
                 if self.device.type == "cuda":
                     group = [b.pin_memory() for b in group]
                 meter.add(group)
@@ -532,7 +526,8 @@ def train(
     Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished.
     """
     d = cfg.data
-    train_data = load_training_pairs(tokenizers, d.train_src, d.train_tgt, d.max_len, d.max_len_ratio)
+    train_data = load_prepared(prepared_dir(cfg))
+    log.info("training pairs: %s, memory-mapped from %s", f"{len(train_data):,}", prepared_dir(cfg))
     valid_data, src_lines, ref_lines = load_eval_pairs(tokenizers, d.valid_src, d.valid_tgt, d.max_len)
     torch.manual_seed(cfg.train.seed)  # the same initial weights on every rank and every run
     model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)

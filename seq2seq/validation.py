@@ -9,7 +9,7 @@ import sacrebleu
 import torch
 
 from seq2seq.config import DecodeConfig, TrainConfig
-from seq2seq.data import ParallelData, make_batch, token_batches
+from seq2seq.data import ParallelData, token_batches
 from seq2seq.decoding import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.loss import sequence_loss
@@ -45,8 +45,8 @@ def validation_loss(
     dtype: torch.dtype | None,
 ) -> float:
     total, tokens = 0.0, 0
-    for indices in token_batches([data.cost(i) for i in range(len(data))], max_tokens):
-        batch = make_batch(data, indices).to(device)
+    for indices in token_batches(data.costs(), max_tokens):
+        batch = data.batch(indices).to(device)
         with autocast(device, dtype):
             logits = model(batch.src, batch.tgt_in)
         total += float(sequence_loss(logits, batch.tgt_out))
@@ -67,7 +67,7 @@ def validation_bleu(
 ) -> tuple[sacrebleu.metrics.BLEUScore, str, list[str]]:
     """Decode the validation sources (or the first `subset`) and score them against the raw references."""
     count = subset or len(valid.data)
-    hyps = decode_ids(model, valid.data.src[:count], settings, max_tokens, device, dtype)
+    hyps = decode_ids(model, valid.data.src.sequences(range(count)), settings, max_tokens, device, dtype)
     texts = tokenizers.tgt.decode([h[0].tokens for h in hyps])
     metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
     score = metric.corpus_score(texts, [valid.ref_lines[:count]])

@@ -1,22 +1,12 @@
-import logging
 from collections import Counter
 
 import pytest
 import torch
 
-from seq2seq.config import TokenizerConfig
-from seq2seq.data import (
-    ParallelData,
-    collate,
-    load_training_pairs,
-    read_parallel,
-    shard_batches,
-    token_batches,
-)
+from seq2seq.data import ParallelData, collate, read_parallel, shard_batches, token_batches
 from seq2seq.errors import DataError
-from seq2seq.textio import read_lines, split_lines
-from seq2seq.tokenizer import BOS, EOS, PAD, prepare_tokenizers
-from tests.conftest import write_corpus
+from seq2seq.special import BOS, EOS, PAD
+from seq2seq.textio import count_lines, iter_line_chunks, read_lines, split_lines
 
 
 def test_line_count_mismatch_names_both_files_and_counts(tmp_path):
@@ -52,6 +42,34 @@ def test_lines_split_only_on_newline():
     assert split_lines(raw, "x") == ["a\u2028b\x0cc", "d"]
 
 
+@pytest.mark.parametrize("text", [b"", b"a", b"a\n", b"a\n\nb", b"\xef\xbb\xbfa\r\nb\n", b"x\n" * 5000])
+def test_streamed_lines_equal_whole_file_lines(tmp_path, text):
+    path = tmp_path / "t"
+    path.write_bytes(text)
+    streamed = [line for chunk in iter_line_chunks(path, block=7) for line in chunk]
+    assert streamed == read_lines(path)
+    assert count_lines(path) == len(read_lines(path))
+
+
+def test_streamed_invalid_utf8_names_the_line(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"fine\n" * 100 + b"broken \xff\n")
+    with pytest.raises(DataError, match=r"bad.txt: line 101 is not valid UTF-8"):
+        list(iter_line_chunks(path, block=16))
+
+
+def test_batch_of_arrays_equals_collate_of_lists():
+    src = [[5, 6, 7], [8], [9, 10]]
+    tgt = [[11], [12, 13, 14, 15], [16, 17]]
+    data = ParallelData.from_lists(src, tgt)
+    rows = [2, 0]
+    batch, expected = data.batch(rows), collate([src[i] for i in rows], [tgt[i] for i in rows])
+    for name in ("src", "tgt_in", "tgt_out"):
+        assert torch.equal(getattr(batch, name), getattr(expected, name))
+    assert data.costs().tolist() == [4, 5, 3]
+    assert data.src.sequences([2, 1]) == [[9, 10], [8]]
+
+
 def test_collate_shifts_targets():
     batch = collate([[5, 6], [7]], [[8, 9, 10], [11]])
     assert batch.src.tolist() == [[5, 6, EOS], [7, EOS, PAD]]
@@ -68,7 +86,7 @@ def test_every_example_exactly_once_per_epoch():
     costs = random_costs(1000)
     for epoch in range(3):
         batches = token_batches(costs, 300, seed=7, epoch=epoch)
-        assert Counter(i for b in batches for i in b) == Counter(range(1000))
+        assert Counter(int(i) for b in batches for i in b) == Counter(range(1000))
 
 
 def test_batches_respect_max_tokens_with_padding():
@@ -79,14 +97,27 @@ def test_batches_respect_max_tokens_with_padding():
 
 def test_oversized_example_gets_a_batch_alone():
     batches = token_batches([5, 500, 6], 100, seed=0)
-    assert [1] in batches
+    assert [1] in [b.tolist() for b in batches]
 
 
 def test_order_depends_on_seed_and_epoch_reproducibly():
     costs = random_costs(500)
-    a = token_batches(costs, 200, seed=3, epoch=0)
-    assert a == token_batches(costs, 200, seed=3, epoch=0)
-    assert a != token_batches(costs, 200, seed=3, epoch=1)
+
+    def order(epoch: int) -> list[list[int]]:
+        return [b.tolist() for b in token_batches(costs, 200, seed=3, epoch=epoch)]
+
+    assert order(0) == order(0)
+    assert order(0) != order(1)
+
+
+def test_batches_match_the_greedy_definition():
+    """Sorted by cost, a batch grows while (its size + 1) x the next cost fits in max_tokens."""
+    costs = random_costs(700, seed=4)
+    batches = token_batches(costs, 240)
+    flat = [int(i) for b in batches for i in b]
+    assert [costs[i] for i in flat] == sorted(costs)
+    for batch, following in zip(batches, batches[1:]):
+        assert (len(batch) + 1) * costs[int(following[0])] > 240
 
 
 def test_bucketing_keeps_padding_low():
@@ -103,26 +134,3 @@ def test_shards_are_disjoint_equal_in_count_and_cover_the_epoch(world):
     assert len({len(s) for s in shards}) == 1
     seen = [i for shard in shards for b in shard for i in b]
     assert sorted(seen) == list(range(301))
-
-
-def test_empty_sides_and_long_pairs_dropped_and_counted(tmp_path, caplog):
-    src, tgt = write_corpus(tmp_path, "c", 50, seed=0)
-    lines_s = src.read_text().splitlines() + ["", "only source", "red " * 40]
-    lines_t = tgt.read_text().splitlines() + ["only target", "", "RED " * 40]
-    src.write_text("\n".join(lines_s) + "\n")
-    tgt.write_text("\n".join(lines_t) + "\n")
-    toks = prepare_tokenizers(TokenizerConfig(vocab_size=60), src, tgt, tmp_path / "tok")
-    with caplog.at_level(logging.INFO, logger="seq2seq"):
-        data = load_training_pairs(toks, src, tgt, max_len=30, max_ratio=3.0)
-    assert len(data) == 50
-    assert "53 read, 50 kept; dropped 2 with an empty side, 1 longer than 30 tokens" in caplog.text
-
-
-def test_length_ratio_filter(tmp_path):
-    (tmp_path / "s").write_text("red\nred blue\n", encoding="utf-8")
-    (tmp_path / "t").write_text(("RED " * 30) + "\nBLUE RED\n", encoding="utf-8")
-    toks = prepare_tokenizers(
-        TokenizerConfig(vocab_size=20), tmp_path / "s", tmp_path / "t", tmp_path / "tok"
-    )
-    data = load_training_pairs(toks, tmp_path / "s", tmp_path / "t", max_len=100, max_ratio=3.0)
-    assert len(data) == 1 and isinstance(data, ParallelData)

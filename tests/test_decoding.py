@@ -31,7 +31,7 @@ class PrefixCache:
     def length(self) -> int:
         return 0 if self.tokens is None else self.tokens.size(1)
 
-    def reorder(self, rows: torch.Tensor) -> None:
+    def reorder(self, rows: torch.Tensor, memory_rows: torch.Tensor | None) -> None:
         self.tokens = self.tokens.index_select(0, rows)
 
 
@@ -61,8 +61,9 @@ class ScriptedModel:
         self.rows_per_step.append(tgt.size(0))
         probs = torch.full((tgt.size(0), VOCAB), EPS)
         first_source = memory.states[:, 0, 0].long().tolist()
+        beams = tgt.size(0) // len(first_source)  # beam search: one memory row per sentence
         for row, prefix in enumerate(tgt[:, 1:].tolist()):
-            table = self.tables[first_source[row]] if self.tables else self.table
+            table = self.tables[first_source[row // beams]] if self.tables else self.table
             for token, p in table.get(tuple(prefix), {EOS: 1.0}).items():
                 probs[row, token] = p
         return probs.log()[:, None, :]  # (N, 1, V): the next-token scores

@@ -15,11 +15,11 @@ import yaml
 from torch.testing import assert_close
 
 from seq2seq.config import Config, config_from_dict
-from seq2seq.data import load_training_pairs, make_batch
 from seq2seq.distributed import DistInfo, init_distributed, shutdown
 from seq2seq.model import build_model
-from seq2seq.rundir import RunDir
-from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers
+from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.rundir import RunDir, data_checksums
+from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers, tokenizer_checksums
 from seq2seq.training import Trainer
 from seq2seq.validation import ValidSet
 from tests.conftest import tiny_config_dict
@@ -37,7 +37,7 @@ def free_port() -> int:
 def make_trainer(cfg: Config, info: DistInfo, tok_dir: Path) -> Trainer:
     torch.manual_seed(cfg.train.seed)
     toks = load_tokenizers(tok_dir, cfg.tokenizer.joint)
-    data = load_training_pairs(toks, cfg.data.train_src, cfg.data.train_tgt, cfg.data.max_len, 0)
+    data = load_prepared(prepared_dir(cfg))
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     return Trainer(cfg, RunDir(cfg.run_dir), model, toks, data, ValidSet(data, [], []), info, "cpu")
 
@@ -56,10 +56,10 @@ def worker(rank: int, port: int, raw: dict, tok_dir: str, out: str, mode: str) -
         trainer = make_trainer(config_from_dict(raw), info, Path(tok_dir))
         if mode == "one_step":
             batches = trainer.epoch_batches(0)
-            trainer.train_step([make_batch(trainer.data, batches[0])])
-            seen = [batches[0]]
+            trainer.train_step([trainer.data.batch(batches[0])])
+            seen = [batches[0].tolist()]
         else:
-            seen = trainer.epoch_batches(0)
+            seen = [b.tolist() for b in trainer.epoch_batches(0)]
             trainer.fit()
         torch.save({"model": trainer.model.state_dict(), "seen": seen}, Path(out) / f"rank{rank}.pt")
     finally:
@@ -73,7 +73,9 @@ def setup(tmp_path):
     cfg = config_from_dict(raw)
     Path(cfg.run_dir).mkdir()
     tok_dir = tmp_path / "tok"
-    prepare_tokenizers(cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), tok_dir)
+    prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    tokenizer = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
+    ensure_prepared(cfg, tok_dir, data_checksums(cfg), tokenizer, workers=1)
     return raw, cfg, tok_dir
 
 
@@ -86,7 +88,7 @@ def test_one_ddp_step_equals_one_step_on_the_union_of_batches(setup, tmp_path):
     raw, cfg, tok_dir = setup
     ranks = spawn(raw, tok_dir, tmp_path, "one_step")
     single = make_trainer(cfg, DistInfo(), tok_dir)
-    single.train_step([make_batch(single.data, r["seen"][0]) for r in ranks])
+    single.train_step([single.data.batch(r["seen"][0]) for r in ranks])
     for name, value in single.model.state_dict().items():
         assert_close(ranks[0]["model"][name], value, atol=2e-6, rtol=1e-5)
 

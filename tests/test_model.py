@@ -100,9 +100,38 @@ def test_cache_reorder_selects_rows():
     cache = model.new_cache()
     model.decode(tgt[:, :3], memory, cache)
     rows = torch.tensor([2, 0])
-    cache.reorder(rows)
+    cache.reorder(rows, rows)
     step = model.decode(tgt[rows, 3:4], memory.select(rows), cache)
     assert_close(step, model.decode(tgt[rows], memory.select(rows))[:, 3:4], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_beams_sharing_one_memory_row_decode_as_with_a_copy_each(use_cache):
+    """Beam search passes one memory row per sentence for its K consecutive target rows."""
+    model, beams = make_model(), 3
+    src, tgt = random_ids(2, 6), random_ids(2 * beams, 4, seed=8)
+    shared = model.encode(src)
+    copied = shared.select(torch.arange(2).repeat_interleave(beams))
+    shared_cache, copied_cache = (model.new_cache(), model.new_cache()) if use_cache else (None, None)
+    steps = [tgt[:, t : t + 1] for t in range(4)] if use_cache else [tgt]
+    for step in steps:
+        assert_close(
+            model.decode(step, shared, shared_cache),
+            model.decode(step, copied, copied_cache),
+            atol=1e-5,
+            rtol=1e-4,
+        )
+    if use_cache:  # reordering beams within their sentences leaves the shared memory as it is
+        rows = torch.tensor([2, 0, 1, 3, 3, 5])
+        shared_cache.reorder(rows, None)
+        copied_cache.reorder(rows, rows)
+        nxt = random_ids(2 * beams, 1, seed=9)
+        assert_close(
+            model.decode(nxt, shared, shared_cache),
+            model.decode(nxt, copied, copied_cache),
+            atol=1e-5,
+            rtol=1e-4,
+        )
 
 
 def test_cross_attention_memory_projected_once_per_batch(monkeypatch):

@@ -19,7 +19,7 @@ UNSEEN = "red Übersetzung 猫 cat"  # characters the tiny corpus never contains
 def tokenizers(tmp_path: Path, **settings: object):
     src, tgt = write_corpus(tmp_path, "train", 400, seed=1)
     cfg = TokenizerConfig(**{"vocab_size": 60, **settings})
-    return prepare_tokenizers(cfg, src, tgt, tmp_path / "tok")
+    return prepare_tokenizers(cfg, [src], [tgt], tmp_path / "tok")
 
 
 def test_byte_fallback_round_trips_characters_absent_from_training(tmp_path):

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.cli import app
 from seq2seq.config import TrainConfig, config_from_dict
-from seq2seq.data import ParallelData, make_batch
+from seq2seq.data import ParallelData
 from seq2seq.device import faster_cpu_dtype
 from seq2seq.distributed import DistInfo
 from seq2seq.errors import ConfigError, RunDirError
@@ -55,14 +55,12 @@ def invoke(*args: str):
 
 def test_tiny_model_overfits_a_tiny_batch(tmp_path):
     cfg = config_from_dict(tiny_config_dict(tmp_path, lr=1e-2, warmup_steps=1, label_smoothing=0.0))
-    toks = prepare_tokenizers(
-        cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), tmp_path / "tok"
-    )
+    toks = prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
-    data = ParallelData(
+    data = ParallelData.from_lists(
         toks.src.encode(["red cat runs", "the big dog"]), toks.tgt.encode(["RUNS CAT RED", "DOG BIG"])
     )
-    batch = make_batch(data, [0, 1])
+    batch = data.batch([0, 1])
     trainer = Trainer(
         cfg, RunDir(tmp_path / "run"), model, toks, data, ValidSet(data, [], []), DistInfo(), "cpu"
     )
@@ -340,11 +338,9 @@ def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatc
 
 def test_the_precision_probe_leaves_no_trace(tmp_path):
     cfg = config_from_dict(tiny_config_dict(tmp_path, precision="auto"))
-    toks = prepare_tokenizers(
-        cfg.tokenizer, Path(cfg.data.train_src), Path(cfg.data.train_tgt), tmp_path / "tok"
-    )
+    toks = prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
-    data = ParallelData(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
+    data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
     trainer = Trainer(
         cfg, RunDir(tmp_path / "run"), model, toks, data, ValidSet(data, [], []), DistInfo(), "cpu"
     )

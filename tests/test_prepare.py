@@ -1,0 +1,224 @@
+"""The prepared corpus: the ids of in-memory tokenization, reused only while valid, written atomically."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from typer.testing import CliRunner
+
+from seq2seq import encode, prepare
+from seq2seq.cli import app
+from seq2seq.config import Config, config_from_dict
+from seq2seq.data import ParallelData, token_batches
+from seq2seq.errors import DataError
+from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.rundir import data_checksums
+from seq2seq.textio import read_lines
+from seq2seq.tokenizer import _sample_lines, load_tokenizers, prepare_tokenizers, tokenizer_checksums
+from tests.conftest import tiny_config_dict, write_corpus
+
+
+def corpus_config(tmp_path: Path, **data: object) -> tuple[Config, Path]:
+    """The tiny config (with `data` overrides) and a tokenizer trained for it in tmp_path/tok."""
+    raw = tiny_config_dict(tmp_path)
+    raw["data"] |= data
+    cfg = config_from_dict(raw)
+    tok_dir = tmp_path / "tok"
+    prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    return cfg, tok_dir
+
+
+def make(cfg: Config, tok_dir: Path, workers: int = 1) -> dict:
+    sums = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
+    return ensure_prepared(cfg, tok_dir, data_checksums(cfg), sums, workers)
+
+
+def in_memory(cfg: Config, tok_dir: Path) -> tuple[list[list[int]], list[list[int]]]:
+    """What the corpus tokenizes to line by line, with the length filter applied."""
+    toks = load_tokenizers(tok_dir, cfg.tokenizer.joint)
+    src = [ids for path in cfg.data.train_src for ids in toks.src.encode(read_lines(path))]
+    tgt = [ids for path in cfg.data.train_tgt for ids in toks.tgt.encode(read_lines(path))]
+    limit, ratio = cfg.data.max_len, cfg.data.max_len_ratio
+    keep = [
+        i
+        for i, (s, t) in enumerate(zip(src, tgt))
+        if s and t and max(len(s), len(t)) <= limit and max(len(s), len(t)) <= ratio * min(len(s), len(t))
+    ]
+    return [src[i] for i in keep], [tgt[i] for i in keep]
+
+
+def test_prepared_ids_equal_in_memory_tokenization_across_chunks_and_workers(tmp_path, monkeypatch):
+    monkeypatch.setattr(encode, "CHUNK_PAIRS", 37)  # many chunks, finished out of order by 2 workers
+    cfg, tok_dir = corpus_config(tmp_path)
+    src, tgt = in_memory(cfg, tok_dir)
+    manifest = make(cfg, tok_dir, workers=2)
+    data = load_prepared(prepared_dir(cfg))
+    rows = range(len(data))
+    assert manifest["pairs"] == len(data) == len(src) > 390
+    assert data.src.sequences(rows) == src and data.tgt.sequences(rows) == tgt
+    assert data.src.ids.dtype == np.uint16
+
+
+def test_several_corpora_concatenate_in_order_and_filtered_pairs_are_counted(tmp_path):
+    a_src, a_tgt = write_corpus(tmp_path, "a", 30, seed=5)
+    b_src, b_tgt = write_corpus(tmp_path, "b", 20, seed=6)
+    with a_src.open("a") as s, a_tgt.open("a") as t:  # an empty side, a long pair, a bad ratio
+        s.write("\nonly source\n" + "red " * 40 + "\nred\n")
+        t.write("only target\n\n" + "RED " * 40 + "\n" + "RED " * 12 + "\n")
+    cfg, tok_dir = corpus_config(
+        tmp_path, train_src=[str(a_src), str(b_src)], train_tgt=[str(a_tgt), str(b_tgt)], max_len_ratio=3.0
+    )
+    manifest = make(cfg, tok_dir)
+    src, tgt = in_memory(cfg, tok_dir)
+    data = load_prepared(prepared_dir(cfg))
+    assert data.src.sequences(range(len(data))) == src and data.tgt.sequences(range(len(data))) == tgt
+    counts = manifest["counts"]
+    assert (counts["read"], counts["kept"], counts["empty"]) == (54, len(src), 2)
+    assert counts["too_long"] >= 1 and counts["bad_ratio"] >= 1
+    assert counts["kept"] + counts["empty"] + counts["too_long"] + counts["bad_ratio"] == 54
+    toks = load_tokenizers(tok_dir, True)
+    assert data.src.sequences([len(data) - 20]) == toks.src.encode(read_lines(b_src)[:1])  # b follows a
+
+
+def test_every_example_exactly_once_per_epoch_from_the_mapped_arrays(tmp_path):
+    cfg, tok_dir = corpus_config(tmp_path)
+    make(cfg, tok_dir)
+    data = load_prepared(prepared_dir(cfg))
+    src, tgt = in_memory(cfg, tok_dir)
+    reference = ParallelData.from_lists(src, tgt)
+    assert np.array_equal(data.costs(), reference.costs())  # stored at prepare time, computed here
+    for epoch in range(2):
+        batches = token_batches(data.costs(), 128, seed=3, epoch=epoch)
+        assert Counter(int(i) for b in batches for i in b) == Counter(range(len(data)))
+        for rows in batches[:5]:  # the same batches as from ids held in memory
+            mapped, held = data.batch(rows), reference.batch(rows)
+            assert all(
+                torch.equal(getattr(mapped, k), getattr(held, k)) for k in ("src", "tgt_in", "tgt_out")
+            )
+
+
+def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(tmp_path, caplog):
+    cfg, tok_dir = corpus_config(tmp_path)
+    pairs = make(cfg, tok_dir)["pairs"]
+    ids_file = prepared_dir(cfg) / "train.src.ids"
+    made = ids_file.stat().st_ino
+    caplog.set_level(logging.INFO, logger="seq2seq")
+    make(cfg, tok_dir)
+    assert ids_file.stat().st_ino == made and "reusing the prepared corpus" in caplog.text
+
+    with open(cfg.data.train_src[0], "a", encoding="utf-8") as f, open(cfg.data.train_tgt[0], "a") as g:
+        f.write("red cat\n")
+        g.write("CAT RED\n")
+    caplog.clear()
+    assert make(cfg, tok_dir)["pairs"] == pairs + 1
+    assert "train_src changed" in caplog.text and "train_tgt changed" in caplog.text
+
+    caplog.clear()
+    make(dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, max_len=5)), tok_dir)
+    assert "data.max_len changed: 32 -> 5" in caplog.text
+
+    (tok_dir / "spm.model").unlink()
+    smaller = dataclasses.replace(cfg.tokenizer, vocab_size=50)
+    prepare_tokenizers(smaller, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    caplog.clear()
+    make(cfg, tok_dir)
+    assert "the tokenizer changed" in caplog.text
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+def test_a_damaged_array_is_detected_and_remade(tmp_path, caplog, damage):
+    cfg, tok_dir = corpus_config(tmp_path)
+    make(cfg, tok_dir)
+    directory = prepared_dir(cfg)
+    path = directory / "train.tgt.ids"
+    good = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(good[:-2])
+    elif damage == "flip":
+        path.write_bytes(good[:10] + bytes([good[10] ^ 1]) + good[11:])
+    else:
+        path.unlink()
+    if damage != "flip":  # mapping checks sizes; checksums are compared before a run starts
+        with pytest.raises(DataError, match="train.tgt.ids is missing, truncated or changed"):
+            load_prepared(directory)
+    caplog.set_level(logging.INFO, logger="seq2seq")
+    make(cfg, tok_dir)
+    assert "preparing the training corpus" in caplog.text
+    assert path.read_bytes() == good
+
+
+def test_an_interrupted_prepare_leaves_nothing_that_looks_valid(tmp_path, monkeypatch):
+    cfg, tok_dir = corpus_config(tmp_path)
+    pairs = make(cfg, tok_dir)["pairs"]
+    directory = prepared_dir(cfg)
+    with open(cfg.data.train_src[0], "a") as f, open(cfg.data.train_tgt[0], "a") as g:
+        f.write("red cat\n")
+        g.write("CAT RED\n")
+    replace = os.replace
+    moved = []
+
+    def killed_after_one(src, dst):
+        if moved:
+            raise KeyboardInterrupt
+        moved.append(dst)
+        replace(src, dst)
+
+    monkeypatch.setattr(prepare.os, "replace", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        make(cfg, tok_dir)
+    monkeypatch.setattr(prepare.os, "replace", replace)
+    assert not (directory / "manifest.json").exists()  # half the new arrays, half the old: no manifest
+    assert [p.name for p in directory.iterdir() if p.name.startswith(".tmp")] == []
+    with pytest.raises(DataError, match="no prepared corpus"):
+        load_prepared(directory)
+    assert make(cfg, tok_dir)["pairs"] == pairs + 1
+
+
+def test_a_directory_that_is_not_s2s_s_is_refused(tmp_path):
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    cfg, tok_dir = corpus_config(tmp_path, prepared_dir=str(other))
+    with pytest.raises(DataError, match="not empty and was not made by s2s"):
+        make(cfg, tok_dir)
+    assert (other / "notes.txt").read_text() == "keep me"
+
+
+def test_the_tokenizer_sample_is_seeded_uniform_and_bounded_in_memory(tmp_path):
+    path = tmp_path / "big.txt"
+    lines = [f"line {i} " + "x" * 80 for i in range(250_000)]
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    tracemalloc.start()
+    sample = _sample_lines([path], 500, seed=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < path.stat().st_size / 2  # never the whole file (23 MB) at once
+    assert len(sample) == 500 and len(set(sample)) == 500 and set(sample) <= set(lines)
+    assert sample == _sample_lines([path], 500, seed=1)
+    assert sample != _sample_lines([path], 500, seed=2)
+    positions = sorted(int(line.split()[1]) for line in sample)
+    assert positions[0] < 25_000 and positions[-1] > 225_000  # drawn from the whole file, not its head
+    assert _sample_lines([path], 10**6, seed=1) == lines  # all of them, in order, when few
+
+
+def test_prepare_verb_prints_statistics_and_training_reuses_its_arrays(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=2)), encoding="utf-8")
+    result = CliRunner().invoke(app, ["prepare", str(config), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert "400 read, 398 kept" in result.output and "tokens per pair" in result.output
+    ids_file = tmp_path / "run" / "prepared" / "train.src.ids"
+    made = ids_file.stat().st_ino
+    result = CliRunner().invoke(app, ["train", str(config)])
+    assert result.exit_code == 0, result.output
+    assert ids_file.stat().st_ino == made
+    assert "reusing the prepared corpus" in (tmp_path / "run" / "train.log").read_text()
