@@ -73,7 +73,8 @@ def ensure_prepared(
 ) -> dict[str, Any]:
     """Reuse the prepared corpus if it matches the config, else (re)make it and say why. Rank 0 only.
 
-    Returns the manifest. `workers` = 0 uses one encoding process per CPU core.
+    Returns the manifest. `workers` = 0 uses one encoding process per CPU core (none for a small
+    corpus, which encodes faster than worker processes start).
     """
     directory = prepared_dir(cfg)
     wanted = made_from(cfg, data_sums, tokenizer_sums)
@@ -86,7 +87,7 @@ def ensure_prepared(
             log.info("preparing the training corpus in %s: %s", directory, reason)
             models = tokenizer_files(tokenizer_dir, cfg.tokenizer.joint)
             pair = (models["joint"],) * 2 if cfg.tokenizer.joint else (models["src"], models["tgt"])
-            manifest = _prepare(cfg, directory, wanted, pair, workers or _cpu_count())
+            manifest = _prepare(cfg, directory, wanted, pair, workers or _default_workers(cfg))
     for side, name in (("src", "source"), ("tgt", "target")):
         if share := manifest["stats"][side]["unk_share"]:
             log.warning(
@@ -277,5 +278,11 @@ def _locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _cpu_count() -> int:
+SMALL_CORPUS_BYTES = 16 << 20  # Multi30k is 4.5 MB: a few seconds in this process
+
+
+def _default_workers(cfg: Config) -> int:
+    text_bytes = sum(Path(p).stat().st_size for p in (*cfg.data.train_src, *cfg.data.train_tgt))
+    if text_bytes < SMALL_CORPUS_BYTES:
+        return 1
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
