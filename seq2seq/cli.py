@@ -655,7 +655,8 @@ def serve(
     setup_logging(logging.INFO)
     with user_errors():
         check_available()
-        from seq2seq.api import Limits, ServerSettings, create_app
+        from seq2seq.api import ServerSettings, create_app
+        from seq2seq.limits import Limits
         from seq2seq.translate import Translator
 
         translator = Translator.load(run_dir, checkpoint or ["best"], device, precision, quantize)
