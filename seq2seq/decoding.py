@@ -168,8 +168,13 @@ def _strip(seq: list[int]) -> list[int]:
 def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S).
 
-    All B x K beams advance together as one (B*K)-row decode per step. A sentence finishes once
-    K of its hypotheses have ended (or it reached its length limit) and is then removed from the batch.
+    All B x K beams advance together as one (B*K)-row decode per step. A sentence is settled, and
+    leaves the batch, once it has `nbest` finished hypotheses and either its best candidate of this
+    step was <eos> (so beam 1 is greedy search) or its `nbest`-th best finished score is at least
+    what its best live beam could still reach (log-probabilities only fall; the length penalty is
+    at most that of the length limit); or when it reaches its length limit. Stopping at K finished
+    hypotheses, as fairseq does, would also stop on K unlikely early <eos> (ranked in the top K
+    behind one strong beam) while a far better hypothesis is still growing.
     """
     k = settings.beam
     batch, device = src.size(0), src.device
@@ -182,6 +187,8 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
     tokens = torch.full((batch * k, 1), BOS, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     num_finished = torch.zeros(batch, dtype=torch.long, device=device)
+    nth_best = torch.full((batch,), NEG_INF, device=device)  # the nbest-th best finished score
+    best_possible = length_penalty(limits.float(), settings.length_penalty)  # (B,) the largest penalty
     for t in range(int(limits.max())):
         n = scores.size(0)
         at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
@@ -196,12 +203,17 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
         if ended.any():
             _finalize(ended, top_scores, from_beam, tokens, sent, k, t + 1, settings, finished)
             num_finished.index_add_(0, sent, ended.sum(1))
+            for sid in sent[ended.any(1)].tolist():  # only the sentences that finished a hypothesis
+                if len(finished[sid]) >= settings.nbest:
+                    nth_best[sid] = sorted(h.score for h in finished[sid])[-settings.nbest]
         # the K best candidates that do not end here continue (each beam adds at most one <eos>)
         order = ((top_tokens == EOS).long() * 2 * k + torch.arange(2 * k, device=device)).argsort(1)[:, :k]
         scores = top_scores.gather(1, order)  # (n, K)
         next_tokens = top_tokens.gather(1, order)
         parent = (torch.arange(n, device=device)[:, None] * k + from_beam.gather(1, order)).view(-1)
-        keep = ((num_finished[sent] < k) & ~at_limit).nonzero().squeeze(1)  # blocks still searching
+        best_live = scores.max(1).values / best_possible[sent]  # (n,) the most a live beam can reach
+        settled = (num_finished[sent] >= settings.nbest) & (ended[:, 0] | (nth_best[sent] >= best_live))
+        keep = (~settled & ~at_limit).nonzero().squeeze(1)  # blocks still searching
         if keep.numel() == 0:
             break
         dropped = keep.numel() < n

@@ -92,6 +92,24 @@ def test_scripted_beam_search_hypotheses_and_scores():
     assert hyps[1].score == pytest.approx(math.log(0.4 * 0.99 * 1.0), abs=1e-4)
 
 
+def test_unlikely_early_eos_do_not_end_the_search_before_the_best_hypothesis():
+    """A peaked model: beam 1 is junk, so the strong beam's unlikely <eos> ranks 2nd at every step.
+
+    Stopping at K finished hypotheses (fairseq's rule) would return one of those; the best
+    hypothesis, A B C, ends a step later with almost all the probability.
+    """
+    table = {
+        (): {A: 0.98, C: 0.02},
+        (A,): {B: 0.97, EOS: 0.03},
+        (A, B): {C: 0.97, EOS: 0.03},
+        (A, B, C): {EOS: 1.0},
+        (C,): {EOS: 1.0},
+    }
+    hyps = beam_search(ScriptedModel(table), SRC, settings(beam=2, nbest=1, length_penalty=0.0))[0]
+    assert hyps[0].tokens == [A, B, C]
+    assert hyps[0].score == pytest.approx(math.log(0.98 * 0.97 * 0.97), abs=1e-4)
+
+
 def test_scripted_length_penalty_prefers_the_longer_hypothesis():
     hyps = beam_search(ScriptedModel(TABLE), SRC, settings(length_penalty=2.0))[0]
     assert [h.tokens for h in hyps] == [[B, C], [A]]
