@@ -77,14 +77,18 @@ def _next_log_probs(model: Decodable, tokens: Tensor, memory: Memory, cache: Dec
 def _constrain(logp: Tensor, t: int, at_limit: Tensor, settings: SearchSettings, tokens: Tensor) -> Tensor:
     """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit;
     no token that would repeat an n-gram of the row's prefix `tokens` (N, t+1) with `no_repeat_ngram`."""
-    logp[:, [PAD, BOS]] = NEG_INF
+    logp[:, PAD] = NEG_INF  # column views: no index tensors or (N, V) masks on every step
+    logp[:, BOS] = NEG_INF
     if t < settings.min_len:
         logp[:, EOS] = NEG_INF
     if settings.no_repeat_ngram:
         logp = _ban_repeated_ngrams(logp, tokens[:, 1:], settings.no_repeat_ngram)
-    not_eos = torch.ones(logp.size(1), dtype=torch.bool, device=logp.device)
-    not_eos[EOS] = False
-    return logp.masked_fill(at_limit[:, None] & not_eos[None, :], NEG_INF)
+    if at_limit.any():
+        rows = at_limit.nonzero().squeeze(1)
+        eos = logp[rows, EOS]
+        logp[rows] = NEG_INF
+        logp[rows, EOS] = eos
+    return logp
 
 
 def _ban_repeated_ngrams(logp: Tensor, prefix: Tensor, n: int) -> Tensor:
