@@ -9,7 +9,6 @@ longest source) rather than one per sentence.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,7 @@ from seq2seq.decoding import SearchSettings
 from seq2seq.errors import RunDirError
 from seq2seq.export import EXPORT_INFO, ExportError, require_ctranslate2
 from seq2seq.tokenizer import TokenizerPair, load_tokenizers
-from seq2seq.translate import Translation, search_settings
-
-log = logging.getLogger(__name__)
+from seq2seq.translate import Translation, blank_translations, clip_sources, search_settings
 
 
 class CT2Translator:
@@ -79,19 +76,11 @@ class CT2Translator:
     ) -> list[Translation]:
         """One `Translation` per input line, in order; an empty line gives an empty translation."""
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        out = [Translation([""] * settings.nbest, [0.0] * settings.nbest) for _ in lines]
+        out = blank_translations(len(lines), settings.nbest)
         if not todo:
             return out
         sources = [self.tokenizers.src.pieces(lines[i]) for i in todo]
-        for offset, pieces in zip(todo, sources):
-            if len(pieces) > self.max_source_tokens:
-                log.warning(
-                    "line %d has %d tokens; translating only the first %d",
-                    first_line + offset,
-                    len(pieces),
-                    self.max_source_tokens,
-                )
-                del pieces[self.max_source_tokens :]
+        clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         longest = max(map(len, sources)) + 1  # + </s>
         if settings.sampling and settings.seed is not None:
             require_ctranslate2().set_random_seed(settings.seed)

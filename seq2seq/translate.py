@@ -103,6 +103,19 @@ class Translation:
     scores: list[float]
 
 
+def blank_translations(count: int, nbest: int) -> list[Translation]:
+    """What `count` empty lines translate to: `nbest` empty hypotheses each."""
+    return [Translation([""] * nbest, [0.0] * nbest) for _ in range(count)]
+
+
+def clip_sources(sources: list[list], limit: int, line_numbers: Sequence[int]) -> None:
+    """Cut, in place, each source longer than `limit` tokens, warning with its input line number."""
+    for source, line in zip(sources, line_numbers):
+        if len(source) > limit:
+            log.warning("line %d has %d tokens; translating only the first %d", line, len(source), limit)
+            del source[limit:]
+
+
 class Translator:
     """A trained model with its tokenizers, ready to turn source lines into target lines."""
 
@@ -184,21 +197,11 @@ class Translator:
 
         `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
         """
-        encoded = self.tokenizers.src.encode(lines)
-        for offset, ids in enumerate(encoded):
-            if len(ids) > self.max_source_tokens:
-                log.warning(
-                    "line %d has %d tokens; translating only the first %d",
-                    first_line + offset,
-                    len(ids),
-                    self.max_source_tokens,
-                )
-                encoded[offset] = ids[: self.max_source_tokens]
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        hyps = decode_ids(
-            self.model, [encoded[i] for i in todo], settings, max_tokens, self.device, self.dtype
-        )
-        out = [Translation([""] * settings.nbest, [0.0] * settings.nbest) for _ in lines]
+        sources = self.tokenizers.src.encode([lines[i] for i in todo])
+        clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
+        hyps = decode_ids(self.model, sources, settings, max_tokens, self.device, self.dtype)
+        out = blank_translations(len(lines), settings.nbest)
         for i, nbest in zip(todo, hyps):
             texts = self.tokenizers.tgt.decode([h.tokens for h in nbest], keep_unk)
             out[i] = Translation(texts, [h.score for h in nbest])
