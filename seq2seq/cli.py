@@ -224,10 +224,8 @@ def prepare(
     needed) and print its statistics. `s2s train` reuses them while the data and tokenizer match."""
     from seq2seq.distributed import DistInfo
     from seq2seq.encode import check_aligned
-    from seq2seq.prepare import describe, ensure_prepared, prepared_dir
-    from seq2seq.rundir import data_checksums
+    from seq2seq.prepare import describe, prepared_dir, read_manifest
     from seq2seq.runsetup import prepare_run
-    from seq2seq.tokenizer import tokenizer_checksums
 
     with user_errors(), contextlib.ExitStack() as stack:
         cfg = load_config(config, overrides or [])
@@ -238,15 +236,8 @@ def prepare(
         setup_logging(logging.INFO)
         started = (run.checkpoint_dir / "last.pt").is_file()  # keep its tokenizer, check its data
         start_log = functools.partial(setup_logging, logging.INFO, run.log_file)
-        prepare_run(cfg, run, DistInfo(), (started, False), config, stack, start_log, None)
-        manifest = ensure_prepared(
-            cfg,
-            run.tokenizer_dir,
-            data_checksums(cfg),
-            tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint),
-            workers,
-        )
-        print(f"prepared corpus: {prepared_dir(cfg)}\n{describe(manifest)}")
+        prepare_run(cfg, run, DistInfo(), (started, False), config, stack, start_log, workers)
+        print(f"prepared corpus: {prepared_dir(cfg)}\n{describe(read_manifest(prepared_dir(cfg)))}")
 
 
 @app.command()

@@ -8,7 +8,6 @@ then loads the tokenizer (and maps the prepared corpus, in `seq2seq.training`).
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from seq2seq.config import Config, save_config
 from seq2seq.device import resolve_device
 from seq2seq.distributed import DistInfo, any_rank, local_device_name
 from seq2seq.errors import RunDirError, Seq2SeqError
-from seq2seq.prepare import describe, ensure_prepared
+from seq2seq.prepare import ensure_prepared
 from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
 from seq2seq.tokenizer import (
     TokenizerPair,
@@ -26,8 +25,6 @@ from seq2seq.tokenizer import (
     prepare_tokenizers,
     tokenizer_checksums,
 )
-
-log = logging.getLogger(__name__)
 
 
 def prepare_run(
@@ -76,8 +73,7 @@ def prepare_run(
             tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
             run.record_inputs(tokenizer=tokenizer, data=data)
             if corpus_workers is not None:
-                manifest = ensure_prepared(cfg, run.tokenizer_dir, data, tokenizer, corpus_workers)
-                log.info("training corpus:\n%s", describe(manifest))
+                ensure_prepared(cfg, run.tokenizer_dir, data, tokenizer, corpus_workers)
         except (Seq2SeqError, OSError) as e:
             error = e
     device = resolve_device(local_device_name(cfg.train.device, info))

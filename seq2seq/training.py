@@ -47,7 +47,7 @@ from seq2seq.interrupt import StopRequest
 from seq2seq.loss import sequence_loss
 from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
-from seq2seq.prepare import load_prepared, prepared_dir
+from seq2seq.prepare import describe, load_prepared, prepared_dir, read_manifest
 from seq2seq.rundir import RunDir
 from seq2seq.throughput import ThroughputMeter
 from seq2seq.tokenizer import TokenizerPair, tokenizer_checksums
@@ -527,8 +527,9 @@ def train(
     Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished.
     """
     d = cfg.data
-    train_data = load_prepared(prepared_dir(cfg))
-    log.info("training pairs: %s, memory-mapped from %s", f"{len(train_data):,}", prepared_dir(cfg))
+    corpus = prepared_dir(cfg)
+    train_data = load_prepared(corpus)
+    log.info("training corpus, memory-mapped from %s:\n%s", corpus, describe(read_manifest(corpus)))
     valid_data, src_lines, ref_lines = load_eval_pairs(tokenizers, d.valid_src, d.valid_tgt, d.max_len)
     torch.manual_seed(cfg.train.seed)  # the same initial weights on every rank and every run
     model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
