@@ -9,7 +9,8 @@ model and tokenizer settings: the tokenizer stage (`s2s train --tokenizer-only`)
 2-step `s2s train`, and a `--resume` for 2 more steps; on the large corpus also `torchrun
 --nproc_per_node=2` (gloo, CPU) resuming it. Each command's peak RSS is its own (`wait4`), the time
 to its first step is read from train.log, and while training runs /proc/PID/smaps is sampled for
-the memory of the mapped corpus (Rss; Pss shares a page between the processes that map it).
+the memory of the mapped corpus (Rss; Pss shares a page between the processes that map it). The
+peak RSS of a command is GNU time's; the per-rank smaps peaks are sampled every 0.25 s.
 Prints one table with both corpus sizes side by side and writes every number to `--json`.
 """
 
@@ -245,6 +246,7 @@ def main() -> None:
                 prepared,
             )
             r["index_private_mb"] = index_memory(Path(prepared), cfg["train"]["max_tokens"])
+            r["prepared_mb"] = sum(p.stat().st_size for p in Path(prepared).glob("train.*")) / MB
         results[name] = r
     report(results, args)
 
@@ -290,9 +292,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"{label:<34}" + "".join(f"{v:>16}" for v in values) + f"{ratio:>10}")
     big = results[names[-1]]
     if "ddp" in big:
-        ranks, index = big["ddp"]["smaps"], big["index_private_mb"]
-        corpus = max(r["corpus_rss"] for r in ranks)  # the corpus pages one rank maps
-        data_one, data_two = corpus + index, sum(r["corpus_pss"] for r in ranks) + len(ranks) * index
+        ranks, index, corpus = big["ddp"]["smaps"], big["index_private_mb"], big["prepared_mb"]
+        # the prepared arrays, once in the page cache, + what each process maps of them + its batch order
+        data_one = corpus + max(r["corpus_rss"] for r in ranks) + index
+        data_two = corpus + sum(r["corpus_pss"] for r in ranks) + len(ranks) * index
         print(f"\ntorchrun --nproc_per_node=2 on {names[-1]} pairs (gloo, CPU), per rank:")
         for i, r in enumerate(ranks):
             print(
@@ -301,9 +304,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
             )
         print(f"  start to first step: {big['ddp']['first_step_s']} s")
         print(
-            f"  data memory: one rank {data_one:.0f} MB (the {corpus:.0f} MB of corpus it maps + "
-            f"{index:.0f} MB of index arrays); both ranks together {data_two:.0f} MB (corpus PSS "
-            f"summed + 2 x index) = {data_two / data_one:.2f}x"
+            f"  data memory: one rank {data_one:.0f} MB (the {corpus:.0f} MB of prepared arrays in the "
+            f"page cache + the part it maps + {index:.0f} MB of index arrays); both ranks together "
+            f"{data_two:.0f} MB (arrays once + mapped PSS summed + 2 x index) = {data_two / data_one:.2f}x"
         )
     if args.json:
         for r in (results[n] for n in names):

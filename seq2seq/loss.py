@@ -1,11 +1,20 @@
-"""Label-smoothed cross-entropy over real (non-padding) target tokens."""
+"""Label-smoothed cross-entropy over real (non-padding) target tokens.
+
+`sequence_loss` states the loss on logits. Training and validation compute the same number with
+`linear_cross_entropy`, which folds the output projection into the loss and works through the
+tokens in chunks: the (tokens, vocabulary) logits, their log-probabilities and their gradient,
+three of the largest tensors of a training step, never exist whole.
+"""
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from seq2seq.special import PAD
+
+CHUNK_BYTES = 32 * 2**20  # fp32 logits of one chunk of tokens
 
 
 def sequence_loss(logits: Tensor, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
@@ -21,3 +30,74 @@ def sequence_loss(logits: Tensor, targets: Tensor, label_smoothing: float = 0.0)
         label_smoothing=label_smoothing,
         reduction="sum",
     )
+
+
+def linear_cross_entropy(
+    hidden: Tensor, weight: Tensor, targets: Tensor, label_smoothing: float = 0.0, chunk_rows: int = 0
+) -> Tensor:
+    """`sequence_loss(hidden @ weight.T, targets, label_smoothing)` without the whole logits.
+
+    hidden (B, T, D) are the states the output projection `weight` (V, D) reads. Under autocast
+    the projection runs in the autocast dtype, as `nn.Linear` would; the softmax runs in fp32.
+    `chunk_rows` tokens at a time (default: 32 MB of fp32 logits).
+    """
+    rows = chunk_rows or max(CHUNK_BYTES // (4 * weight.size(0)), 1)
+    return _LinearCrossEntropy.apply(hidden, weight, targets, label_smoothing, rows)
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """The loss and, in the same pass over each chunk, its gradients for the hidden states and weight.
+
+    The gradient of label-smoothed cross-entropy for the logits is `softmax - q`, q being the
+    smoothed one-hot target (zero on padding), so each chunk's logits turn into their gradient in
+    place and are multiplied out at once: what is kept for backward is (B, T, D) + (V, D), not
+    (B, T, V). Under `no_grad` (validation) the gradients are skipped.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden: Tensor, weight: Tensor, targets: Tensor, smoothing: float, rows: int) -> Tensor:
+        flat = hidden.reshape(-1, hidden.size(-1))  # (N, D)
+        flat_targets = targets.reshape(-1)  # (N,)
+        want_grads = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        grad_hidden = torch.empty_like(flat) if want_grads else None
+        grad_weight = torch.zeros_like(weight, dtype=torch.float32) if want_grads else None
+        total = torch.zeros((), dtype=torch.float32, device=hidden.device)
+        vocab, ctx.weight_dtype = weight.size(0), weight.dtype
+        for start in range(0, flat.size(0), rows):
+            h, t = flat[start : start + rows], flat_targets[start : start + rows]  # (n, D), (n,)
+            real = (t != PAD).unsqueeze(1)  # (n, 1)
+            logp = F.linear(h, weight).float().log_softmax(-1)  # (n, V)
+            picked = logp.gather(1, t.unsqueeze(1))  # (n, 1)
+            nll = -((1 - smoothing) * picked + (smoothing / vocab) * logp.sum(1, keepdim=True))
+            total += nll.masked_fill(~real, 0).sum()
+            if not want_grads:
+                continue
+            grad = logp.exp_().sub_(smoothing / vocab)  # (n, V): softmax - q, without q's one-hot part
+            grad.scatter_add_(1, t.unsqueeze(1), torch.full_like(picked, smoothing - 1))
+            grad.masked_fill_(~real, 0)
+            grad_hidden[start : start + rows] = torch.mm(grad, weight.to(grad.dtype)).to(flat.dtype)
+            grad_weight += torch.mm(grad.t(), h.to(grad.dtype)).float()
+        if want_grads:
+            ctx.save_for_backward(grad_hidden.view_as(hidden), grad_weight)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad_total: Tensor) -> tuple[Tensor | None, ...]:
+        grad_hidden, grad_weight = ctx.saved_tensors
+        return grad_hidden * grad_total, (grad_weight * grad_total).to(ctx.weight_dtype), None, None, None
+
+
+class TrainingLoss(nn.Module):
+    """The model and its loss as one module: (src, tgt_in, tgt_out) -> summed label-smoothed loss.
+
+    Training wraps this module, not the bare model, in DistributedDataParallel and torch.compile,
+    so the whole training forward, output projection and loss included, is theirs.
+    """
+
+    def __init__(self, model: nn.Module, label_smoothing: float) -> None:
+        super().__init__()
+        self.model, self.label_smoothing = model, label_smoothing
+
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+        hidden = self.model.features(src, tgt_in)  # (B, T, D)
+        return linear_cross_entropy(hidden, self.model.output.weight, tgt_out, self.label_smoothing)

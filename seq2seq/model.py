@@ -114,16 +114,30 @@ class Seq2SeqTransformer(nn.Module):
         new positions; their offset comes from the cache, which is updated in place. If
         `attn_sink` is a list, each layer appends its head-averaged cross-attention (B, T, S).
         """
+        return self.output(self.decoder_states(tgt, memory, cache, attn_sink))
+
+    def decoder_states(
+        self,
+        tgt: Tensor,
+        memory: Memory,
+        cache: DecoderCache | None = None,
+        attn_sink: list[Tensor] | None = None,
+    ) -> Tensor:
+        """Decoder states (B, T, D) for `tgt`, as `decode` takes it: what the projection `output` reads."""
         offset = cache.length if cache is not None else 0
         x = self.tgt_embed(tgt, offset)
         for i, layer in enumerate(self.decoder):
             layer_cache = cache.layers[i] if cache is not None else None
             x = layer(x, memory.states, memory.mask, layer_cache, attn_sink)
-        return self.output(self.dec_norm(x))
+        return self.dec_norm(x)
+
+    def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced decoder states (B, T, D): `forward` without the output projection."""
+        return self.decoder_states(tgt_in, self.encode(src))
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, V)."""
-        return self.decode(tgt_in, self.encode(src))
+        return self.output(self.features(src, tgt_in))
 
 
 def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2SeqTransformer:

@@ -21,17 +21,19 @@ import contextlib
 import fcntl
 import json
 import logging
+import mmap
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from seq2seq.config import Config
-from seq2seq.data import ParallelData, TokenArrays
+from seq2seq.data import Batch, ParallelData, TokenArrays
 from seq2seq.encode import EncodedCorpus, encode_corpus
 from seq2seq.errors import DataError
 from seq2seq.files import file_sha256, write_text
@@ -104,14 +106,39 @@ def ensure_prepared(
     return manifest
 
 
-def load_prepared(directory: Path) -> ParallelData:
+@dataclass
+class MappedCorpus(ParallelData):
+    """A prepared corpus read through memory maps, which are let go of after every batch.
+
+    A batch touches pages all over the files, and the kernel maps whole folios around each, so
+    without this a process's RSS would grow towards the size of the corpus within an epoch. The
+    pages stay in the page cache (one copy for every rank); only this process's mapping of them is
+    dropped, and the next batch maps what it needs again.
+    """
+
+    maps: tuple[mmap.mmap, ...] = ()
+
+    def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
+        batch = super().batch(rows)
+        for pages in self.maps:
+            if hasattr(pages, "madvise"):  # not on Windows
+                pages.madvise(mmap.MADV_DONTNEED)
+        return batch
+
+
+def _map(path: Path) -> mmap.mmap:
+    with path.open("rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def load_prepared(directory: Path) -> MappedCorpus:
     """Memory-map a prepared corpus (the OS page cache holds one copy for every process).
 
     Checks what costs no reading: every array has the size the manifest gives, and the offsets span
     the ids. (`ensure_prepared` also compares checksums before a run starts.)
     """
     manifest = read_manifest(directory)
-    arrays = {}
+    arrays, maps = {}, []
     for name in ARRAYS:
         info = manifest["arrays"][name]
         path = directory / f"train.{name}"
@@ -122,12 +149,14 @@ def load_prepared(directory: Path) -> ParallelData:
                 f"{info['bytes']}): run `s2s prepare` again"
             )
         dtype = np.dtype(info["dtype"])
-        count = info["bytes"] // dtype.itemsize
-        arrays[name] = np.memmap(path, dtype=dtype, mode="r", shape=(count,)) if count else np.zeros(0, dtype)
-    data = ParallelData(
+        if size:
+            maps.append(_map(path))
+        arrays[name] = np.frombuffer(maps[-1], dtype=dtype) if size else np.zeros(0, dtype)
+    data = MappedCorpus(
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),
         arrays["costs"],
+        tuple(maps),
     )
     if len(arrays["costs"]) != manifest["pairs"]:
         raise DataError(f"the prepared corpus in {directory} is inconsistent: run `s2s prepare` again")

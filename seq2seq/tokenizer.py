@@ -6,10 +6,12 @@ Special ids are fixed for every model s2s trains: pad=0, unk=1, bos=2, eos=3 (`s
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import random
 import shutil
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +138,16 @@ def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
     """Train one SentencePiece model; it appears at `target` only once complete."""
     log.info("training %s tokenizer (vocab %d) on %s", cfg.type, cfg.vocab_size, ", ".join(map(str, corpus)))
     prefix = target.parent / f".{target.stem}.tmp{os.getpid()}"
+    # In a child process: the sample and SentencePiece's trainer take hundreds of MB that the
+    # allocator would otherwise keep in this process through the whole training run.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        child.submit(_train_model, cfg, corpus, prefix).result()
+    os.replace(f"{prefix}.vocab", target.with_suffix(".vocab"))
+    os.replace(f"{prefix}.model", target)
+
+
+def _train_model(cfg: TokenizerConfig, corpus: list[Path], prefix: Path) -> None:
+    """SentencePiece training on a sample of `corpus`; writes PREFIX.model and PREFIX.vocab."""
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(_sample_lines(corpus, cfg.max_sentences)),
@@ -155,8 +167,6 @@ def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
         )
     except RuntimeError as e:
         raise DataError(f"could not train the tokenizer on {', '.join(map(str, corpus))}: {e}") from None
-    os.replace(f"{prefix}.vocab", target.with_suffix(".vocab"))
-    os.replace(f"{prefix}.model", target)
 
 
 def _sample_lines(corpus: Sequence[Path], limit: int, seed: int = 0) -> list[str]:

@@ -1,6 +1,6 @@
 """The training loop: token batches -> label-smoothed loss -> AdamW steps, validation, checkpoints.
 
-The trainer only calls `model(src, tgt_in) -> logits`; it knows nothing else about the model.
+The trainer meets the model only through `TrainingLoss`: (src, tgt_in, tgt_out) -> summed loss.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from seq2seq.distributed import (
 )
 from seq2seq.errors import TrainingDiverged
 from seq2seq.interrupt import StopRequest
-from seq2seq.loss import sequence_loss
+from seq2seq.loss import TrainingLoss
 from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.prepare import describe, load_prepared, prepared_dir, read_manifest
@@ -90,10 +90,10 @@ class Trainer:
         self.device = resolve_device(device_name)
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
         self.model = model.to(self.device)
-        self.net: nn.Module = self.model
+        self.net: nn.Module = TrainingLoss(self.model, self.tcfg.label_smoothing)
         if info.enabled:
             self.net = DistributedDataParallel(
-                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
+                self.net, device_ids=[self.device.index] if self.device.type == "cuda" else None
             )
         if self.tcfg.compile:
             self.net = torch.compile(self.net, dynamic=True)
@@ -139,9 +139,10 @@ class Trainer:
         src_vocab = self.tokenizers.src.vocab_size
         tgt_vocab = self.tokenizers.tgt.vocab_size
         src = torch.randint(4, src_vocab, (rows, length), generator=generator)
-        tgt = torch.randint(4, tgt_vocab, (rows, length), generator=generator)
+        tgt = torch.randint(4, tgt_vocab, (rows, length + 1), generator=generator)
+        objective = TrainingLoss(self.model, self.tcfg.label_smoothing)
         with torch.random.fork_rng(devices=[]), autocast(self.device, dtype):
-            self.model(src, tgt).float().logsumexp(-1).mean().backward()
+            objective(src, tgt[:, :-1], tgt[:, 1:]).backward()
         self.model.zero_grad(set_to_none=True)
 
     # ---- data order -------------------------------------------------------------------------------
@@ -180,9 +181,7 @@ class Trainer:
             sync = contextlib.nullcontext() if last or not self.info.enabled else self.net.no_sync()
             with sync:
                 with autocast(self.device, self.dtype):
-                    logits = self.net(batch.src, batch.tgt_in)  # (B, T, V)
-                loss = sequence_loss(logits, batch.tgt_out, self.tcfg.label_smoothing)
-                del logits  # backward needs the loss's saved log-probabilities, not the logits: ~100 MB less
+                    loss = self.net(batch.src, batch.tgt_in, batch.tgt_out)
                 self.scaler.scale(loss * (self.info.world / total_tokens)).backward()
             loss_sum += loss.detach()
         self.scaler.unscale_(self.optimizer)

@@ -12,7 +12,7 @@ from seq2seq.config import DecodeConfig, TrainConfig
 from seq2seq.data import ParallelData, token_batches
 from seq2seq.decoding import SearchSettings
 from seq2seq.device import autocast
-from seq2seq.loss import sequence_loss
+from seq2seq.loss import TrainingLoss
 from seq2seq.model import Seq2SeqTransformer
 from seq2seq.tokenizer import TokenizerPair
 from seq2seq.translate import decode_ids, search_settings
@@ -45,11 +45,11 @@ def validation_loss(
     dtype: torch.dtype | None,
 ) -> float:
     total, tokens = 0.0, 0
+    loss = TrainingLoss(model, label_smoothing=0.0)
     for indices in token_batches(data.costs(), max_tokens):
         batch = data.batch(indices).to(device)
         with autocast(device, dtype):
-            logits = model(batch.src, batch.tgt_in)
-        total += float(sequence_loss(logits, batch.tgt_out))
+            total += float(loss(batch.src, batch.tgt_in, batch.tgt_out))
         tokens += batch.num_tgt_tokens
     return total / max(tokens, 1)
 

@@ -1,9 +1,10 @@
+import pytest
 import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
 from seq2seq.data import collate
-from seq2seq.loss import sequence_loss
+from seq2seq.loss import linear_cross_entropy, sequence_loss
 from seq2seq.tokenizer import PAD
 
 VOCAB = 17
@@ -34,3 +35,40 @@ def test_smoothing_penalizes_overconfidence():
     b = batch()
     confident = F.one_hot(b.tgt_out, VOCAB).float() * 50
     assert sequence_loss(confident, b.tgt_out, 0.0) < sequence_loss(confident, b.tgt_out, 0.1)
+
+
+def projection_case(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Hidden states (3, 7, 16), an output projection (VOCAB, 16), targets with padding."""
+    g = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(3, 7, 16, generator=g, requires_grad=True)
+    weight = torch.randn(VOCAB, 16, generator=g, requires_grad=True)
+    targets = torch.randint(1, VOCAB, (3, 7), generator=g)
+    targets[0, 4:], targets[2, 1:] = PAD, PAD
+    return hidden, weight, targets
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("chunk_rows", [1, 4, 21, 1000])
+def test_chunked_projection_loss_and_gradients_equal_the_loss_on_logits(smoothing, chunk_rows):
+    hidden, weight, targets = projection_case()
+    expected = sequence_loss(hidden @ weight.t(), targets, smoothing)
+    want = torch.autograd.grad(0.5 * expected, (hidden, weight))
+    loss = linear_cross_entropy(hidden, weight, targets, smoothing, chunk_rows)
+    got = torch.autograd.grad(0.5 * loss, (hidden, weight))
+    assert_close(loss, expected)
+    assert_close(got, want)
+    assert torch.all(got[0][targets == PAD] == 0)  # padding positions get no gradient
+
+
+def test_chunked_projection_loss_without_gradients_and_under_bf16_autocast():
+    hidden, weight, targets = projection_case(seed=1)
+    expected = sequence_loss(hidden @ weight.t(), targets, 0.1)
+    with torch.no_grad():
+        assert_close(linear_cross_entropy(hidden, weight, targets, 0.1, 5), expected)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = linear_cross_entropy(hidden, weight, targets, 0.1, 5)
+        reference = sequence_loss(F.linear(hidden, weight), targets, 0.1)  # what nn.Linear would do
+    assert_close(loss, reference)
+    grads = torch.autograd.grad(loss, (hidden, weight))
+    assert [g.dtype for g in grads] == [torch.float32, torch.float32]
+    assert_close(grads, torch.autograd.grad(expected, (hidden, weight)), atol=0.05, rtol=0.05)

@@ -106,6 +106,31 @@ def test_every_example_exactly_once_per_epoch_from_the_mapped_arrays(tmp_path):
             )
 
 
+def mapped_kb(directory: Path) -> int:
+    """KB of this process's RSS in mappings of files under `directory` (from /proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        first = line.split(maxsplit=1)[0]
+        if "-" in first and not first.endswith(":"):  # a mapping's header: address range, ..., path
+            inside = str(directory) in line
+        elif inside and first == "Rss:":
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").is_file(), reason="needs Linux's /proc/self/smaps")
+def test_batches_leave_no_corpus_pages_mapped(tmp_path):
+    """The corpus stays in the page cache, not in the process: RSS does not grow with the corpus."""
+    cfg, tok_dir = corpus_config(tmp_path)
+    make(cfg, tok_dir)
+    data = load_prepared(prepared_dir(cfg))
+    batches = token_batches(data.costs(), 128, seed=3)
+    assert mapped_kb(prepared_dir(cfg)) > 0  # the costs, just read
+    for rows in batches:
+        data.batch(rows)
+    assert mapped_kb(prepared_dir(cfg)) == 0
+
+
 def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(tmp_path, caplog):
     cfg, tok_dir = corpus_config(tmp_path)
     pairs = make(cfg, tok_dir)["pairs"]

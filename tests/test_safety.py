@@ -428,16 +428,16 @@ def test_a_config_that_is_not_utf8_is_a_clear_error(tmp_path):
 
 def test_a_diverging_run_stops_without_saving(tmp_path, monkeypatch):
     """A non-finite loss stops training with exit 2; no checkpoint or metric holds the diverged state."""
-    import seq2seq.training as training
+    from seq2seq.loss import TrainingLoss
 
-    real_loss, calls = training.sequence_loss, []
+    real_loss, calls = TrainingLoss.forward, []
 
     def loss_that_explodes(*args, **kwargs):
         calls.append(1)
         loss = real_loss(*args, **kwargs)
         return loss * float("nan") if len(calls) > 8 else loss
 
-    monkeypatch.setattr(training, "sequence_loss", loss_that_explodes)
+    monkeypatch.setattr(TrainingLoss, "forward", loss_that_explodes)
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=12, valid_every=6, log_every=4)))
     result = run_cli("train", str(config))
