@@ -5,7 +5,7 @@
         --ref data/multi30k/test_2016_flickr.en --threads 2
 
 Exports the run's best checkpoint to CTranslate2 (float32 and int8) in a temporary directory, then
-translates the same lines with each engine and setting, each in a fresh process (`--worker`), one
+translates the same lines with each engine and setting (s2s also with `--precision auto`), each in a fresh process (`--worker`), one
 at a time, round-robin --repeat times (the fastest counts): loading and a warm-up of 8 lines are not
 timed, then every line is. Prints sentences/s, the ratio to CTranslate2 of the same precision, peak
 RSS and BLEU (sacreBLEU, against --ref) for each, and writes every number to --json.
@@ -26,7 +26,14 @@ from pathlib import Path
 
 import sacrebleu
 
-ENGINES = (("s2s", None), ("s2s", "int8"), ("ctranslate2", None), ("ctranslate2", "int8"))
+# (engine, weights, s2s --precision): `auto` times fp32 against bf16 at start and keeps the faster
+ENGINES = (
+    ("s2s", None, "fp32"),
+    ("s2s", None, "auto"),
+    ("s2s", "int8", "fp32"),
+    ("ctranslate2", None, "fp32"),
+    ("ctranslate2", "int8", "fp32"),
+)
 WARMUP = 8
 
 
@@ -54,7 +61,7 @@ def worker(spec: dict) -> None:
     if spec["engine"] == "ctranslate2":
         translator = CT2Translator.load(Path(spec["model"]), "cpu", spec["quantize"], spec["threads"])
     else:
-        translator = Translator.load(spec["model"], "best", "cpu", "fp32", spec["quantize"])
+        translator = Translator.load(spec["model"], "best", "cpu", spec["precision"], spec["quantize"])
     lines = Path(spec["src"]).read_text(encoding="utf-8").splitlines()
     settings = translator.settings(beam=spec["beam"])
     budget = translator.config.decode.max_tokens
@@ -64,7 +71,8 @@ def worker(spec: dict) -> None:
     seconds = time.perf_counter() - start
     Path(spec["out"]).write_text("".join(t.texts[0] + "\n" for t in out), encoding="utf-8")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "peak_rss_mb": round(peak)}))
+    dtype = str(getattr(translator, "dtype", None) or "float32").removeprefix("torch.")
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": round(peak), "dtype": dtype}))
 
 
 def main() -> None:
@@ -84,9 +92,10 @@ def main() -> None:
         best: dict[tuple, dict] = {}
         for _ in range(args.repeat):  # round-robin, so a noisy minute does not hit one setting only
             for beam in args.beams:
-                for engine, quantize in ENGINES:
-                    row = measure(args, engine, quantize, beam, exports, Path(scratch), refs, len(lines))
-                    key = (engine, quantize, beam)
+                for engine, quantize, precision in ENGINES:
+                    setting = (engine, quantize, precision, beam)
+                    row = measure(args, setting, exports, Path(scratch), refs, len(lines))
+                    key = setting
                     if key not in best or row["sentences_per_s"] > best[key]["sentences_per_s"]:
                         best[key] = row
         rows = list(best.values())
@@ -95,26 +104,26 @@ def main() -> None:
 
 def measure(
     args: argparse.Namespace,
-    engine: str,
-    quantize: str | None,
-    beam: int,
+    setting: tuple,
     exports: dict,
     scratch: Path,
     refs: list[str] | None,
     count: int,
 ) -> dict:
-    """One worker run of one setting: its speed, peak memory and BLEU."""
-    out = scratch / f"{engine}_{quantize}_{beam}.txt"
+    """One worker run of one setting (engine, weights, precision, beam): speed, peak memory, BLEU."""
+    engine, quantize, precision, beam = setting
+    out = scratch / f"{engine}_{quantize}_{precision}_{beam}.txt"
     spec = {
         "engine": engine,
         "quantize": quantize,
+        "precision": precision,
         "model": str(exports[quantize] if engine == "ctranslate2" else args.run_dir),
         "src": args.src,
         "beam": beam,
         "threads": args.threads,
         "out": str(out),
     }
-    print(f"{engine} {quantize or 'fp32'} beam {beam}", file=sys.stderr)
+    print(f"{engine} {quantize or precision} beam {beam}", file=sys.stderr)
     done = subprocess.run(
         [sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True, check=True
     )
@@ -127,11 +136,19 @@ def measure(
     return row
 
 
+def weights(row: dict) -> str:
+    """int8, fp32, or `auto` with what it chose (bf16 or fp32)."""
+    if row["quantize"]:
+        return row["quantize"]
+    chosen = {"bfloat16": "bf16", "float32": "fp32"}.get(row["dtype"], row["dtype"])
+    return f"auto: {chosen}" if row["precision"] == "auto" else chosen
+
+
 def report(rows: list[dict], args: argparse.Namespace, count: int) -> None:
     print(
         f"decoding {count} sentences, {args.threads} threads, {datetime.date.today()}, {platform.processor()}"
     )
-    print(f"{'engine':<14}{'weights':<9}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MB':>13}{'BLEU':>7}")
+    print(f"{'engine':<14}{'weights':<13}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MB':>13}{'BLEU':>7}")
     for row in rows:
         same = next(
             r
@@ -140,7 +157,7 @@ def report(rows: list[dict], args: argparse.Namespace, count: int) -> None:
         )
         ratio = row["sentences_per_s"] / same["sentences_per_s"]
         print(
-            f"{row['engine']:<14}{row['quantize'] or 'fp32':<9}{row['beam']:>5}{row['sentences_per_s']:>9}"
+            f"{row['engine']:<14}{weights(row):<13}{row['beam']:>5}{row['sentences_per_s']:>9}"
             f"{ratio:>7.2f}x{row['peak_rss_mb']:>13}{row.get('bleu', ''):>7}"
         )
     if args.json:

@@ -112,11 +112,3 @@ class CT2Translator:
         """
         limit = int(settings.max_len_a * source_tokens + settings.max_len_b)
         return min(max(limit, settings.min_len + 1), self.config.model.max_positions - 1) - 1
-
-    def _length_limit(self, settings: SearchSettings, source_tokens: int) -> int:
-        """s2s's longest output for a source of `source_tokens` (with </s>), in CTranslate2's terms.
-
-        s2s counts the </s> in its limit (`decoding.max_output_lengths`); CTranslate2 does not.
-        """
-        limit = int(settings.max_len_a * source_tokens + settings.max_len_b)
-        return min(max(limit, settings.min_len + 1), self.config.model.max_positions - 1) - 1

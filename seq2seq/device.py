@@ -64,13 +64,13 @@ def grad_scaler(device: torch.device, dtype: torch.dtype | None) -> torch.amp.Gr
 
 
 def faster_cpu_dtype(
-    step: Callable[[torch.dtype | None], None], repeats: int = 2
+    step: Callable[[torch.dtype | None], None], repeats: int = 2, margin: float = 0.05
 ) -> tuple[torch.dtype | None, str]:
     """bf16 autocast where it is faster than fp32 on this CPU, else fp32; and the timings that say so.
 
     `step(dtype)` runs one representative unit of work in that precision. bf16 pays off on CPUs
     with AMX or fast AVX512-BF16 paths, and costs up to 2x elsewhere, so it is timed, not assumed:
-    a warm-up, then `repeats` timed runs of each. bf16 must win by 5% (timing noise).
+    a warm-up, then `repeats` timed runs of each. bf16 must be faster by `margin` (timing noise).
     """
     seconds: dict[str, float] = {}
     for name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
@@ -82,6 +82,6 @@ def faster_cpu_dtype(
             seconds[name] = (time.perf_counter() - start) / repeats
         except RuntimeError as e:  # no bf16 kernels for some op on this build
             return None, f"bf16 failed on this CPU ({e}); fp32"
-    faster = seconds["bf16"] < 0.95 * seconds["fp32"]
+    faster = seconds["bf16"] < (1 - margin) * seconds["fp32"]
     timings = f"fp32 {1000 * seconds['fp32']:.0f} ms, bf16 {1000 * seconds['bf16']:.0f} ms per probe step"
     return (torch.bfloat16 if faster else None), f"{timings}: {'bf16' if faster else 'fp32'}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoin
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data import pad, token_batches
 from seq2seq.decoding import Hypothesis, SearchSettings, search
-from seq2seq.device import autocast, autocast_dtype, resolve_device
+from seq2seq.device import autocast, autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.ensemble import Ensemble
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.model import Seq2SeqTransformer, build_model
@@ -26,7 +28,6 @@ from seq2seq.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksum
 log = logging.getLogger(__name__)
 
 
-@torch.no_grad()
 def decode_ids(
     model: Seq2SeqTransformer | Ensemble,
     sources: Sequence[Sequence[int]],
@@ -38,18 +39,43 @@ def decode_ids(
     """Hypotheses for each source (token ids without <eos>), in input order.
 
     Sources are sorted by length into batches of about `max_tokens` source tokens, so little work is
-    spent on padding; results are written back to their input positions.
+    spent on padding; results are written back to their input positions. On a CPU, as many batches
+    as torch has threads are decoded at once, each on one core (like CTranslate2's inter_threads):
+    a decoding step's tensors are too small to keep several cores busy one operation at a time.
     """
     results: list[list[Hypothesis]] = [[] for _ in sources]
     # budget the expected beam work: each source row is expanded into `beam` decoder rows
     budget = max(max_tokens // settings.beam, 1)
-    for batch in token_batches([len(s) + 1 for s in sources], budget):
+    batches = token_batches([len(s) + 1 for s in sources], budget)
+
+    @torch.no_grad()
+    def decode(batch: Sequence[int]) -> list[list[Hypothesis]]:
         src = pad([[*sources[i], EOS] for i in batch]).to(device)
-        with autocast(device, dtype):
-            hyps = search(model, src, settings)
-        for i, h in zip(batch, hyps):
-            results[i] = h
+        with autocast(device, dtype):  # thread-local, like no_grad: set in the thread that decodes
+            return search(model, src, settings)
+
+    threads = min(torch.get_num_threads(), len(batches)) if device.type == "cpu" else 1
+    with _one_core_each(threads) as pool:
+        for batch, hyps in zip(batches, pool.map(decode, batches) if pool else map(decode, batches)):
+            for i, h in zip(batch, hyps):
+                results[i] = h
     return results
+
+
+@contextlib.contextmanager
+def _one_core_each(threads: int) -> Iterator[ThreadPoolExecutor | None]:
+    """`threads` decoding threads with one intra-op thread each (None: decode here, as set up)."""
+    if threads < 2:
+        yield None
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="s2s-decode")
+    try:
+        yield pool
+    finally:
+        pool.shutdown(cancel_futures=True)  # on an error or Ctrl-C, start no further batch
+        torch.set_num_threads(before)
 
 
 def search_settings(decode: DecodeConfig, **overrides: object) -> SearchSettings:
@@ -170,7 +196,24 @@ class Translator:
                 model, dtype = quantize_model(model, quantize, torch_device), None
             models.append(model.to(torch_device))
         model = models[0] if len(models) == 1 else Ensemble(models)
-        return cls(model, tokenizers, cfg, torch_device, dtype, quantize, paths)
+        translator = cls(model, tokenizers, cfg, torch_device, dtype, quantize, paths)
+        if torch_device.type == "cpu" and precision == "auto" and quantize is None:
+            # measured at every start, not stored: bf16 must win clearly, or outputs could flip
+            translator.dtype, reason = faster_cpu_dtype(translator._probe, repeats=1, margin=0.15)
+            log.info("precision auto on this CPU: %s", reason)
+        return translator
+
+    def _probe(self, dtype: torch.dtype | None) -> None:
+        """4 steps of the run's decoding on full batches of random 16-token sources: what `auto` times.
+
+        One batch per decoding thread, of the run's `decode.max_tokens` and `decode.beam`.
+        """
+        settings = self.settings(max_len_a=0.0, max_len_b=4, min_len=3)
+        budget = self.config.decode.max_tokens
+        count = torch.get_num_threads() * max(budget // settings.beam // 17, 1)
+        generator = torch.Generator().manual_seed(0)
+        sources = torch.randint(4, self.tokenizers.src.vocab_size, (count, 16), generator=generator)
+        decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype)
 
     @property
     def first_model(self) -> Seq2SeqTransformer:

@@ -1,9 +1,11 @@
 import dataclasses
 import math
+import threading
 
 import pytest
 import torch
 
+from seq2seq.data import pad
 from seq2seq.decoding import (
     SearchSettings,
     beam_search,
@@ -14,6 +16,7 @@ from seq2seq.decoding import (
 from seq2seq.decoding import search as search_for_settings
 from seq2seq.model import Memory
 from seq2seq.special import BOS, EOS, PAD
+from seq2seq.translate import decode_ids
 from tests.conftest import make_model, random_ids
 
 A, B, C = 4, 5, 6
@@ -374,3 +377,37 @@ def test_no_repeat_ngram_never_repeats(n, beam):
     assert any(repeats(h.tokens, n) for hyps in search_for_settings(model, src, base) for h in hyps)
     for hyps in search_for_settings(model, src, dataclasses.replace(base, no_repeat_ngram=n)):
         assert hyps and all(not repeats(h.tokens, n) for h in hyps)
+
+
+class ThreadRecorder(EosBiased):
+    """EosBiased that also records which thread decoded, and with how many intra-op threads."""
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self.seen: set[tuple[str, int]] = set()
+
+    def decode(self, tgt, memory, cache=None):
+        self.seen.add((threading.current_thread().name, torch.get_num_threads()))
+        return super().decode(tgt, memory, cache)
+
+
+def test_batches_decoded_at_once_on_a_cpu_equal_batches_decoded_in_turn():
+    """decode_ids runs as many batches as torch has threads, one core each; nothing else changes."""
+    sources = [random_ids(1, n, seed=n)[0].tolist() for n in (3, 9, 5, 12, 4, 7, 8, 6)]
+    s = settings(beam=3, nbest=2, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        in_turn = decode_ids(ThreadRecorder(make_model(seed=8)), sources, s, 20, torch.device("cpu"))
+        torch.set_num_threads(3)
+        model = ThreadRecorder(make_model(seed=8))
+        at_once = decode_ids(model, sources, s, 20, torch.device("cpu"))  # 8 batches of one source
+        assert torch.get_num_threads() == 3  # restored afterwards
+    finally:
+        torch.set_num_threads(before)
+    names = {name for name, _ in model.seen}
+    assert len(names) > 1 and all(name.startswith("s2s-decode") for name in names)
+    assert {threads for _, threads in model.seen} == {1}
+    assert ends_early(in_turn, pad([[*x, EOS] for x in sources]), s)
+    assert [[h.tokens for h in n] for n in at_once] == [[h.tokens for h in n] for n in in_turn]
+    assert [[h.score for h in n] for n in at_once] == [[h.score for h in n] for n in in_turn]
