@@ -5,10 +5,11 @@
         --ref data/multi30k/test_2016_flickr.en --threads 2
 
 Exports the run's best checkpoint to CTranslate2 (float32 and int8) in a temporary directory, then
-translates the same lines with each engine and setting (s2s also with `--precision auto`), each in a fresh process (`--worker`), one
-at a time, round-robin --repeat times (the fastest counts): loading and a warm-up of 8 lines are not
-timed, then every line is. Prints sentences/s, the ratio to CTranslate2 of the same precision, peak
-RSS and BLEU (sacreBLEU, against --ref) for each, and writes every number to --json.
+translates the same lines with each engine and setting (s2s also with `--precision auto`), each in
+a fresh process (`--worker`), one at a time, round-robin --repeat times (the fastest counts):
+loading and a warm-up of 8 lines are not timed, then every line is. Prints sentences/s, the ratio
+to CTranslate2 of the same weights, peak RSS and BLEU (sacreBLEU, against --ref) for each, and
+writes every number to --json.
 """
 
 from __future__ import annotations
