@@ -151,7 +151,9 @@ def load_prepared(directory: Path) -> MappedCorpus:
         dtype = np.dtype(info["dtype"])
         if size:
             maps.append(_map(path))
-        arrays[name] = np.frombuffer(maps[-1], dtype=dtype) if size else np.zeros(0, dtype)
+            arrays[name] = np.frombuffer(maps[-1], dtype=dtype)
+        else:  # an empty file cannot be mapped
+            arrays[name] = np.zeros(0, dtype)
     data = MappedCorpus(
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),

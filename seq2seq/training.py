@@ -90,7 +90,8 @@ class Trainer:
         self.device = resolve_device(device_name)
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
         self.model = model.to(self.device)
-        self.net: nn.Module = TrainingLoss(self.model, self.tcfg.label_smoothing)
+        self.objective = TrainingLoss(self.model, self.tcfg.label_smoothing)  # what DDP/compile wrap
+        self.net: nn.Module = self.objective
         if info.enabled:
             self.net = DistributedDataParallel(
                 self.net, device_ids=[self.device.index] if self.device.type == "cuda" else None
@@ -140,9 +141,8 @@ class Trainer:
         tgt_vocab = self.tokenizers.tgt.vocab_size
         src = torch.randint(4, src_vocab, (rows, length), generator=generator)
         tgt = torch.randint(4, tgt_vocab, (rows, length + 1), generator=generator)
-        objective = TrainingLoss(self.model, self.tcfg.label_smoothing)
-        with torch.random.fork_rng(devices=[]), autocast(self.device, dtype):
-            objective(src, tgt[:, :-1], tgt[:, 1:]).backward()
+        with torch.random.fork_rng(devices=[]), autocast(self.device, dtype):  # unwrapped: rank 0 alone
+            self.objective(src, tgt[:, :-1], tgt[:, 1:]).backward()
         self.model.zero_grad(set_to_none=True)
 
     # ---- data order -------------------------------------------------------------------------------

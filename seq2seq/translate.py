@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,24 +55,24 @@ def decode_ids(
             return search(model, src, settings)
 
     threads = min(torch.get_num_threads(), len(batches)) if device.type == "cpu" else 1
-    with _one_core_each(threads) as pool:
-        for batch, hyps in zip(batches, pool.map(decode, batches) if pool else map(decode, batches)):
+    with _one_core_each(threads) as mapper:
+        for batch, hyps in zip(batches, mapper(decode, batches)):
             for i, h in zip(batch, hyps):
                 results[i] = h
     return results
 
 
 @contextlib.contextmanager
-def _one_core_each(threads: int) -> Iterator[ThreadPoolExecutor | None]:
-    """`threads` decoding threads with one intra-op thread each (None: decode here, as set up)."""
+def _one_core_each(threads: int) -> Iterator[Callable[..., Iterator]]:
+    """A `map` over `threads` decoding threads with one intra-op thread each (below 2: plain `map`)."""
     if threads < 2:
-        yield None
+        yield map
         return
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     pool = ThreadPoolExecutor(threads, thread_name_prefix="s2s-decode")
     try:
-        yield pool
+        yield pool.map
     finally:
         pool.shutdown(cancel_futures=True)  # on an error or Ctrl-C, start no further batch
         torch.set_num_threads(before)
