@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""Benchmark s2s in one run: training throughput against plain nn.Transformer, model FLOP/s, decoding.
+"""Benchmark s2s in one run: training throughput against plain nn.Transformer and fairseq, model FLOP/s,
+decoding, and decoding against CTranslate2.
 
     python scripts/bench.py --config configs/multi30k_de_en.yaml --run-dir runs/multi30k_de_en \\
-        --src data/multi30k/test_2016_flickr.de --json bench.json
+        --src data/multi30k/test_2016_flickr.de --ref data/multi30k/test_2016_flickr.en --json bench.json
 
-Prints compact tables to stdout and writes every number to `--json`. Absolute times on a shared
-machine are noisy; compare the ratios, which are measured side by side in the same run. The
-helpers live next to this file in bench_train.py and bench_decode.py (Python puts a script's own
-directory on sys.path).
+Prints compact tables to stdout, then the targets of issue 11 as ratios, and writes every number to
+`--json`. Absolute times on a shared machine are noisy; compare the ratios, which are measured side
+by side in the same run. The `engines` section needs CTranslate2 (`pip install ctranslate2`), the
+`fairseq` section an interpreter that imports fairseq (`--fairseq-python`); each is skipped, with a
+note, when it is missing. The helpers live next to this file in bench_train.py, bench_decode.py,
+bench_ct2.py and bench_fairseq.py (Python puts a script's own directory on sys.path).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import logging
 import platform
@@ -23,14 +27,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from bench_ct2 import engines_report, engines_targets, run_engines_section
 from bench_decode import WorkerSpec, check_decode_inputs, run_decode_section, run_worker
+from bench_fairseq import fairseq_report, fairseq_targets, find_fairseq, run_fairseq_section
 from bench_train import MODEL_NAMES, run_train_section
 
 from seq2seq.config import load_config
 from seq2seq.device import resolve_device
 from seq2seq.errors import Seq2SeqError
 
-SECTIONS = ("train", "decode")
+SECTIONS = ("train", "decode", "engines", "fairseq")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,10 +47,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--config", default="configs/multi30k_de_en.yaml", help="recipe for the train section")
     p.add_argument("--run-dir", help="trained run: its tokenizer for train, its best.pt for decode")
     p.add_argument("--src", default="data/multi30k/test_2016_flickr.de", help="source lines to decode")
+    p.add_argument("--ref", help="references of --src: BLEU of each engine in the engines section")
     p.add_argument("--limit", type=int, default=0, help="decode only the first N lines (0 = all)")
     p.add_argument(
-        "--sections", help="comma-separated: train,decode (default: train, and decode with --run-dir)"
+        "--sections",
+        help="comma-separated: train,decode,engines,fairseq (default: train and fairseq; with --run-dir "
+        "also decode and engines; engines and fairseq where installed)",
     )
+    p.add_argument(
+        "--repeat", type=int, default=3, help="engines: rounds over each setting (the fastest counts)"
+    )
+    p.add_argument("--fairseq-python", help="fairseq: a python that imports fairseq (default: this one)")
+    p.add_argument("--fairseq-steps", type=int, default=80, help="fairseq: training steps of each trainer")
     p.add_argument("--models", default="recipe,base", help="comma-separated: recipe,base")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     p.add_argument("--warmup", type=int, default=3, help="training steps before the timed window")
@@ -65,17 +79,31 @@ def choices(value: str, valid: tuple[str, ...], option: str) -> list[str]:
     return items
 
 
-def check_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """The sections and models to run; a user's mistake raises `Seq2SeqError` before any work."""
-    sections = choices(args.sections or ("train,decode" if args.run_dir else "train"), SECTIONS, "--sections")
+def check_args(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+    """The sections to run, the models, and notes on optional sections skipped (what is missing).
+
+    A user's mistake raises `Seq2SeqError` before any work.
+    """
+    default = "train,decode,engines,fairseq" if args.run_dir else "train,fairseq"
+    sections = choices(args.sections or default, SECTIONS, "--sections")
     models = choices(args.models, MODEL_NAMES, "--models")
     if args.warmup < 0 or args.steps < 1 or args.limit < 0 or args.threads < 0 or args.matmul_size < 1:
         raise Seq2SeqError("--warmup, --limit, --threads must be >= 0; --steps, --matmul-size >= 1")
-    if "decode" in sections:
+    if args.repeat < 1 or args.fairseq_steps < 8:
+        raise Seq2SeqError("--repeat must be >= 1 and --fairseq-steps >= 8")
+    if {"decode", "engines"} & set(sections):
         if not args.run_dir:
-            raise Seq2SeqError("--sections decode needs --run-dir RUN (a trained run directory)")
+            raise Seq2SeqError("--sections decode/engines need --run-dir RUN (a trained run directory)")
         check_decode_inputs(args.run_dir, args.src)
-    return sections, models
+    skipped = []
+    if "engines" in sections and importlib.util.find_spec("ctranslate2") is None:
+        skipped.append("engines: CTranslate2 is not installed here (pip install ctranslate2)")
+    if "fairseq" in sections:
+        args.fairseq_python = find_fairseq(args.fairseq_python)
+        if args.fairseq_python is None:
+            skipped.append("fairseq: this interpreter cannot import fairseq; give --fairseq-python PYTHON")
+    sections = [s for s in sections if not any(note.startswith(f"{s}:") for note in skipped)]
+    return sections, models, skipped
 
 
 def machine_info(device: torch.device) -> dict[str, object]:
@@ -182,7 +210,7 @@ def decode_report(section: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every requested section; prints the tables and returns all results as plain data."""
-    sections, models = check_args(args)
+    sections, models, skipped = check_args(args)
     cfg = load_config(args.config) if "train" in sections else None
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -199,8 +227,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "decode" in sections:
         decode = run_decode_section(args.run_dir, args.src, args.limit, torch.get_num_threads(), args.device)
         report["decode"] = decode
-        print(decode_report(decode))
+        print(decode_report(decode), flush=True)
+    threads = torch.get_num_threads()
+    if "engines" in sections:
+        engines = run_engines_section(args.run_dir, args.src, args.ref, threads, [1, 5], args.repeat)
+        report["engines"] = engines
+        print(engines_report(engines), flush=True)
+    if "fairseq" in sections:
+        fairseq = run_fairseq_section(args.config, args.fairseq_python, args.fairseq_steps, threads)
+        report["fairseq"] = fairseq
+        print(fairseq_report(fairseq), flush=True)
+    report["skipped"] = skipped
+    report["targets"] = targets(report)
+    print(targets_report(report["targets"], skipped))
     return report
+
+
+def targets(report: dict[str, Any]) -> dict[str, float]:
+    """Issue 11's targets as measured ratios (of the sections that ran)."""
+    out: dict[str, float] = {}
+    if "engines" in report:
+        out |= engines_targets(report["engines"])
+    if "fairseq" in report:
+        out |= fairseq_targets(report["fairseq"])
+    return out
+
+
+def targets_report(values: dict[str, float], skipped: list[str]) -> str:
+    lines = ["== targets (issue 11)"]
+    lines += [f"{name:<52}{value:>8.2f}{'' if 'BLEU' in name else 'x'}" for name, value in values.items()]
+    lines += [f"skipped {note}" for note in skipped]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

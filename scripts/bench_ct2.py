@@ -81,30 +81,73 @@ def main() -> None:
     if args.worker:
         worker(json.loads(args.worker))
         return
+    section = run_engines_section(args.run_dir, args.src, args.ref, args.threads, args.beams, args.repeat)
+    print(engines_report(section))
+    if args.json:
+        Path(args.json).write_text(json.dumps(section, indent=2) + "\n")
+
+
+def run_engines_section(
+    run_dir: str, src: str, ref: str | None, threads: int, beams: list[int], repeat: int
+) -> dict:
+    """Every engine and setting on the lines of `src`, round-robin `repeat` times; the fastest counts."""
     from seq2seq.export import export_ctranslate2
 
-    lines = Path(args.src).read_text(encoding="utf-8").splitlines()
-    refs = Path(args.ref).read_text(encoding="utf-8").splitlines() if args.ref else None
+    count = len(Path(src).read_text(encoding="utf-8").splitlines())
+    refs = Path(ref).read_text(encoding="utf-8").splitlines() if ref else None
     with tempfile.TemporaryDirectory() as scratch:
         exports = {}
         for quantize in (None, "int8"):
             exports[quantize] = Path(scratch) / f"ct2_{quantize or 'fp32'}"
-            export_ctranslate2(Path(args.run_dir), "best", exports[quantize], quantize)
+            export_ctranslate2(Path(run_dir), "best", exports[quantize], quantize)
         best: dict[tuple, dict] = {}
-        for _ in range(args.repeat):  # round-robin, so a noisy minute does not hit one setting only
-            for beam in args.beams:
+        for _ in range(repeat):  # round-robin, so a noisy minute does not hit one setting only
+            for beam in beams:
                 for engine, quantize, precision in ENGINES:
                     setting = (engine, quantize, precision, beam)
-                    row = measure(args, setting, exports, Path(scratch), refs, len(lines))
-                    key = setting
-                    if key not in best or row["sentences_per_s"] > best[key]["sentences_per_s"]:
-                        best[key] = row
-        rows = list(best.values())
-    report(rows, args, len(lines))
+                    spec = {"run_dir": run_dir, "src": src, "threads": threads}
+                    row = measure(spec, setting, exports, Path(scratch), refs, count)
+                    if setting not in best or row["sentences_per_s"] > best[setting]["sentences_per_s"]:
+                        best[setting] = row
+    rows = list(best.values())
+    for row in rows:
+        same = _ct2_row(rows, row["quantize"], row["beam"])
+        row["vs_ctranslate2"] = row["sentences_per_s"] / same["sentences_per_s"]
+        row["rss_vs_ctranslate2"] = row["peak_rss_mb"] / same["peak_rss_mb"]
+    machine = f"{platform.processor() or platform.machine()}, {datetime.date.today()}"
+    return {"sentences": count, "threads": threads, "machine": machine, "results": rows}
+
+
+def engines_targets(section: dict) -> dict[str, float]:
+    """Issue 11's decoding targets: speed and peak RSS against CTranslate2, int8's BLEU cost."""
+    rows = {(r["engine"], r["quantize"], r["precision"], r["beam"]): r for r in section["results"]}
+    out = {}
+    for precision in ("fp32", "auto"):
+        for beam in (5, 1):
+            out[f"s2s {precision} / CT2 fp32, beam {beam}, sent/s"] = rows["s2s", None, precision, beam][
+                "vs_ctranslate2"
+            ]
+    out["s2s int8 / CT2 int8, beam 5, sent/s"] = rows["s2s", "int8", "fp32", 5]["vs_ctranslate2"]
+    for precision in ("fp32", "auto"):
+        out[f"s2s {precision} / CT2 fp32, beam 5, peak RSS"] = rows["s2s", None, precision, 5][
+            "rss_vs_ctranslate2"
+        ]
+    if "bleu" in rows["s2s", None, "fp32", 5]:
+        out["s2s BLEU int8 - fp32, beam 5"] = (
+            rows["s2s", "int8", "fp32", 5]["bleu"] - rows["s2s", None, "fp32", 5]["bleu"]
+        )
+    return out
+
+
+def _ct2_row(rows: list[dict], quantize: str | None, beam: int) -> dict:
+    """CTranslate2's row with the same weights and beam."""
+    return next(
+        r for r in rows if r["engine"] == "ctranslate2" and r["quantize"] == quantize and r["beam"] == beam
+    )
 
 
 def measure(
-    args: argparse.Namespace,
+    base: dict,
     setting: tuple,
     exports: dict,
     scratch: Path,
@@ -118,10 +161,10 @@ def measure(
         "engine": engine,
         "quantize": quantize,
         "precision": precision,
-        "model": str(exports[quantize] if engine == "ctranslate2" else args.run_dir),
-        "src": args.src,
+        "model": str(exports[quantize] if engine == "ctranslate2" else base["run_dir"]),
+        "src": base["src"],
         "beam": beam,
-        "threads": args.threads,
+        "threads": base["threads"],
         "out": str(out),
     }
     print(f"{engine} {quantize or precision} beam {beam}", file=sys.stderr)
@@ -145,24 +188,22 @@ def weights(row: dict) -> str:
     return f"auto: {chosen}" if row["precision"] == "auto" else chosen
 
 
-def report(rows: list[dict], args: argparse.Namespace, count: int) -> None:
-    print(
-        f"decoding {count} sentences, {args.threads} threads, {datetime.date.today()}, {platform.processor()}"
-    )
-    print(f"{'engine':<14}{'weights':<13}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MB':>13}{'BLEU':>7}")
-    for row in rows:
-        same = next(
-            r
-            for r in rows
-            if r["engine"] == "ctranslate2" and r["quantize"] == row["quantize"] and r["beam"] == row["beam"]
-        )
-        ratio = row["sentences_per_s"] / same["sentences_per_s"]
-        print(
+def engines_report(section: dict) -> str:
+    """The table: each engine and setting with sentences/s, its ratio to CTranslate2 on the same
+    weights, peak RSS (and its ratio) and BLEU."""
+    lines = [
+        f"== decoding against CTranslate2 ({section['sentences']} sentences, {section['threads']} threads, "
+        f"{section['machine']}; each in a fresh process, the fastest of the rounds)",
+        f"{'engine':<14}{'weights':<13}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MB':>13}{'vs CT2':>8}"
+        f"{'BLEU':>7}",
+    ]
+    for row in section["results"]:
+        lines.append(
             f"{row['engine']:<14}{weights(row):<13}{row['beam']:>5}{row['sentences_per_s']:>9}"
-            f"{ratio:>7.2f}x{row['peak_rss_mb']:>13}{row.get('bleu', ''):>7}"
+            f"{row['vs_ctranslate2']:>7.2f}x{row['peak_rss_mb']:>13}{row['rss_vs_ctranslate2']:>7.2f}x"
+            f"{row.get('bleu', ''):>7}"
         )
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

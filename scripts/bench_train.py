@@ -23,12 +23,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from seq2seq.architectures import build_model
 from seq2seq.config import Config, ModelConfig
 from seq2seq.data import Batch, ParallelData, token_batches
 from seq2seq.device import autocast_dtype
 from seq2seq.distributed import DistInfo
 from seq2seq.layers import sinusoidal_positions
-from seq2seq.model import build_model, count_parameters
+from seq2seq.model import count_parameters
 from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
 from seq2seq.rundir import RunDir, data_checksums
 from seq2seq.tokenizer import PAD, TokenizerPair, load_tokenizers, prepare_tokenizers, tokenizer_checksums

@@ -24,11 +24,11 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 import seq2seq
+from seq2seq.architectures import build_model
 from seq2seq.batcher import Batcher
 from seq2seq.config import Config
 from seq2seq.decoding import SearchSettings
 from seq2seq.limits import ApiError, BodyLimit, Limits, add_error_handlers, check_lines, request_settings
-from seq2seq.model import build_model
 from seq2seq.report import attention_map
 from seq2seq.translate import Translator
 

@@ -53,8 +53,10 @@ class TokenizerConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Encoder-decoder Transformer sizes and regularization."""
+    """Transformer family, sizes and regularization."""
 
+    arch: Literal["encoder_decoder", "decoder_only"] = "encoder_decoder"
+    prefix_lm: bool = False  # decoder_only: source positions see the whole source (not only the past)
     d_model: int = 256
     heads: int = 4
     ffn_dim: int = 1024
@@ -336,6 +338,7 @@ def _check_values(cfg: Config) -> list[str]:
         ((m.d_model // max(m.heads, 1)) % 2 != 0, "model.d_model: d_model / heads must be even"),
         (m.d_model % 2 != 0, "model.d_model: must be even (sinusoidal positions)"),
         (m.encoder_layers < 1, "model.encoder_layers: must be >= 1"),
+        *_decoder_only_problems(cfg),
         (m.decoder_layers < 1, "model.decoder_layers: must be >= 1"),
         (m.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
         (m.max_positions < cfg.data.max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
@@ -405,6 +408,22 @@ def _check_values(cfg: Config) -> list[str]:
         (d.no_repeat_ngram < 0, "decode.no_repeat_ngram: must be >= 0"),
     ]
     return [message for broken, message in rules if broken]
+
+
+def _decoder_only_problems(cfg: Config) -> list[tuple[bool, str]]:
+    """A decoder-only model reads source and target as one sequence of one vocabulary."""
+    m = cfg.model
+    if m.arch != "decoder_only":
+        return [(m.prefix_lm, "model.prefix_lm: only for model.arch: decoder_only")]
+    longest = 2 * (cfg.data.max_len + 2)
+    return [
+        (not cfg.tokenizer.joint, "model.arch: decoder_only needs tokenizer.joint: true (one vocabulary)"),
+        (
+            m.max_positions < longest,
+            f"model.max_positions: a decoder-only model holds source and target: must be >= {longest} "
+            "(2 x (data.max_len + 2))",
+        ),
+    ]
 
 
 def _check_bleu_tokenizer(name: str) -> list[tuple[bool, str]]:

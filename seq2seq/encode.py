@@ -8,7 +8,6 @@ the corpus size.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import signal
 from collections import deque
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from seq2seq.children import spawned_pool
 from seq2seq.errors import DataError
 from seq2seq.special import UNK
 from seq2seq.textio import count_lines, iter_line_chunks
@@ -126,15 +126,14 @@ def _run(tasks: Iterator[tuple], models: tuple[Path, Path], workers: int) -> Ite
         _load_models(*models, quiet=False)
         yield from map(_encode_chunk, tasks)
         return
-    # spawn: fresh interpreters that load only SentencePiece, never a copy of a process using torch
-    with multiprocessing.get_context("spawn").Pool(workers, _load_models, models) as pool:
+    with spawned_pool(workers, "tokenizing the corpus", _load_models, models) as pool:
         pending: deque = deque()
         for task in tasks:
             if len(pending) >= 2 * workers:
-                yield pending.popleft().get()
-            pending.append(pool.apply_async(_encode_chunk, (task,)))
+                yield pending.popleft().result()
+            pending.append(pool.submit(_encode_chunk, task))
         while pending:
-            yield pending.popleft().get()
+            yield pending.popleft().result()
 
 
 _MODELS: dict[str, Tokenizer] = {}  # a worker's tokenizers, loaded once by `_load_models`

@@ -50,6 +50,8 @@ def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: 
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
     translator = Translator.load(run_dir, checkpoint, "cpu", "fp32")
     model, cfg = translator.first_model, translator.config
+    if cfg.model.arch != "encoder_decoder":
+        raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {cfg.model.arch}")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp", dir=out_dir.parent))
     umask = os.umask(0)

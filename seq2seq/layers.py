@@ -127,7 +127,7 @@ class SelfAttention(nn.Module):
         them. Without one, a causal layer needs no padding mask: padding is on the right, so a
         real position never sees a padded one under the causal rule.
         """
-        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))  # (B, H, T, Dh)
+        q, k, v = self.heads_of(x)
         mask, is_causal = pad_mask, causal
         if cache is not None:
             start = cache.length
@@ -135,6 +135,15 @@ class SelfAttention(nn.Module):
             is_causal = False
             if causal and x.size(1) > 1:
                 mask = torch.ones(x.size(1), k.size(2), dtype=torch.bool, device=x.device).tril(start)
+        return self.attend(q, k, v, mask, is_causal)
+
+    def heads_of(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values (B, H, T, Dh) of x (B, T, D): one fused projection."""
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+        return q, k, v
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool = False) -> Tensor:
+        """softmax(q k^T / sqrt(Dh)) v over the heads, then the output projection: (B, Tq, D)."""
         drop = self.dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop, is_causal=is_causal)
         return self.out(merge_heads(y))
@@ -181,11 +190,48 @@ class CrossAttention(nn.Module):
         return self.out(merge_heads(unfold_beams(y, beams)))
 
 
+class Dropout(nn.Module):
+    """`nn.Dropout` with a faster mask on the CPU; elsewhere it is `F.dropout` (fused on CUDA).
+
+    On a CPU, the `bernoulli_` that `F.dropout` draws its mask with runs at a third of the speed of
+    `rand_like` (9.4 vs 3.2 ms per million values, 2 threads: 11% of a training step's time). The mask
+    here is the same Bernoulli(1 - p) draw from the same generator, kept as bool for the backward.
+    """
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0:
+            return x
+        if x.device.type != "cpu" or self.p >= 1:
+            return F.dropout(x, self.p, training=True)
+        return _CpuDropout.apply(x, self.p)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class _CpuDropout(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, p: float) -> Tensor:
+        keep = torch.rand_like(x, dtype=torch.float32) >= p
+        ctx.save_for_backward(keep)
+        ctx.scale = 1.0 / (1.0 - p)
+        return x.mul(keep).mul_(ctx.scale)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        (keep,) = ctx.saved_tensors
+        return grad.mul(keep).mul_(ctx.scale), None
+
+
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, ffn_dim: int, activation_dropout: float) -> None:
         super().__init__()
         self.up, self.down = nn.Linear(d_model, ffn_dim), nn.Linear(ffn_dim, d_model)
-        self.dropout = nn.Dropout(activation_dropout)
+        self.dropout = Dropout(activation_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.down(self.dropout(F.relu(self.up(x))))
@@ -196,7 +242,7 @@ class Residual(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
         super().__init__()
-        self.norm, self.dropout, self.pre_norm = nn.LayerNorm(d_model), nn.Dropout(dropout), pre_norm
+        self.norm, self.dropout, self.pre_norm = nn.LayerNorm(d_model), Dropout(dropout), pre_norm
 
     def inner(self, x: Tensor) -> Tensor:
         """What the sublayer reads."""

@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
-from seq2seq.layers import DecoderLayer, EncoderLayer, KVCache, LayerCache, MemoryKV, sinusoidal_positions
+from seq2seq.layers import (
+    DecoderLayer,
+    Dropout,
+    EncoderLayer,
+    KVCache,
+    LayerCache,
+    MemoryKV,
+    sinusoidal_positions,
+)
 from seq2seq.special import PAD
 
 
@@ -51,7 +59,7 @@ class Embedding(nn.Module):
         self.tokens = tokens
         self.register_buffer("positions", positions, persistent=False)  # (max_positions, D)
         self.scale = math.sqrt(tokens.embedding_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         """ids (B, T) -> (B, T, D); positions start at `offset` (the cached length when decoding)."""
@@ -76,19 +84,9 @@ class Seq2SeqTransformer(nn.Module):
         self.enc_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
         self.dec_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
         self.output = nn.Linear(d, tgt_vocab, bias=False)
-        self._init_weights()
+        init_weights(self, d)
         if cfg.tie_output:
             self.output.weight = tgt_tokens.weight
-
-    def _init_weights(self) -> None:
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, std=self.cfg.d_model**-0.5)
-                nn.init.zeros_(module.weight[PAD])
 
     def encode(self, src: Tensor) -> Memory:
         """src (B, S) ids, right-padded with PAD -> memory (B, S, D)."""
@@ -140,8 +138,16 @@ class Seq2SeqTransformer(nn.Module):
         return self.output(self.features(src, tgt_in))
 
 
-def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2SeqTransformer:
-    return Seq2SeqTransformer(cfg, src_vocab, tgt_vocab)
+def init_weights(model: nn.Module, d_model: int) -> None:
+    """Xavier-uniform linear layers with zero biases; embeddings N(0, d_model^-0.5) with a zero <pad> row."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=d_model**-0.5)
+            nn.init.zeros_(module.weight[PAD])
 
 
 def count_parameters(model: nn.Module) -> int:

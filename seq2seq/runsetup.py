@@ -18,6 +18,7 @@ from seq2seq.distributed import DistInfo, any_rank, local_device_name
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.prepare import ensure_prepared
 from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
+from seq2seq.special import SEP_PIECE
 from seq2seq.tokenizer import (
     TokenizerPair,
     copy_tokenizers,
@@ -70,6 +71,7 @@ def prepare_run(
                 run.tokenizer_dir,
                 not resume,
             )
+            check_fits_arch(cfg, load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint))
             tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
             run.record_inputs(tokenizer=tokenizer, data=data)
             if corpus_workers is not None:
@@ -83,6 +85,15 @@ def prepare_run(
     if failed:
         raise RunDirError("rank 0 could not prepare the run directory (its error is above)")
     return load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+
+
+def check_fits_arch(cfg: Config, tokenizers: TokenizerPair) -> None:
+    """A decoder-only model needs the <sep> id, which tokenizers trained before it existed lack."""
+    if cfg.model.arch == "decoder_only" and not tokenizers.src.has_separator:
+        raise RunDirError(
+            f"model.arch: decoder_only needs a tokenizer with the {SEP_PIECE} symbol, and "
+            f"{tokenizers.src.path} was trained without it (by an older s2s): train a new run"
+        )
 
 
 def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str]) -> None:

@@ -4,3 +4,5 @@ A leaf module: the model, the search and the loss need these numbers, not Senten
 """
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SEP = 4  # between source and target in one decoder-only sequence (a SentencePiece control symbol)
+SEP_PIECE = "<sep>"

@@ -6,21 +6,20 @@ Special ids are fixed for every model s2s trains: pad=0, unk=1, bos=2, eos=3 (`s
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import random
 import shutil
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import sentencepiece as spm
 
+from seq2seq.children import spawned_pool
 from seq2seq.config import TokenizerConfig
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
-from seq2seq.special import BOS, EOS, PAD, UNK
+from seq2seq.special import BOS, EOS, PAD, SEP, SEP_PIECE, UNK
 from seq2seq.textio import iter_line_chunks
 
 log = logging.getLogger(__name__)
@@ -56,6 +55,11 @@ class Tokenizer:
     def decode(self, ids: Sequence[Sequence[int]], keep_unk: bool = False) -> list[str]:
         """Text of each id sequence; `<unk>` pieces are dropped, or shown as ` ⁇ ` with `keep_unk`."""
         return self.sp.decode([[i for i in seq if i > EOS or (keep_unk and i == UNK)] for seq in ids])
+
+    @property
+    def has_separator(self) -> bool:
+        """Whether id SEP is the <sep> control symbol (tokenizers trained before it existed lack it)."""
+        return self.sp.piece_to_id(SEP_PIECE) == SEP
 
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)
@@ -140,7 +144,7 @@ def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
     prefix = target.parent / f".{target.stem}.tmp{os.getpid()}"
     # In a child process: the sample and SentencePiece's trainer take hundreds of MB that the
     # allocator would otherwise keep in this process through the whole training run.
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+    with spawned_pool(1, "training the tokenizer") as child:
         child.submit(_train_model, cfg, corpus, prefix).result()
     os.replace(f"{prefix}.vocab", target.with_suffix(".vocab"))
     os.replace(f"{prefix}.model", target)
@@ -161,6 +165,7 @@ def _train_model(cfg: TokenizerConfig, corpus: list[Path], prefix: Path) -> None
             unk_id=UNK,
             bos_id=BOS,
             eos_id=EOS,
+            control_symbols=[SEP_PIECE],  # id SEP: never produced from text, dropped when decoding
             hard_vocab_limit=False,
             num_threads=os.cpu_count() or 1,
             minloglevel=2,

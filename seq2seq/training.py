@@ -22,6 +22,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from seq2seq.architectures import build_model
 from seq2seq.board import TensorBoard
 from seq2seq.checkpoint import (
     check_fits_run,
@@ -45,7 +46,7 @@ from seq2seq.distributed import (
 from seq2seq.errors import TrainingDiverged
 from seq2seq.interrupt import StopRequest
 from seq2seq.loss import TrainingLoss
-from seq2seq.model import Seq2SeqTransformer, build_model, count_parameters
+from seq2seq.model import Seq2SeqTransformer, count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.prepare import describe, load_prepared, prepared_dir, read_manifest
 from seq2seq.rundir import RunDir

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from seq2seq.architectures import build_model
 from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data import pad, token_batches
@@ -20,7 +21,7 @@ from seq2seq.decoding import Hypothesis, SearchSettings, search
 from seq2seq.device import autocast, autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.ensemble import Ensemble
 from seq2seq.errors import RunDirError, Seq2SeqError
-from seq2seq.model import Seq2SeqTransformer, build_model
+from seq2seq.model import Seq2SeqTransformer
 from seq2seq.rundir import RunDir
 from seq2seq.special import EOS
 from seq2seq.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums

@@ -14,9 +14,9 @@ import torch.multiprocessing as mp
 import yaml
 from torch.testing import assert_close
 
+from seq2seq.architectures import build_model
 from seq2seq.config import Config, config_from_dict
 from seq2seq.distributed import DistInfo, init_distributed, shutdown
-from seq2seq.model import build_model
 from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
 from seq2seq.rundir import RunDir, data_checksums
 from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers, tokenizer_checksums

@@ -9,11 +9,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from seq2seq.architectures import build_model
 from seq2seq.cli import app
 from seq2seq.config import ModelConfig
 from seq2seq.data import pad
 from seq2seq.decoding import max_output_lengths
-from seq2seq.model import build_model
 from seq2seq.special import BOS, EOS
 from seq2seq.textio import read_lines
 from seq2seq.tokenizer import load_tokenizers

@@ -2,6 +2,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from seq2seq.layers import Dropout
 from seq2seq.special import BOS, PAD
 from tests.conftest import make_model, random_ids
 
@@ -188,3 +189,27 @@ def test_the_model_and_the_search_need_no_tokenizer_library():
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     )
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.7])
+def test_dropout_drops_a_p_share_and_scales_the_rest(p):
+    drop = Dropout(p).train()
+    x = torch.rand(200, 500) + 0.5  # no zeros of its own
+    x.requires_grad_(True)
+    y = drop(x)
+    kept = y != 0
+    share = kept.float().mean().item()
+    assert abs(share - (1 - p)) < 5 * (p * (1 - p) / x.numel()) ** 0.5  # 5 standard deviations
+    assert_close(y[kept], x[kept] / (1 - p))
+    y.backward(torch.full_like(y, 3.0))  # the gradient flows through exactly the kept values
+    assert_close(x.grad, kept.float() * 3.0 / (1 - p))
+
+
+def test_dropout_is_seeded_and_off_in_eval():
+    drop, x = Dropout(0.3), torch.rand(50, 40)
+    torch.manual_seed(7)
+    a = drop.train()(x)
+    torch.manual_seed(7)
+    assert torch.equal(a, drop(x))
+    assert not torch.equal(a, drop(x))  # the next draw is a new mask
+    assert drop.eval()(x) is x

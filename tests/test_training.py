@@ -13,6 +13,7 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
+from seq2seq.architectures import build_model
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.cli import app
 from seq2seq.config import TrainConfig, config_from_dict
@@ -21,7 +22,6 @@ from seq2seq.device import faster_cpu_dtype
 from seq2seq.distributed import DistInfo
 from seq2seq.errors import ConfigError, RunDirError
 from seq2seq.files import OutputError
-from seq2seq.model import build_model
 from seq2seq.optim import build_optimizer
 from seq2seq.rundir import RunDir
 from seq2seq.tokenizer import prepare_tokenizers

@@ -1,0 +1,196 @@
+"""Training side by side with fairseq: the same model, data, pieces, batch size and steps (for bench.py).
+
+Each trainer runs as its own command-line job, one at a time, with the same number of threads:
+`s2s train` in fp32, bf16 and `precision: auto`, and `fairseq-train` (fp32: its `--bf16` does not run
+on a CPU) on the SentencePiece pieces of the s2s run it follows. fairseq runs in the interpreter
+given (`--fairseq-python`, e.g. a virtual environment with fairseq 0.12), or in this one when it
+imports fairseq. Throughput is target tokens per second (target pieces plus the end-of-sentence
+token, no padding: fairseq's `wps` counts the same), the median of the log intervals after the first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from seq2seq.config import Config, load_config
+from seq2seq.errors import Seq2SeqError
+from seq2seq.rundir import RunDir
+from seq2seq.tokenizer import load_tokenizers
+
+PRECISIONS = ("fp32", "bf16", "auto")
+
+
+def find_fairseq(python: str | None) -> str | None:
+    """The interpreter that imports fairseq: `python` (an error if it does not), else this one, else None."""
+    for candidate in [python] if python else [sys.executable]:
+        done = subprocess.run([candidate, "-c", "import fairseq"], capture_output=True, check=False)
+        if done.returncode == 0:
+            return candidate
+        if python:
+            raise Seq2SeqError(f"--fairseq-python {python}: it cannot import fairseq")
+    return None
+
+
+def run_fairseq_section(config: str, python: str, steps: int, threads: int) -> dict[str, Any]:
+    """s2s in each precision, then fairseq on the same pieces; rows and s2s / fairseq ratios."""
+    cfg = load_config(config)
+    interval = max(steps // 4, 1)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="s2s-vs-fairseq-") as scratch:
+        work = Path(scratch)
+        for precision in PRECISIONS:
+            rows.append(_s2s_row(config, work / "s2s", precision, steps, interval, threads))
+        data = _fairseq_data(cfg, work / "s2s", work / "fairseq", python)
+        rows.append(_fairseq_row(cfg, data, python, steps, interval, threads, work / "fairseq"))
+    fairseq = rows[-1]["tgt_tokens_per_s"]
+    return {
+        "config": config,
+        "steps": steps,
+        "threads": threads,
+        "fairseq_python": python,
+        "results": rows,
+        "s2s_over_fairseq_fp32": {r["precision"]: r["tgt_tokens_per_s"] / fairseq for r in rows[:-1]},
+    }
+
+
+def fairseq_report(section: dict[str, Any]) -> str:
+    lines = [
+        f"== training against fairseq ({section['config']}, {section['steps']} steps, {section['threads']} "
+        "threads; tgt tok/s = median of the log intervals after the first)",
+        f"{'trainer':<10}{'precision':<16}{'tgt tok/s':>10}{'vs fairseq':>12}{'peak RSS MB':>13}",
+    ]
+    fairseq = section["results"][-1]["tgt_tokens_per_s"]
+    for r in section["results"]:
+        lines.append(
+            f"{r['trainer']:<10}{r['label']:<16}{r['tgt_tokens_per_s']:>10.0f}"
+            f"{r['tgt_tokens_per_s'] / fairseq:>11.2f}x{r['peak_rss_mb']:>13.0f}"
+        )
+    return "\n".join(lines)
+
+
+def fairseq_targets(section: dict[str, Any]) -> dict[str, float]:
+    """Issue 11's training targets: s2s against fairseq fp32, and `auto` against the better precision."""
+    out = {f"s2s train {p} / fairseq fp32, tgt tok/s": r for p, r in section["s2s_over_fairseq_fp32"].items()}
+    speed = {r["precision"]: r["tgt_tokens_per_s"] for r in section["results"] if r["trainer"] == "s2s"}
+    out["s2s train auto / the better of fp32 and bf16"] = speed["auto"] / max(speed["fp32"], speed["bf16"])
+    return out
+
+
+def _s2s_row(config: str, run_dir: Path, precision: str, steps: int, interval: int, threads: int) -> dict:
+    settings = {
+        "run_dir": run_dir,
+        "train.precision": precision,
+        "train.max_steps": steps,
+        "train.log_every": interval,
+        "train.valid_every": 10 * steps,  # no validation inside the timed steps
+        "train.max_minutes": 0,
+        "train.valid_bleu": "false",
+        "train.best_metric": "loss",
+        "train.compile": "false",
+    }
+    command = [sys.executable, "-m", "seq2seq", "train", config, "--overwrite"]
+    for key, value in settings.items():
+        command += ["--set", f"{key}={value}"]
+    peak = _run(command, threads, run_dir.parent / "s2s.out")
+    log = (run_dir / "train.log").read_text(encoding="utf-8")
+    speeds = [float(x) for x in re.findall(r"\| step \d+ .*?\| (\d+) tgt tok/s", log)]
+    chosen = re.search(r"precision auto on this CPU: .*?: (\w+)", log)
+    label = f"auto: {chosen.group(1)}" if precision == "auto" and chosen else precision
+    return _row("s2s", precision, label, speeds, peak)
+
+
+def _fairseq_data(cfg: Config, s2s_run: Path, out: Path, python: str) -> Path:
+    """The training and validation pairs as the s2s run's pieces, binarized by fairseq-preprocess."""
+    tokenizers = load_tokenizers(RunDir(s2s_run).tokenizer_dir, cfg.tokenizer.joint)
+    out.mkdir()
+    d = cfg.data
+    files = {"train": (d.train_src, d.train_tgt), "valid": (d.valid_src, d.valid_tgt)}
+    for split, (src, tgt) in files.items():
+        for lang, paths, tokenizer in (("src", src, tokenizers.src), ("tgt", tgt, tokenizers.tgt)):
+            lines = []
+            for path in [paths] if isinstance(paths, str) else paths:
+                lines += Path(path).read_text(encoding="utf-8").splitlines()
+            text = "".join(" ".join(tokenizer.pieces(line)) + "\n" for line in lines)
+            (out / f"{split}.{lang}").write_text(text, encoding="utf-8")
+    command = [python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt"]
+    command += ["--trainpref", str(out / "train"), "--validpref", str(out / "valid")]
+    command += ["--destdir", str(out / "bin")]
+    command += ["--workers", "1"] + (["--joined-dictionary"] if cfg.tokenizer.joint else [])
+    _run(command, 1, out / "preprocess.out")
+    return out / "bin"
+
+
+def _fairseq_row(
+    cfg: Config, data: Path, python: str, steps: int, interval: int, threads: int, work: Path
+) -> dict:
+    m, t = cfg.model, cfg.train
+    command = [python, "-m", "fairseq_cli.train", str(data), "--arch", "transformer", "--cpu", "--seed", "1"]
+    for side in ("encoder", "decoder"):
+        command += [f"--{side}-layers", str(getattr(m, f"{side}_layers"))]
+        command += [f"--{side}-embed-dim", str(m.d_model)]
+        command += [f"--{side}-ffn-embed-dim", str(m.ffn_dim), f"--{side}-attention-heads", str(m.heads)]
+        command += [f"--{side}-normalize-before"] if m.norm == "pre" else []
+    if m.share_all_embeddings:
+        command += ["--share-all-embeddings"]
+    elif m.tie_output:
+        command += ["--share-decoder-input-output-embed"]
+    command += ["--dropout", str(m.dropout), "--attention-dropout", str(m.attention_dropout)]
+    command += ["--activation-dropout", str(m.activation_dropout)]
+    command += ["--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(t.label_smoothing)]
+    command += ["--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--weight-decay", str(t.weight_decay)]
+    command += ["--lr", str(t.lr), "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(t.warmup_steps)]
+    command += ["--max-tokens", str(t.max_tokens), "--max-update", str(steps)]
+    command += ["--log-interval", str(interval)]
+    command += ["--log-format", "simple", "--no-save", "--disable-validation", "--num-workers", "0"]
+    command += ["--save-dir", str(work / "checkpoints")]
+    peak = _run(command, threads, work / "train.out")
+    log = (work / "train.out").read_text(encoding="utf-8")
+    speeds = [float(x) for x in re.findall(r"train_inner \|.*? wps=([\d.]+)", log)]
+    return _row("fairseq", "fp32", "fp32", speeds, peak)
+
+
+def _row(trainer: str, precision: str, label: str, speeds: list[float], peak: float) -> dict:
+    if len(speeds) < 2:
+        raise Seq2SeqError(f"{trainer} {precision}: fewer than 2 log intervals; give more steps")
+    return {
+        "trainer": trainer,
+        "precision": precision,
+        "label": label,
+        "interval_tgt_tokens_per_s": speeds,
+        "tgt_tokens_per_s": statistics.median(speeds[1:]),
+        "peak_rss_mb": peak,
+    }
+
+
+def _run(command: list[str], threads: int, log: Path) -> float:
+    """Run one job alone with `threads` threads, output to `log`; its peak RSS in MB (Linux: VmHWM)."""
+    env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    peak = 0.0
+    with log.open("w", encoding="utf-8") as out:
+        job = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        status = Path(f"/proc/{job.pid}/status")
+        while job.poll() is None:
+            peak = max(peak, _high_water_mb(status))
+            time.sleep(0.2)
+    if job.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
+        raise Seq2SeqError(f"{' '.join(command[:4])} ... failed (exit {job.returncode}):\n{tail}")
+    return peak
+
+
+def _high_water_mb(status: Path) -> float:
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:  # gone, or not Linux
+        pass
+    return 0.0
