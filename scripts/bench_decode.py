@@ -20,10 +20,11 @@ from typing import Any
 
 import torch
 
+from seq2seq.bulk import decode_ids
 from seq2seq.data import token_batches
 from seq2seq.rundir import RunDir
 from seq2seq.textio import read_lines
-from seq2seq.translate import Translator, decode_ids
+from seq2seq.translate import Translator
 
 BEAM = 5
 WARMUP_SENTENCES = 8  # decoded once, untimed, before the measured run

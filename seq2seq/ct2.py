@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from seq2seq.bulk import search_settings
 from seq2seq.config import Config, config_from_dict
 from seq2seq.decoding import SearchSettings
 from seq2seq.errors import RunDirError
 from seq2seq.export import EXPORT_INFO, ExportError, require_ctranslate2
 from seq2seq.tokenizer import TokenizerPair, load_tokenizers
-from seq2seq.translate import Translation, blank_translations, clip_sources, search_settings
+from seq2seq.translate import Translation, blank_translations, clip_sources
 
 
 class CT2Translator:

@@ -49,8 +49,12 @@ class Prefix:
     lengths: Tensor  # (B,) real source tokens: the position of each row's first target token
 
     def select(self, rows: Tensor) -> Prefix:
-        pick = [t.index_select(0, rows) for t in self.keys], [t.index_select(0, rows) for t in self.values]
-        return Prefix(*pick, self.mask.index_select(0, rows), self.lengths.index_select(0, rows))
+        return Prefix(
+            [k.index_select(0, rows) for k in self.keys],
+            [v.index_select(0, rows) for v in self.values],
+            self.mask.index_select(0, rows),
+            self.lengths.index_select(0, rows),
+        )
 
 
 class Block(nn.Module):
@@ -62,8 +66,9 @@ class Block(nn.Module):
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
         self.res_attn, self.res_ffn = residual(cfg), residual(cfg)
 
-    def forward(self, x: Tensor, keys: Tensor, values: Tensor, queries: Tensor, mask: Tensor) -> Tensor:
-        """x (B, T, D) whose attention output is softmax(queries keys^T) values under `mask`."""
+    def forward(self, x: Tensor, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        """x (B, T, D) -> (B, T, D), given its attention's queries (from x) and keys/values (x's,
+        after those it may also see), all (B, H, ., Dh), and `mask` (B, 1, T, keys) True = may attend."""
         x = self.res_attn.outer(x, self.attn.attend(queries, keys, values, mask))
         return self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
 
@@ -112,7 +117,7 @@ class DecoderOnlyTransformer(nn.Module):
             q, k, v = layer.attn.heads_of(layer.res_attn.inner(x))
             keys.append(k)
             values.append(v)
-            x = layer(x, k, v, q, mask)
+            x = layer(x, q, k, v, mask)
         return Prefix(keys, values, real[:, None, None, :], lengths)
 
     def new_cache(self) -> DecoderCache:
@@ -146,21 +151,21 @@ class DecoderOnlyTransformer(nn.Module):
         offset = cache.length if cache is not None else 0
         if offset == 0:
             tgt = torch.cat([torch.full_like(tgt[:, :1], SEP), tgt[:, 1:]], dim=1)
-        lengths = memory.lengths.repeat_interleave(beams)
+        lengths = _per_row(memory.lengths, beams)
         x = self._embed(tgt, lengths[:, None] + offset + torch.arange(steps, device=tgt.device))
         width = memory.mask.size(-1)
         causal = torch.ones(steps, offset + steps, dtype=torch.bool, device=tgt.device).tril(offset)
-        source = memory.mask.repeat_interleave(beams, dim=0).expand(rows, 1, steps, width)
+        source = _per_row(memory.mask, beams).expand(rows, 1, steps, width)
         mask = torch.cat([source, causal.expand(rows, 1, steps, offset + steps)], dim=-1)
         for i, layer in enumerate(self.layers):
             q, k, v = layer.attn.heads_of(layer.res_attn.inner(x))
             if cache is not None:
                 k, v = cache.layers[i].self_kv.append(k, v)
-            keys = torch.cat([memory.keys[i].repeat_interleave(beams, dim=0), k], dim=2)
-            values = torch.cat([memory.values[i].repeat_interleave(beams, dim=0), v], dim=2)
+            keys = torch.cat([_per_row(memory.keys[i], beams), k], dim=2)
+            values = torch.cat([_per_row(memory.values[i], beams), v], dim=2)
             if attn_sink is not None:
                 attn_sink.append(self._source_attention(q, keys, mask, lengths, width))
-            x = layer(x, keys, values, q, mask)
+            x = layer(x, q, keys, values, mask)
         return self.final_norm(x)
 
     @staticmethod
@@ -178,3 +183,8 @@ class DecoderOnlyTransformer(nn.Module):
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, V) of the target positions."""
         return self.output(self.features(src, tgt_in))
+
+
+def _per_row(per_sentence: Tensor, beams: int) -> Tensor:
+    """One copy per target row: the K beams of a sentence are K consecutive rows."""
+    return per_sentence if beams == 1 else per_sentence.repeat_interleave(beams, dim=0)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,93 +12,18 @@ import torch
 from torch import nn
 
 from seq2seq.architectures import build_model
+from seq2seq.bulk import decode_ids, search_settings
 from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
-from seq2seq.config import Config, DecodeConfig
-from seq2seq.data import pad, token_batches
-from seq2seq.decoding import Hypothesis, SearchSettings, search
-from seq2seq.device import autocast, autocast_dtype, faster_cpu_dtype, resolve_device
+from seq2seq.config import Config
+from seq2seq.decoding import SearchSettings
+from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.ensemble import Ensemble
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.model import Seq2SeqTransformer
 from seq2seq.rundir import RunDir
-from seq2seq.special import EOS
 from seq2seq.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 
 log = logging.getLogger(__name__)
-
-
-def decode_ids(
-    model: Seq2SeqTransformer | Ensemble,
-    sources: Sequence[Sequence[int]],
-    settings: SearchSettings,
-    max_tokens: int,
-    device: torch.device,
-    dtype: torch.dtype | None = None,
-) -> list[list[Hypothesis]]:
-    """Hypotheses for each source (token ids without <eos>), in input order.
-
-    Sources are sorted by length into batches of about `max_tokens` source tokens, so little work is
-    spent on padding; results are written back to their input positions. On a CPU, as many batches
-    as torch has threads are decoded at once, each on one core (like CTranslate2's inter_threads):
-    a decoding step's tensors are too small to keep several cores busy one operation at a time.
-    """
-    results: list[list[Hypothesis]] = [[] for _ in sources]
-    # budget the expected beam work: each source row is expanded into `beam` decoder rows
-    budget = max(max_tokens // settings.beam, 1)
-    batches = token_batches([len(s) + 1 for s in sources], budget)
-
-    @torch.no_grad()
-    def decode(batch: Sequence[int]) -> list[list[Hypothesis]]:
-        src = pad([[*sources[i], EOS] for i in batch]).to(device)
-        with autocast(device, dtype):  # thread-local, like no_grad: set in the thread that decodes
-            return search(model, src, settings)
-
-    threads = min(torch.get_num_threads(), len(batches)) if device.type == "cpu" else 1
-    with _one_core_each(threads) as mapper:
-        for batch, hyps in zip(batches, mapper(decode, batches)):
-            for i, h in zip(batch, hyps):
-                results[i] = h
-    return results
-
-
-@contextlib.contextmanager
-def _one_core_each(threads: int) -> Iterator[Callable[..., Iterator]]:
-    """A `map` over `threads` decoding threads with one intra-op thread each (below 2: plain `map`)."""
-    if threads < 2:
-        yield map
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="s2s-decode")
-    try:
-        yield pool.map
-    finally:
-        pool.shutdown(cancel_futures=True)  # on an error or Ctrl-C, start no further batch
-        torch.set_num_threads(before)
-
-
-def search_settings(decode: DecodeConfig, **overrides: object) -> SearchSettings:
-    """Search settings from a decode config, with overrides (None values are ignored).
-
-    Sampling draws one hypothesis: it implies beam 1, and refuses a larger beam or n-best.
-    """
-    base = dict(
-        beam=decode.beam,
-        length_penalty=decode.length_penalty,
-        max_len_a=decode.max_len_a,
-        max_len_b=decode.max_len_b,
-        min_len=decode.min_len,
-        no_repeat_ngram=decode.no_repeat_ngram,
-    )
-    given = {k: v for k, v in overrides.items() if v is not None}
-    if given.get("sampling"):
-        if given.get("beam", 1) > 1 or given.get("nbest", 1) > 1:
-            raise Seq2SeqError(
-                "--sampling draws one translation per line: use it without --beam N or --nbest N"
-            )
-        base["beam"] = 1
-    base.update(given)
-    return SearchSettings(**base)
 
 
 def quantize_model(model: Seq2SeqTransformer, kind: str, device: torch.device) -> Seq2SeqTransformer:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import sacrebleu
 import torch
 
+from seq2seq.bulk import decode_ids, search_settings
 from seq2seq.config import DecodeConfig, TrainConfig
 from seq2seq.data import ParallelData, token_batches
 from seq2seq.decoding import SearchSettings
@@ -15,7 +16,6 @@ from seq2seq.device import autocast
 from seq2seq.loss import TrainingLoss
 from seq2seq.model import Seq2SeqTransformer
 from seq2seq.tokenizer import TokenizerPair
-from seq2seq.translate import decode_ids, search_settings
 
 
 @dataclass

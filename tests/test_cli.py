@@ -258,12 +258,12 @@ def test_nbest_empty_line_keeps_the_field_count(trained):
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_length_limits_can_be_set_on_the_command_line(trained, tmp_path, monkeypatch, command):
     """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
-    import seq2seq.translate as translate
+    import seq2seq.bulk as bulk
 
     _, run = trained
     seen = []
-    real_search = translate.search
-    monkeypatch.setattr(translate, "search", lambda m, src, s: seen.append(s) or real_search(m, src, s))
+    real_search = bulk.search
+    monkeypatch.setattr(bulk, "search", lambda m, src, s: seen.append(s) or real_search(m, src, s))
     src = tmp_path / "src.txt"
     src.write_text("red cat\n")
     # fp32: no `auto` probe, whose own decoding would show up in `seen`

@@ -5,6 +5,7 @@ import threading
 import pytest
 import torch
 
+from seq2seq.bulk import decode_ids
 from seq2seq.data import pad
 from seq2seq.decoding import (
     SearchSettings,
@@ -16,7 +17,6 @@ from seq2seq.decoding import (
 from seq2seq.decoding import search as search_for_settings
 from seq2seq.model import Memory
 from seq2seq.special import BOS, EOS, PAD
-from seq2seq.translate import decode_ids
 from tests.conftest import make_model, random_ids
 
 A, B, C = 4, 5, 6

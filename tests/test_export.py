@@ -10,6 +10,7 @@ import torch
 from typer.testing import CliRunner
 
 from seq2seq.architectures import build_model
+from seq2seq.bulk import decode_ids
 from seq2seq.cli import app
 from seq2seq.config import ModelConfig
 from seq2seq.data import pad
@@ -17,7 +18,7 @@ from seq2seq.decoding import max_output_lengths
 from seq2seq.special import BOS, EOS
 from seq2seq.textio import read_lines
 from seq2seq.tokenizer import load_tokenizers
-from seq2seq.translate import Translator, decode_ids
+from seq2seq.translate import Translator
 from tests.conftest import train_tiny_run
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
