@@ -43,6 +43,8 @@ def decode_ids(
     def decode(batch: Sequence[int]) -> list[list[Hypothesis]]:
         src = pad([[*sources[i], EOS] for i in batch]).to(device)
         with autocast(device, dtype):  # thread-local, like no_grad: set in the thread that decodes
+            if hasattr(model, "read"):  # a reader (`seq2seq.encoder_only`) answers in one pass
+                return model.read(src)
             return search(model, src, settings)
 
     threads = min(torch.get_num_threads(), len(batches)) if device.type == "cpu" else 1

@@ -465,6 +465,13 @@ def evaluate(
     bootstrap: Annotated[
         int, typer.Option(help="Paired bootstrap resamples when comparing systems.", min=1)
     ] = 1000,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="translate (BLEU, chrF, TER), classify (accuracy, macro-F1) or tag (token accuracy, "
+            "span F1) [default: RUN_DIR's model.task, else translate]."
+        ),
+    ] = None,
     beam: Beam = None,
     length_penalty: LengthPenalty = None,
     max_len_a: MaxLenA = None,
@@ -480,6 +487,7 @@ def evaluate(
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF, TER): given ones (--hyp), or RUN_DIR's of --src.
 
+    A reader's predictions get accuracy and macro-F1 (classify) or token accuracy and span F1 (tag).
     Several --hyp files are compared with sacrebleu's paired bootstrap test against the first.
     """
     from seq2seq.evaluate import (
@@ -490,6 +498,7 @@ def evaluate(
         read_references,
         write_json,
     )
+    from seq2seq.readscore import ReaderMetricOptions
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
@@ -506,6 +515,7 @@ def evaluate(
                 **run_inputs(run_dir, checkpoint),
             },
         )
+        task = evaluation_task(task, run_dir)
         options = MetricOptions(tokenize, lowercase, chrf_plus)
         options.bleu()  # an unknown tokenizer fails now, not after translating
         if report is not None:
@@ -514,6 +524,10 @@ def evaluate(
             new_figure(1, 1)  # a missing matplotlib fails now, not after translating
         source = TextFile.read(src) if src else None
         references = read_references(ref or [], source)
+        if task != "translate":
+            options = ReaderMetricOptions(
+                task, tuple(sorted({r.strip() for r in references[0].lines} - {""}))
+            )
         translator, decode = None, None
         if not hyp:
             from seq2seq.translate import Translator
@@ -534,6 +548,19 @@ def evaluate(
             from seq2seq.report import write_report
 
             log.info("report written to %s", write_report(result, report, translator))
+
+
+def evaluation_task(task: str | None, run_dir: Path | None) -> str:
+    """What the hypotheses are: --task, else what RUN_DIR's model does, else translations."""
+    from seq2seq.errors import EvaluateError
+
+    if task is None:
+        return RunDir(run_dir).load_config().model.task if run_dir is not None else "translate"
+    if task not in ("translate", "classify", "tag"):
+        raise EvaluateError(f"--task {task!r}: choose translate, classify or tag")
+    if run_dir is not None and (run_task := RunDir(run_dir).load_config().model.task) != task:
+        raise EvaluateError(f"--task {task}, but {run_dir} was trained for {run_task}")
+    return task
 
 
 def check_evaluate_mode(run_dir: Path | None, hyps: list[Path], src: Path | None, out: Path | None) -> None:

@@ -55,8 +55,10 @@ class TokenizerConfig:
 class ModelConfig:
     """Transformer family, sizes and regularization."""
 
-    arch: Literal["encoder_decoder", "decoder_only"] = "encoder_decoder"
+    arch: Literal["encoder_decoder", "decoder_only", "encoder_only"] = "encoder_decoder"
+    task: Literal["translate", "classify", "tag"] = "translate"  # classify, tag: encoder_only readers
     prefix_lm: bool = False  # decoder_only: source positions see the whole source (not only the past)
+    pooling: Literal["cls", "mean"] = "cls"  # classify: read the <cls> state, or the mean of the tokens
     d_model: int = 256
     heads: int = 4
     ffn_dim: int = 1024
@@ -96,7 +98,7 @@ class TrainConfig:
     valid_every: int = 500
     keep_checkpoints: int = 5  # numbered checkpoints kept besides last.pt and best.pt
     keep_optimizer: Literal["last", "all"] = "last"  # optimizer state in last.pt only, or in every checkpoint
-    best_metric: Literal["loss", "bleu"] = "loss"
+    best_metric: Literal["loss", "bleu", "accuracy"] = "loss"  # accuracy: readers
     patience: int = 0  # stop after this many validations without improvement (0 = never)
     valid_bleu: bool = True  # decode the validation set and compute BLEU at each validation
     valid_bleu_tokenize: str = (
@@ -339,6 +341,7 @@ def _check_values(cfg: Config) -> list[str]:
         (m.d_model % 2 != 0, "model.d_model: must be even (sinusoidal positions)"),
         (m.encoder_layers < 1, "model.encoder_layers: must be >= 1"),
         *_decoder_only_problems(cfg),
+        *_reader_problems(cfg),
         (m.decoder_layers < 1, "model.decoder_layers: must be >= 1"),
         (m.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
         (m.max_positions < cfg.data.max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
@@ -423,6 +426,26 @@ def _decoder_only_problems(cfg: Config) -> list[tuple[bool, str]]:
             f"model.max_positions: a decoder-only model holds source and target: must be >= {longest} "
             "(2 x (data.max_len + 2))",
         ),
+    ]
+
+
+def _reader_problems(cfg: Config) -> list[tuple[bool, str]]:
+    """Translation is for the writing families; classify and tag for the encoder-only reader."""
+    m, best = cfg.model, cfg.train.best_metric
+    reads = m.task != "translate"
+    return [
+        (
+            reads != (m.arch == "encoder_only"),
+            f"model.task: {m.task} with model.arch: {m.arch}; an encoder_only model classifies or tags "
+            "(task: classify | tag), the other families translate (task: translate)",
+        ),
+        (reads and not cfg.tokenizer.joint, f"model.task: {m.task} needs tokenizer.joint: true"),
+        (
+            reads and best == "bleu",
+            f"train.best_metric: bleu scores translations; for task {m.task} use accuracy or loss",
+        ),
+        (not reads and best == "accuracy", "train.best_metric: accuracy is for task: classify or tag"),
+        (m.pooling != "cls" and m.task != "classify", "model.pooling: only for task: classify"),
     ]
 
 

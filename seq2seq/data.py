@@ -19,6 +19,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from seq2seq.errors import DataError
+from seq2seq.labels import Labels, check_targets
 from seq2seq.special import BOS, EOS, PAD, UNK
 from seq2seq.textio import read_lines
 from seq2seq.tokenizer import TokenizerPair
@@ -70,15 +71,13 @@ class TokenArrays:
         return float(np.count_nonzero(self.ids == UNK)) / max(len(self.ids), 1)
 
     def padded(self, rows: np.ndarray, first: int | None, last: int | None) -> Tensor:
-        """(B, longest + 1) ids of `rows`, with `first` before and/or `last` after each, right-padded.
-
-        Exactly one of `first` and `last` is given; gathered in one vectorized step.
-        """
+        """(B, longest [+ 1] [+ 1]) ids of `rows`, with `first` before and `last` after each (when
+        given), right-padded with PAD; gathered in one vectorized step."""
         rows = np.asarray(rows, dtype=np.int64)
         starts = self.offsets[rows]  # (B,)
         lengths = self.offsets[rows + 1] - starts  # (B,)
-        width = int(lengths.max(initial=0)) + 1
         shift = int(first is not None)
+        width = int(lengths.max(initial=0)) + shift + int(last is not None)
         col = np.arange(width)[None, :] - shift  # (1, W) position within the sentence
         inside = (col >= 0) & (col < lengths[:, None])  # (B, W)
         out = np.full((len(rows), width), PAD, dtype=np.int64)
@@ -92,16 +91,23 @@ class TokenArrays:
 
 @dataclass
 class ParallelData:
-    """Token ids of aligned sentence pairs (without bos/eos)."""
+    """Token ids of aligned sentence pairs (without bos/eos), or of sources and their labels.
+
+    `task` is "translate", or a reader's "classify" (one label id per source) or "tag" (one label
+    id per source piece, PAD where none: `seq2seq.labels.Labels.targets`).
+    """
 
     src: TokenArrays
     tgt: TokenArrays
     stored_costs: np.ndarray | None = None  # (N,) `costs()` as a prepared corpus stores them
+    task: str = "translate"
 
     @classmethod
-    def from_lists(cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> ParallelData:
+    def from_lists(
+        cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], task: str = "translate"
+    ) -> ParallelData:
         assert len(src) == len(tgt)
-        return cls(TokenArrays.from_lists(src), TokenArrays.from_lists(tgt))
+        return cls(TokenArrays.from_lists(src), TokenArrays.from_lists(tgt), task=task)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -113,8 +119,15 @@ class ParallelData:
         return (np.maximum(self.src.lengths(), self.tgt.lengths()) + 1).astype(np.int32)
 
     def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
-        """One padded batch of these pairs, with the teacher-forcing shift."""
+        """One padded batch of these pairs, with the teacher-forcing shift.
+
+        A reader's batch has no shift: `tgt_in` and `tgt_out` are both the labels, (B, 1) for
+        classify and (B, S) aligned with the source's columns for tag.
+        """
         rows = np.asarray(rows, dtype=np.int64)
+        if self.task != "translate":
+            labels = self.tgt.padded(rows, None, PAD if self.task == "tag" else None)
+            return Batch(src=self.src.padded(rows, None, EOS), tgt_in=labels, tgt_out=labels)
         return Batch(
             src=self.src.padded(rows, None, EOS),
             tgt_in=self.tgt.padded(rows, BOS, None),
@@ -124,7 +137,8 @@ class ParallelData:
 
 def log_unknown(name: str, data: ParallelData) -> None:
     """Warn about `<unk>` pieces per side: text the model can neither read nor write."""
-    for side, arrays in (("source", data.src), ("target", data.tgt)):
+    sides = (("source", data.src), ("target", data.tgt))
+    for side, arrays in sides if data.task == "translate" else sides[:1]:  # a reader's targets are labels
         share = arrays.unknown_share()
         if share:
             log.warning(
@@ -139,11 +153,26 @@ def log_unknown(name: str, data: ParallelData) -> None:
 def load_eval_pairs(
     tokenizers: TokenizerPair, src_path: str | Path, tgt_path: str | Path, max_len: int
 ) -> tuple[ParallelData, list[str], list[str]]:
-    """Tokenized validation pairs (truncated to `max_len`, nothing dropped) and the raw lines."""
+    """Tokenized validation pairs (truncated to `max_len`, nothing dropped) and the raw lines.
+
+    For a reader, the targets are label ids; labels never seen in training are counted in a warning
+    and left out of the loss and accuracy.
+    """
     src_lines, tgt_lines = read_parallel(src_path, tgt_path)
-    src = [ids[:max_len] for ids in tokenizers.src.encode(src_lines)]
-    tgt = [ids[:max_len] for ids in tokenizers.tgt.encode(tgt_lines)]
-    data = ParallelData.from_lists(src, tgt)
+    sources = tokenizers.src.encode(src_lines)
+    labels = tokenizers.tgt
+    if isinstance(labels, Labels):
+        check_targets(labels.task, src_path, tgt_path)
+        if unseen := labels.unseen(tgt_lines):
+            log.warning(
+                "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen
+            )
+        targets = labels.targets(sources, tgt_lines, tokenizers.src.word_starts())
+    else:
+        targets = labels.encode(tgt_lines)
+    src = [ids[:max_len] for ids in sources]
+    tgt = [ids[:max_len] for ids in targets]
+    data = ParallelData.from_lists(src, tgt, labels.task if isinstance(labels, Labels) else "translate")
     log_unknown("validation", data)
     return data, src_lines, tgt_lines
 

@@ -21,9 +21,10 @@ import numpy as np
 
 from seq2seq.children import spawned_pool
 from seq2seq.errors import DataError
+from seq2seq.labels import Labels
 from seq2seq.special import UNK
 from seq2seq.textio import count_lines, iter_line_chunks
-from seq2seq.tokenizer import Tokenizer
+from seq2seq.tokenizer import Tokenizer, load_vocabulary
 
 CHUNK_PAIRS = 20_000  # pairs per task: large enough to amortize the hand-over, small enough to stream
 
@@ -73,7 +74,8 @@ def encode_corpus(
     processes.
     """
     check_aligned(pairs)
-    dtypes = {side: _id_dtype(Tokenizer(model).vocab_size) for side, model in zip(("src", "tgt"), models)}
+    vocabularies = {side: load_vocabulary(model) for side, model in zip(("src", "tgt"), models)}
+    dtypes = {side: _id_dtype(v.vocab_size) for side, v in vocabularies.items()}
     writers = {
         f"{side}.ids": _ArrayWriter(out_dir / f"train.{side}.ids", dtype) for side, dtype in dtypes.items()
     }
@@ -85,7 +87,8 @@ def encode_corpus(
         for side in dtypes:
             writers[f"{side}.ids"].write(chunk.ids[side])
             lengths[side].append(chunk.lengths[side])
-            unknown[side] += int(np.count_nonzero(chunk.ids[side] == UNK))
+            if isinstance(vocabularies[side], Tokenizer):  # label ids are not pieces
+                unknown[side] += int(np.count_nonzero(chunk.ids[side] == UNK))
         for key, value in chunk.counts.items():
             counts[key] += value
     stats, costs = {}, None
@@ -136,24 +139,28 @@ def _run(tasks: Iterator[tuple], models: tuple[Path, Path], workers: int) -> Ite
             yield pending.popleft().result()
 
 
-_MODELS: dict[str, Tokenizer] = {}  # a worker's tokenizers, loaded once by `_load_models`
+_MODELS: dict[str, Any] = {}  # a worker's tokenizers (or label set), loaded once by `_load_models`
 
 
 def _load_models(src_model: Path, tgt_model: Path, quiet: bool = True) -> None:
     if quiet:  # a worker: Ctrl-C is for the main process, which stops the pool
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     _MODELS["src"] = Tokenizer(src_model)
-    _MODELS["tgt"] = _MODELS["src"] if tgt_model == src_model else Tokenizer(tgt_model)
+    _MODELS["tgt"] = _MODELS["src"] if tgt_model == src_model else load_vocabulary(tgt_model)
+    if isinstance(_MODELS["tgt"], Labels):
+        _MODELS["word_start"] = _MODELS["src"].word_starts()
 
 
 def _encode_chunk(task: tuple[list[str], list[str], Limits, dict[str, np.dtype]]) -> _Chunk:
     """Tokenize one chunk of pairs and apply the filter (the same rules, in the same order, as ever)."""
     src_lines, tgt_lines, (max_len, max_ratio), dtypes = task
     has_text = [bool(s.strip() and t.strip()) for s, t in zip(src_lines, tgt_lines)]
-    encoded = {
-        "src": _MODELS["src"].encode(list(compress(src_lines, has_text)), threads=1),
-        "tgt": _MODELS["tgt"].encode(list(compress(tgt_lines, has_text)), threads=1),
-    }
+    sources = _MODELS["src"].encode(list(compress(src_lines, has_text)), threads=1)
+    targets = list(compress(tgt_lines, has_text))
+    if isinstance(_MODELS["tgt"], Labels):  # a reader's: label ids, or a tag id per source piece
+        encoded = {"src": sources, "tgt": _MODELS["tgt"].targets(sources, targets, _MODELS["word_start"])}
+    else:
+        encoded = {"src": sources, "tgt": _MODELS["tgt"].encode(targets, threads=1)}
     lens = {side: np.fromiter(map(len, seqs), np.int32, len(seqs)) for side, seqs in encoded.items()}
     too_long = (lens["src"] > max_len) | (lens["tgt"] > max_len)
     longer, shorter = (

@@ -22,6 +22,7 @@ from sacrebleu.significance import PairedTest
 
 from seq2seq.errors import DataError, EvaluateError
 from seq2seq.files import file_sha256, write_text
+from seq2seq.readscore import ReaderMetricOptions
 from seq2seq.textio import split_lines
 
 METRICS = ("bleu", "chrf", "ter")
@@ -108,9 +109,11 @@ class MetricScore:
 
 
 def corpus_scores(
-    hypotheses: Sequence[str], references: Sequence[Sequence[str]], options: MetricOptions
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    options: MetricOptions | ReaderMetricOptions,
 ) -> dict[str, MetricScore]:
-    """Corpus-level BLEU, chrF and TER of one system, each with its signature."""
+    """Corpus-level BLEU, chrF and TER (or a reader's scores) of one system, each with its signature."""
     scores = {}
     for key, metric in options.metrics().items():
         result = metric.corpus_score(list(hypotheses), [list(r) for r in references])
@@ -138,7 +141,7 @@ class PairedBootstrap:
 def paired_bootstrap(
     systems: Sequence[Sequence[str]],
     references: Sequence[Sequence[str]],
-    options: MetricOptions,
+    options: MetricOptions | ReaderMetricOptions,
     samples: int = 1000,
 ) -> PairedBootstrap:
     """Paired bootstrap (sacrebleu's `PairedTest(test_type="bs")`), seeded by SACREBLEU_SEED (12345).
@@ -201,7 +204,7 @@ class System:
 class Evaluation:
     """Everything one `s2s evaluate` measured; the table, the JSON and the report are views of it."""
 
-    options: MetricOptions
+    options: MetricOptions | ReaderMetricOptions
     references: list[TextFile]
     systems: list[System]
     source: TextFile | None = None
@@ -223,7 +226,7 @@ def read_references(paths: Sequence[Path], source: TextFile | None = None) -> li
 def evaluate_files(
     hyps: Sequence[Path],
     references: list[TextFile],
-    options: MetricOptions,
+    options: MetricOptions | ReaderMetricOptions,
     source: TextFile | None = None,
     samples: int = 1000,
 ) -> Evaluation:
@@ -288,11 +291,12 @@ def write_json(evaluation: Evaluation, path: Path) -> None:
 def format_table(evaluation: Evaluation) -> str:
     """The summary for people: one row per system, then the signatures that say how it was scored."""
     e = evaluation
-    header = ["system", *(e.systems[0].scores[k].name for k in METRICS)]
+    keys = list(e.systems[0].scores)  # METRICS, or a reader's (`seq2seq.readscore`)
+    header = ["system", *(e.systems[0].scores[k].name for k in keys)]
     rows = [header]
     for i, system in enumerate(e.systems):
         label = f"baseline: {system.name}" if e.bootstrap and i == 0 else system.name
-        rows.append([label, *(score_cell(e, i, k) for k in METRICS)])
+        rows.append([label, *(score_cell(e, i, k) for k in keys)])
     widths = [max(len(row[j]) for row in rows) for j in range(len(header))]
     lines = [
         "  ".join(
@@ -301,9 +305,9 @@ def format_table(evaluation: Evaluation) -> str:
         for row in rows
     ]
     signatures = (
-        e.bootstrap.signatures if e.bootstrap else {k: e.systems[0].scores[k].signature for k in METRICS}
+        e.bootstrap.signatures if e.bootstrap else {k: e.systems[0].scores[k].signature for k in keys}
     )
-    lines += ["", *(f"{e.systems[0].scores[k].name}: {signatures[k]}" for k in METRICS)]
+    lines += ["", *(f"{e.systems[0].scores[k].name}: {signatures[k]}" for k in keys)]
     if e.bootstrap:
         lines.append(
             f"score (bootstrap mean ± 95% CI); p: paired bootstrap against the baseline, "

@@ -58,12 +58,19 @@ def made_from(cfg: Config, data_sums: dict[str, str], tokenizer_sums: dict[str, 
     Paths are not part of it: the same text moved elsewhere is the same corpus.
     """
     text = {key: sha for key, sha in data_sums.items() if key.startswith("train_")}
+    max_len, max_len_ratio = length_filter(cfg)
     return {
         "format": FORMAT,
         "text": text,
         "tokenizer": tokenizer_sums,
-        "filter": {"max_len": cfg.data.max_len, "max_len_ratio": cfg.data.max_len_ratio},
+        "filter": {"max_len": max_len, "max_len_ratio": max_len_ratio},
+        "task": cfg.model.task,
     }
+
+
+def length_filter(cfg: Config) -> tuple[int, float]:
+    """(data.max_len, data.max_len_ratio); a reader's targets are labels, so it has no length ratio."""
+    return cfg.data.max_len, cfg.data.max_len_ratio if cfg.model.task == "translate" else 0.0
 
 
 def ensure_prepared(
@@ -89,6 +96,8 @@ def ensure_prepared(
             log.info("preparing the training corpus in %s: %s", directory, reason)
             models = tokenizer_files(tokenizer_dir, cfg.tokenizer.joint)
             pair = (models["joint"],) * 2 if cfg.tokenizer.joint else (models["src"], models["tgt"])
+            if "labels" in models:
+                pair = (pair[0], models["labels"])
             manifest = _prepare(cfg, directory, wanted, pair, workers or _default_workers(cfg))
     for side, name in (("src", "source"), ("tgt", "target")):
         if share := manifest["stats"][side]["unk_share"]:
@@ -158,6 +167,7 @@ def load_prepared(directory: Path) -> MappedCorpus:
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),
         arrays["costs"],
+        manifest["made_from"].get("task", "translate"),
         tuple(maps),
     )
     if len(arrays["costs"]) != manifest["pairs"]:
@@ -207,7 +217,7 @@ def _prepare(
         corpus = encode_corpus(
             list(zip(cfg.data.train_src, cfg.data.train_tgt)),
             models,
-            (cfg.data.max_len, cfg.data.max_len_ratio),
+            length_filter(cfg),
             scratch,
             workers,
         )
@@ -255,6 +265,8 @@ def _stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
     ]
     if have.get("tokenizer") != wanted["tokenizer"]:
         changed.append("the tokenizer changed")
+    if have.get("task", "translate") != wanted["task"]:
+        changed.append(f"model.task changed: {have.get('task', 'translate')} -> {wanted['task']}")
     for key, value in wanted["filter"].items():
         if have["filter"].get(key) != value:
             changed.append(f"data.{key} changed: {have['filter'].get(key)} -> {value}")

@@ -1,7 +1,8 @@
 """A self-contained HTML page about one evaluation, for people to look at.
 
 It holds the scores with their signatures, the run's learning curves, a sentence-level view (best,
-worst and random lines), BLEU by source length, and cross-attention heatmaps. Plots are PNGs embedded
+worst and random lines), BLEU by source length, and cross-attention heatmaps; for a reader's
+predictions, a confusion matrix instead of the last three. Plots are PNGs embedded
 as data: URIs, so the page opens anywhere without a network. matplotlib is optional
 (`pip install s2s[report]`) and imported only here, only when a report is written.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import json
 import random
 from collections.abc import Sequence
@@ -18,17 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluate import (
-    METRICS,
     Evaluation,
     MetricOptions,
     evaluation_record,
     score_cell,
 )
 from seq2seq.files import write_text
+from seq2seq.readscore import ReaderMetricOptions
 from seq2seq.rundir import RunDir
 from seq2seq.special import BOS, EOS
 
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 ATTENTION_EXAMPLES = 3
 ATTENTION_MAX_TOKENS = 40  # longer sentences make unreadable heatmaps
 ATTENTION_TRIES = 50  # lines to look at for short enough examples
+CONFUSION_NUMBERS = 25  # up to this many labels, each cell shows its count
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -206,18 +210,21 @@ def image(figure: Figure, alt: str) -> str:
 def scores_section(evaluation: Evaluation) -> str:
     e = evaluation
     first = e.systems[0].scores
-    rows = [[s.name, *(score_cell(e, i, k) for k in METRICS)] for i, s in enumerate(e.systems)]
-    signatures = e.bootstrap.signatures if e.bootstrap else {k: first[k].signature for k in METRICS}
+    keys = list(first)  # METRICS, or a reader's
+    rows = [[s.name, *(score_cell(e, i, k) for k in keys)] for i, s in enumerate(e.systems)]
+    signatures = e.bootstrap.signatures if e.bootstrap else {k: first[k].signature for k in keys}
     parts = [
         "<h2>Scores</h2>",
-        table(["system", *(first[k].name for k in METRICS)], rows),
-        table(["metric", "signature"], [[first[k].name, signatures[k]] for k in METRICS]),
+        table(["system", *(first[k].name for k in keys)], rows),
+        table(["metric", "signature"], [[first[k].name, signatures[k]] for k in keys]),
     ]
     if e.bootstrap:
         parts.append(
             f"<p>Score (bootstrap mean ± 95% CI) and p-value of sacrebleu's paired bootstrap test "
             f"({e.bootstrap.samples} resamples) against the baseline {html.escape(e.systems[0].name)}; "
-            "* p &lt; 0.05: the difference is unlikely to be chance. TER: lower is better.</p>"
+            "* p &lt; 0.05: the difference is unlikely to be chance."
+            + (" TER: lower is better." if "ter" in keys else "")
+            + "</p>"
         )
     return "\n".join(parts)
 
@@ -267,16 +274,77 @@ def write_report(
 ) -> Path:
     """Write DIRECTORY/index.html; attention heatmaps need the model (`translator`) and the source."""
     e = evaluation
-    sentences, random_lines = sentences_section(e, examples, seed)
     setup = {k: v for k, v in evaluation_record(e).items() if k not in ("systems", "bootstrap")}
     parts = [scores_section(e), "<h2>Setup</h2>", f"<pre>{html.escape(json.dumps(setup, indent=2))}</pre>"]
     curves = learning_curves_figure(RunDir(e.run_dir).read_metrics()) if e.run_dir else None
     if curves is not None:
         parts += ["<h2>Learning curves</h2>", image(curves, "learning curves")]
+    if isinstance(e.options, ReaderMetricOptions):  # labels: where they go wrong, not BLEU or attention
+        parts += confusion_sections(e)
+        return _write_page(directory, parts)
+    sentences, random_lines = sentences_section(e, examples, seed)
     lengths, unit = line_lengths(e, translator)
     parts += ["<h2>BLEU by length</h2>", image(length_figure(e, lengths, unit), "BLEU by length"), sentences]
     if translator is not None and e.source is not None:
         parts.append(attention_section(e, translator, random_lines))
+    return _write_page(directory, parts)
+
+
+def confusion_counts(
+    references: Sequence[str], hypotheses: Sequence[str], task: str
+) -> tuple[list[str], np.ndarray]:
+    """(labels, counts[reference label, predicted label]) over lines (classify) or words (tag).
+
+    A missing tag (a prediction shorter than its reference) is predicted as "(none)".
+    """
+    if task == "classify":
+        pairs = [(r.strip(), h.strip()) for r, h in zip(references, hypotheses)]
+    else:
+        pairs = [
+            (r, h)
+            for ref, hyp in zip(references, hypotheses)
+            for r, h in itertools.zip_longest(
+                ref.split(), hyp.split()[: len(ref.split())], fillvalue="(none)"
+            )
+        ]
+    labels = sorted({label for pair in pairs for label in pair})
+    index = {label: i for i, label in enumerate(labels)}
+    counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    for r, h in pairs:
+        counts[index[r], index[h]] += 1
+    return labels, counts
+
+
+def confusion_figure(labels: Sequence[str], counts: np.ndarray, title: str) -> Figure:
+    size = min(2 + 0.5 * len(labels), 14)
+    figure = new_figure(size + 1, size)
+    ax = figure.add_subplot()
+    ax.imshow(counts, cmap="Blues")
+    ax.set_xticks(range(len(labels)), labels, rotation=90)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("reference")
+    ax.set_title(title)
+    if len(labels) <= CONFUSION_NUMBERS:
+        for (i, j), n in np.ndenumerate(counts):
+            ax.text(
+                j, i, str(n), ha="center", va="center", color="white" if n > counts.max() / 2 else "black"
+            )
+    return figure
+
+
+def confusion_sections(evaluation: Evaluation) -> list[str]:
+    """A confusion matrix of each system against the first reference."""
+    e = evaluation
+    parts = ["<h2>Confusion matrices</h2>"]
+    for system in e.systems:
+        labels, counts = confusion_counts(e.references[0].lines, system.file.lines, e.options.task)
+        title = f"{system.name}: {'labels' if e.options.task == 'classify' else 'tags'}"
+        parts.append(image(confusion_figure(labels, counts, title), title))
+    return parts
+
+
+def _write_page(directory: Path, parts: list[str]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "index.html"
     write_text(path, PAGE.format(body="\n".join(parts)))

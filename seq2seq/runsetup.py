@@ -18,7 +18,7 @@ from seq2seq.distributed import DistInfo, any_rank, local_device_name
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.prepare import ensure_prepared
 from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
-from seq2seq.special import SEP_PIECE
+from seq2seq.special import CLS_PIECE, SEP_PIECE
 from seq2seq.tokenizer import (
     TokenizerPair,
     copy_tokenizers,
@@ -70,6 +70,7 @@ def prepare_run(
                 list(map(Path, cfg.data.train_tgt)),
                 run.tokenizer_dir,
                 not resume,
+                cfg.model.task,
             )
             check_fits_arch(cfg, load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint))
             tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
@@ -88,11 +89,23 @@ def prepare_run(
 
 
 def check_fits_arch(cfg: Config, tokenizers: TokenizerPair) -> None:
-    """A decoder-only model needs the <sep> id, which tokenizers trained before it existed lack."""
-    if cfg.model.arch == "decoder_only" and not tokenizers.src.has_separator:
+    """A decoder-only model needs the <sep> id, a reader the <cls> id and its label set; tokenizers
+    trained before these existed lack them."""
+    m, src = cfg.model, tokenizers.src
+    for needed, has, piece in (
+        (m.arch == "decoder_only", src.has_separator, SEP_PIECE),
+        (m.arch == "encoder_only", src.has_classifier, CLS_PIECE),
+    ):
+        if needed and not has:
+            raise RunDirError(
+                f"model.arch: {m.arch} needs a tokenizer with the {piece} symbol, and {src.path} was "
+                "trained without it (by an older s2s): train a new run"
+            )
+    labels = getattr(tokenizers.tgt, "task", "translate")
+    if labels != m.task:
         raise RunDirError(
-            f"model.arch: decoder_only needs a tokenizer with the {SEP_PIECE} symbol, and "
-            f"{tokenizers.src.path} was trained without it (by an older s2s): train a new run"
+            f"the run's tokenizer directory is for task {labels}, the config says model.task: {m.task}; "
+            "train a new run (--overwrite)"
         )
 
 

@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import sentencepiece as spm
 
 from seq2seq.children import spawned_pool
 from seq2seq.config import TokenizerConfig
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
-from seq2seq.special import BOS, EOS, PAD, SEP, SEP_PIECE, UNK
+from seq2seq.labels import LABELS_FILE, Labels, build_labels
+from seq2seq.special import BOS, CLS, CLS_PIECE, CONTROL_PIECES, EOS, PAD, SEP, SEP_PIECE, UNK
 from seq2seq.textio import iter_line_chunks
 
 log = logging.getLogger(__name__)
@@ -61,16 +63,28 @@ class Tokenizer:
         """Whether id SEP is the <sep> control symbol (tokenizers trained before it existed lack it)."""
         return self.sp.piece_to_id(SEP_PIECE) == SEP
 
+    @property
+    def has_classifier(self) -> bool:
+        """Whether id CLS is the <cls> control symbol (tokenizers trained before it existed lack it)."""
+        return self.sp.piece_to_id(CLS_PIECE) == CLS
+
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)
+
+    def word_starts(self) -> np.ndarray:
+        """(vocab,) bool: which pieces begin a whitespace-separated word (SentencePiece marks them ▁)."""
+        return np.array([self.sp.id_to_piece(i).startswith("\u2581") for i in range(self.vocab_size)])
 
 
 @dataclass(frozen=True)
 class TokenizerPair:
-    """Source and target tokenizers (the same object when the vocabulary is joint)."""
+    """Source and target tokenizers (the same object when the vocabulary is joint).
+
+    A reader's target side is its label set.
+    """
 
     src: Tokenizer
-    tgt: Tokenizer
+    tgt: Tokenizer | Labels
 
     @property
     def joint(self) -> bool:
@@ -78,18 +92,31 @@ class TokenizerPair:
 
 
 def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
-    """Where the model files of each side live inside `directory`."""
-    if joint:
-        return {"joint": directory / "spm.model"}
-    return {"src": directory / "spm.src.model", "tgt": directory / "spm.tgt.model"}
+    """Where the model files of each side live inside `directory`; a reader's label set too."""
+    files = (
+        {"joint": directory / "spm.model"}
+        if joint
+        else {
+            "src": directory / "spm.src.model",
+            "tgt": directory / "spm.tgt.model",
+        }
+    )
+    if (directory / LABELS_FILE).is_file():
+        files["labels"] = directory / LABELS_FILE
+    return files
+
+
+def load_vocabulary(path: Path) -> Tokenizer | Labels:
+    """A SentencePiece model, or a reader's label set."""
+    return Labels.load(path) if path.name == LABELS_FILE else Tokenizer(path)
 
 
 def load_tokenizers(directory: Path, joint: bool) -> TokenizerPair:
     files = tokenizer_files(directory, joint)
-    if joint:
-        tok = Tokenizer(files["joint"])
-        return TokenizerPair(tok, tok)
-    return TokenizerPair(Tokenizer(files["src"]), Tokenizer(files["tgt"]))
+    src = Tokenizer(files["joint"] if joint else files["src"])
+    if "labels" in files:
+        return TokenizerPair(src, Labels.load(files["labels"]))
+    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]))
 
 
 def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
@@ -102,7 +129,7 @@ def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
     """Copy another run's tokenizer model(s) into `target`; one already there must be identical."""
     target.mkdir(parents=True, exist_ok=True)
     for name, path in tokenizer_files(source, joint).items():
-        Tokenizer(path)  # missing or unreadable: a clear error
+        load_vocabulary(path)  # missing or unreadable: a clear error
         copy = tokenizer_files(target, joint)[name]
         if copy.is_file() and file_sha256(copy) != file_sha256(path):
             raise RunDirError(f"{copy} differs from {path}, the tokenizer of the weights to start from")
@@ -116,14 +143,23 @@ def prepare_tokenizers(
     tgt_files: Sequence[Path],
     directory: Path,
     may_train: bool = True,
+    task: str = "translate",
 ) -> TokenizerPair:
     """Load the tokenizers in `directory`, training the missing ones first when `may_train`.
 
     Without `may_train` (a run that already has weights), a missing tokenizer is an error: a new one
-    would silently give the old weights other meanings.
+    would silently give the old weights other meanings. A reader (`task` classify or tag) has one
+    SentencePiece model, trained on the source text, and a label set built from the targets.
     """
     files = tokenizer_files(directory, cfg.joint)
-    corpora = {"joint": [*src_files, *tgt_files], "src": list(src_files), "tgt": list(tgt_files)}
+    reads = task != "translate"
+    if reads:
+        files.setdefault("labels", directory / LABELS_FILE)
+    corpora = {
+        "joint": list(src_files) if reads else [*src_files, *tgt_files],
+        "src": list(src_files),
+        "tgt": list(tgt_files),
+    }
     for side, path in files.items():
         if path.is_file():
             log.info("reusing tokenizer %s", path)
@@ -134,7 +170,10 @@ def prepare_tokenizers(
                 "be trained anew: restore it, or start over with --overwrite"
             )
         directory.mkdir(parents=True, exist_ok=True)
-        _train(cfg, corpora[side], path)
+        if side == "labels":
+            build_labels(task, src_files, tgt_files, path)
+        else:
+            _train(cfg, corpora[side], path)
     return load_tokenizers(directory, cfg.joint)
 
 
@@ -165,7 +204,7 @@ def _train_model(cfg: TokenizerConfig, corpus: list[Path], prefix: Path) -> None
             unk_id=UNK,
             bos_id=BOS,
             eos_id=EOS,
-            control_symbols=[SEP_PIECE],  # id SEP: never produced from text, dropped when decoding
+            control_symbols=CONTROL_PIECES,  # never produced from text, dropped when decoding
             hard_vocab_limit=False,
             num_threads=os.cpu_count() or 1,
             minloglevel=2,

@@ -22,7 +22,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from seq2seq.architectures import build_model
+from seq2seq.architectures import model_for
 from seq2seq.board import TensorBoard
 from seq2seq.checkpoint import (
     check_fits_run,
@@ -131,19 +131,16 @@ class Trainer:
         self.dtype = torch.bfloat16 if p.precision == "bf16" else None
 
     def _probe_step(self, dtype: torch.dtype | None) -> None:
-        """One forward and backward pass of this model on a random batch of its own batch size.
+        """One forward and backward pass of this model on a batch of its own batch size.
 
-        Leaves no trace: the RNG (dropout, data order) is restored and the gradients are dropped.
+        The batch is the first training examples (in the layout of the run's task), as many as
+        32-token examples would fill. Leaves no trace: the RNG (dropout, data order) is restored and
+        the gradients are dropped.
         """
-        length = 32
-        rows = max(min(self.tcfg.max_tokens, 2048) // length, 1)
-        generator = torch.Generator().manual_seed(0)
-        src_vocab = self.tokenizers.src.vocab_size
-        tgt_vocab = self.tokenizers.tgt.vocab_size
-        src = torch.randint(4, src_vocab, (rows, length), generator=generator)
-        tgt = torch.randint(4, tgt_vocab, (rows, length + 1), generator=generator)
+        rows = max(min(self.tcfg.max_tokens, 2048) // 32, 1)
+        batch = self.data.batch(np.arange(min(rows, len(self.data)))).to(self.device)
         with torch.random.fork_rng(devices=[]), autocast(self.device, dtype):  # unwrapped: rank 0 alone
-            self.objective(src, tgt[:, :-1], tgt[:, 1:]).backward()
+            self.objective(batch.src, batch.tgt_in, batch.tgt_out).backward()
         self.model.zero_grad(set_to_none=True)
 
     # ---- data order -------------------------------------------------------------------------------
@@ -337,8 +334,10 @@ class Trainer:
         )
 
     def _score(self, result: ValidResult) -> float:
-        """Lower is better: the loss, or the negated BLEU."""
-        return -result.bleu if self.tcfg.best_metric == "bleu" else result.loss
+        """Lower is better: the loss, or the negated BLEU or accuracy."""
+        if self.tcfg.best_metric == "loss":
+            return result.loss
+        return -(result.bleu if self.tcfg.best_metric == "bleu" else result.accuracy)
 
     def _averaged_model(self) -> Seq2SeqTransformer:
         """A copy of the model holding the moving-average weights."""
@@ -361,6 +360,7 @@ class Trainer:
         described = [
             f"{weights} loss {r.loss:.4f}, ppl {r.ppl:.2f}"
             + (f", BLEU {r.bleu:.2f}" if r.bleu is not None else "")
+            + (f", accuracy {r.accuracy:.2f}%" if r.accuracy is not None else "")
             for weights, r in results.items()
         ]
         chosen = f"; using {p.inference} weights" if len(results) > 1 else ""
@@ -503,6 +503,8 @@ def validation_fields(result: ValidResult) -> dict[str, Any]:
     fields: dict[str, Any] = {"valid_loss": round(result.loss, 5), "valid_ppl": round(result.ppl, 3)}
     if result.bleu is not None:
         fields |= {"valid_bleu": round(result.bleu, 2), "bleu_signature": result.bleu_signature}
+    if result.accuracy is not None:
+        fields["valid_accuracy"] = round(result.accuracy, 2)
     return fields
 
 
@@ -532,7 +534,7 @@ def train(
     log.info("training corpus, memory-mapped from %s:\n%s", corpus, describe(read_manifest(corpus)))
     valid_data, src_lines, ref_lines = load_eval_pairs(tokenizers, d.valid_src, d.valid_tgt, d.max_len)
     torch.manual_seed(cfg.train.seed)  # the same initial weights on every rank and every run
-    model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+    model = model_for(cfg.model, tokenizers)
     if cfg.train.init_from and not resume:
         initialize_from(model, cfg, run)
     log.info(

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seq2seq.architectures import build_model
+from seq2seq.architectures import model_for
 from seq2seq.bulk import decode_ids, search_settings
 from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
 from seq2seq.config import Config
@@ -110,7 +110,7 @@ class Translator:
         for path in paths:
             state = load_checkpoint(path)
             check_fits_run(state, path, cfg, sums)
-            model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+            model = model_for(cfg.model, tokenizers)
             try:
                 model.load_state_dict(inference_weights(state))
             except RuntimeError:
@@ -119,6 +119,10 @@ class Translator:
             if quantize is not None:
                 model, dtype = quantize_model(model, quantize, torch_device), None
             models.append(model.to(torch_device))
+        if len(models) > 1 and cfg.model.task != "translate":
+            raise Seq2SeqError(
+                f"an ensemble of several checkpoints decodes translations, not task {cfg.model.task}"
+            )
         model = models[0] if len(models) == 1 else Ensemble(models)
         translator = cls(model, tokenizers, cfg, torch_device, dtype, quantize, paths)
         if torch_device.type == "cpu" and precision == "auto" and quantize is None:
@@ -164,6 +168,10 @@ class Translator:
 
         `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
         """
+        if settings.nbest > 1 and self.config.model.task != "translate":
+            raise Seq2SeqError(
+                f"--nbest is for translations; a {self.config.model.task} run gives one answer per line"
+            )
         todo = [i for i, line in enumerate(lines) if line.strip()]
         sources = self.tokenizers.src.encode([lines[i] for i in todo])
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import sacrebleu
 import torch
+from torch import nn
 
 from seq2seq.bulk import decode_ids, search_settings
 from seq2seq.config import DecodeConfig, TrainConfig
@@ -15,6 +16,7 @@ from seq2seq.decoding import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.loss import TrainingLoss
 from seq2seq.model import Seq2SeqTransformer
+from seq2seq.special import PAD
 from seq2seq.tokenizer import TokenizerPair
 
 
@@ -33,6 +35,7 @@ class ValidResult:
     ppl: float
     bleu: float | None = None
     bleu_signature: str | None = None
+    accuracy: float | None = None  # a reader's: labels (classify) or tags (tag) predicted right, in %
     samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
 
 
@@ -52,6 +55,23 @@ def validation_loss(
             total += float(loss(batch.src, batch.tgt_in, batch.tgt_out))
         tokens += batch.num_tgt_tokens
     return total / max(tokens, 1)
+
+
+@torch.no_grad()
+def validation_accuracy(
+    model: nn.Module, data: ParallelData, max_tokens: int, device: torch.device, dtype: torch.dtype | None
+) -> float:
+    """A reader's share of labels (or first-piece tags) predicted right, in %; PAD targets not counted."""
+    right, total = 0, 0
+    for indices in token_batches(data.costs(), max_tokens):
+        batch = data.batch(indices).to(device)
+        with autocast(device, dtype):
+            logits = model(batch.src, batch.tgt_in)
+        logits[..., PAD] = float("-inf")
+        scored = batch.tgt_out != PAD
+        right += int((logits.argmax(-1) == batch.tgt_out)[scored].sum())
+        total += int(scored.sum())
+    return 100 * right / max(total, 1)
 
 
 def validation_bleu(
@@ -87,7 +107,9 @@ def validate(
     model.eval()
     loss = validation_loss(model, valid.data, cfg.max_tokens, device, dtype)
     result = ValidResult(loss=loss, ppl=math.exp(min(loss, 50.0)))
-    if cfg.valid_bleu:
+    if valid.data.task != "translate":
+        result.accuracy = validation_accuracy(model, valid.data, cfg.max_tokens, device, dtype)
+    elif cfg.valid_bleu:
         settings = search_settings(decode, beam=cfg.valid_beam, nbest=1)
         score, signature, texts = validation_bleu(
             model,

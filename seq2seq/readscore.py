@@ -1,0 +1,157 @@
+"""Scores of a reader's predictions, as sacrebleu metrics: accuracy and macro-F1 (classify), token
+accuracy and BIO span F1 (tag).
+
+Each is a `sacrebleu.metrics.base.Metric` whose per-line statistics add up (counts of right,
+predicted and true), so `s2s evaluate` scores, signs and bootstraps them with the same code as BLEU:
+a paired bootstrap between two prediction files is sacrebleu's own test.
+
+Span F1 follows CoNLL's conlleval: a span starts at `B-X`, or at an `I-X` that does not continue a
+span of type X, and runs over the `I-X` after it; a predicted span counts when its type and both
+ends match a true one. (seqeval computes the same; it is not a dependency because its last release
+was in 2020 and it pulls in scikit-learn for this.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sacrebleu.metrics.base import Metric, Score, Signature
+
+
+class ReaderSignature(Signature):
+    def __init__(self, args: dict) -> None:
+        super().__init__(args)
+        self._abbr.update({"task": "task", "classes": "classes"})
+        self.info.update({"task": args["task"], "classes": args.get("classes")})
+
+
+class _CountMetric(Metric):
+    """A metric whose corpus score is a function of the per-line statistics' sum."""
+
+    _SIGNATURE_TYPE = ReaderSignature
+    name = ""
+    task = ""
+
+    def __init__(self, references: Sequence[Sequence[str]] | None = None) -> None:
+        super().__init__()
+        self.task = type(self).task  # an instance field: the signature reads them
+        if references is not None:
+            self._ref_cache = self._cache_references(references)
+
+    def _preprocess_segment(self, sent: str) -> str:
+        return sent.strip()
+
+    def _extract_reference_info(self, refs: Sequence[str]) -> dict[str, Any]:
+        return {"ref": refs[0]}
+
+    def _aggregate_and_compute(self, stats: list[list[float]]) -> Score:
+        return self._compute_score_from_stats(np.asarray(stats, dtype=np.float64).sum(0))
+
+    def _score(self, value: float, detail: str = "") -> Score:
+        score = Score(self.name, 100 * value)
+        score._verbose = detail
+        return score
+
+
+class Accuracy(_CountMetric):
+    """Lines whose label equals the reference's, in %."""
+
+    name, task = "accuracy", "classify"
+
+    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
+        return [int(hyp == ref_kwargs["ref"]), 1]
+
+    def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
+        right, total = stats
+        return self._score(right / max(total, 1), f"({int(right)}/{int(total)})")
+
+
+class MacroF1(_CountMetric):
+    """The mean over `classes` (the references' labels) of each label's F1, in %."""
+
+    name, task = "macro-F1", "classify"
+
+    def __init__(self, classes: Sequence[str], references: Sequence[Sequence[str]] | None = None) -> None:
+        self.classes = len(classes)
+        self.index = {c: i for i, c in enumerate(classes)}
+        super().__init__(references)
+
+    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> np.ndarray:
+        """Per class: true positives, false positives, false negatives (3 x classes, flat)."""
+        counts = np.zeros((3, self.classes))
+        ref, predicted = self.index.get(ref_kwargs["ref"]), self.index.get(hyp)
+        if hyp == ref_kwargs["ref"] and ref is not None:
+            counts[0, ref] = 1
+        else:
+            if predicted is not None:
+                counts[1, predicted] = 1
+            if ref is not None:
+                counts[2, ref] = 1
+        return counts.ravel()
+
+    def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
+        tp, fp, fn = np.asarray(stats).reshape(3, self.classes)
+        present = (tp + fn) > 0  # classes of the (resampled) references
+        f1 = 2 * tp / np.maximum(2 * tp + fp + fn, 1)
+        return self._score(float(f1[present].mean()) if present.any() else 0.0)
+
+
+class TokenAccuracy(_CountMetric):
+    """Tags equal to the reference's at the same word, in % of the reference's tags."""
+
+    name, task = "token accuracy", "tag"
+
+    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
+        ref = ref_kwargs["ref"].split()
+        return [sum(h == r for h, r in zip(hyp.split(), ref)), len(ref)]
+
+    def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
+        right, total = stats
+        return self._score(right / max(total, 1), f"({int(right)}/{int(total)})")
+
+
+class SpanF1(_CountMetric):
+    """F1 of labelled spans read from BIO tags (CoNLL's rule), in %."""
+
+    name, task = "span F1", "tag"
+
+    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
+        predicted, true = bio_spans(hyp.split()), bio_spans(ref_kwargs["ref"].split())
+        return [len(predicted & true), len(predicted), len(true)]
+
+    def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
+        right, predicted, true = stats
+        precision, recall = right / max(predicted, 1), right / max(true, 1)
+        f1 = 2 * right / max(predicted + true, 1)
+        return self._score(f1, f"(P = {100 * precision:.2f}, R = {100 * recall:.2f})")
+
+
+def bio_spans(tags: Sequence[str]) -> set[tuple[int, int, str]]:
+    """(start, end, type) of each span in BIO tags; end is exclusive. Tags without B-/I- are outside."""
+    spans: set[tuple[int, int, str]] = set()
+    start, kind = None, None
+    for i, tag in enumerate([*tags, "O"]):
+        prefix, _, label = tag.partition("-")
+        inside = prefix == "I" and label == kind and start is not None
+        if start is not None and not inside:
+            spans.add((start, i, kind))
+            start, kind = None, None
+        if prefix in ("B", "I") and label and not inside:
+            start, kind = i, label
+    return spans
+
+
+@dataclass(frozen=True)
+class ReaderMetricOptions:
+    """What `s2s evaluate` scores a reader's predictions with (`MetricOptions` for translations)."""
+
+    task: str  # "classify" or "tag"
+    classes: tuple[str, ...] = ()  # classify: the labels macro-F1 averages over (the references')
+
+    def metrics(self, references: Sequence[Sequence[str]] | None = None) -> dict[str, Metric]:
+        if self.task == "classify":
+            return {"accuracy": Accuracy(references), "macro_f1": MacroF1(self.classes, references)}
+        return {"token_accuracy": TokenAccuracy(references), "span_f1": SpanF1(references)}
