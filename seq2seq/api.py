@@ -91,6 +91,8 @@ def create_app(
     the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
     """
     limits = settings.limits
+    task = translator.config.model.task
+    reads = task if task != "translate" else ""  # a reader's task: classify or tag
     batcher = Batcher(translator, settings.window_s, settings.max_tokens)
     info = server_info(translator, settings, run_name)
     page = resources.files(seq2seq).joinpath("static/index.html").read_text(encoding="utf-8")
@@ -148,6 +150,8 @@ def create_app(
     async def translate(request: TranslateRequest) -> TranslateResponse:
         """Translate lines: one translation per line, in order; an empty line gives ""."""
         search = request_settings(settings.search, request.beam, request.nbest, limits)
+        if request.nbest > 1 and reads:
+            raise ApiError(422, f"nbest: a {reads} model gives one answer per line")
         check_lines(request.text, limits)
         results = await answer(batcher.translate(request.text, search))
         return TranslateResponse(
@@ -162,6 +166,8 @@ def create_app(
     async def attention(request: AttentionRequest) -> AttentionResponse:
         """Cross-attention of one sentence (last decoder layer, mean over heads), teacher-forced on
         its translation."""
+        if reads:
+            raise ApiError(422, f"a {reads} model reads without cross-attention: there is none to draw")
         check_lines([request.text], limits, field="text")
         if not request.text.strip():
             raise ApiError(422, "text: give a sentence to draw the attention of")

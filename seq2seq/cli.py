@@ -14,7 +14,6 @@ import os
 import signal
 import stat
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -26,21 +25,19 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from seq2seq.config import Config, check_data_files, load_config
 from seq2seq.errors import DataError, Seq2SeqError
-from seq2seq.files import atomic_output, check_outputs, write_text
+from seq2seq.files import atomic_output, check_outputs
 from seq2seq.rundir import RunDir
 from seq2seq.textio import stream_line_chunks
 
 if TYPE_CHECKING:
     from seq2seq.ct2 import CT2Translator
-    from seq2seq.decoding import SearchSettings
-    from seq2seq.evaluate import DecodeRun, TextFile
     from seq2seq.translate import Translator
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Train and use encoder-decoder Transformer translation models.",
+    help="Train and use Transformers: translators (encoder-decoder, decoder-only), readers (classify, tag).",
 )
 log = logging.getLogger("seq2seq")
 
@@ -496,6 +493,7 @@ def evaluate(
         evaluate_files,
         format_table,
         read_references,
+        translate_timed,
         write_json,
     )
     from seq2seq.readscore import ReaderMetricOptions
@@ -575,37 +573,6 @@ def check_evaluate_mode(run_dir: Path | None, hyps: list[Path], src: Path | None
         raise EvaluateError(f"to translate with {run_dir}, give the source text with --src FILE")
     if run_dir is not None:
         RunDir(run_dir).load_config()  # a wrong path fails now, with a message that says so
-
-
-def translate_timed(
-    translator: Translator,
-    source: TextFile,
-    out: Path,
-    settings: SearchSettings,
-    max_tokens: int | None,
-) -> DecodeRun:
-    """Translate every line of `source` into `out`, timing the translation alone."""
-    from seq2seq.evaluate import DecodeRun
-
-    budget = max_tokens or translator.config.decode.max_tokens
-    start = time.perf_counter()
-    texts = [t.texts[0] for t in translator.translate(source.lines, settings, budget)]
-    seconds = time.perf_counter() - start
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text(out, "".join(f"{t}\n" for t in texts))
-    return DecodeRun(
-        {
-            **dataclasses.asdict(settings),
-            "max_tokens": budget,
-            "device": str(translator.device),
-            "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
-            "quantize": translator.quantize,
-        },
-        sentences=len(texts),
-        source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),
-        target_tokens=sum(map(len, translator.tokenizers.tgt.encode(texts))),
-        seconds=seconds,
-    )
 
 
 @app.command()

@@ -10,12 +10,14 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sacrebleu
+import torch
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import PairedTest
@@ -24,6 +26,10 @@ from seq2seq.errors import DataError, EvaluateError
 from seq2seq.files import file_sha256, write_text
 from seq2seq.readscore import ReaderMetricOptions
 from seq2seq.textio import split_lines
+
+if TYPE_CHECKING:
+    from seq2seq.decoding import SearchSettings
+    from seq2seq.translate import Translator
 
 METRICS = ("bleu", "chrf", "ter")
 
@@ -185,6 +191,35 @@ class DecodeRun:
             "sentences_per_second": round(self.sentences / per_s, 2),
             "tokens_per_second": round(self.target_tokens / per_s, 1),
         }
+
+
+def translate_timed(
+    translator: Translator,
+    source: TextFile,
+    out: Path,
+    settings: SearchSettings,
+    max_tokens: int | None,
+) -> DecodeRun:
+    """Translate every line of `source` into `out`, timing the translation alone (for the record)."""
+    budget = max_tokens or translator.config.decode.max_tokens
+    start = time.perf_counter()
+    texts = [t.texts[0] for t in translator.translate(source.lines, settings, budget)]
+    seconds = time.perf_counter() - start
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text(out, "".join(f"{t}\n" for t in texts))
+    return DecodeRun(
+        {
+            **dataclasses.asdict(settings),
+            "max_tokens": budget,
+            "device": str(translator.device),
+            "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
+            "quantize": translator.quantize,
+        },
+        sentences=len(texts),
+        source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),
+        target_tokens=sum(map(len, translator.tokenizers.tgt.encode(texts))),
+        seconds=seconds,
+    )
 
 
 def system_names(paths: Sequence[Path]) -> list[str]:

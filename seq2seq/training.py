@@ -17,13 +17,12 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from seq2seq.architectures import model_for
-from seq2seq.board import TensorBoard
+from seq2seq.architectures import Model, model_for
+from seq2seq.batchorder import BatchOrder
 from seq2seq.checkpoint import (
     check_fits_run,
     checkpoint_inputs,
@@ -33,7 +32,7 @@ from seq2seq.checkpoint import (
     save_training_state,
 )
 from seq2seq.config import Config
-from seq2seq.data import Batch, ParallelData, load_eval_pairs, shard_batches, token_batches
+from seq2seq.data import Batch, ParallelData, load_eval_pairs
 from seq2seq.device import autocast, autocast_dtype, faster_cpu_dtype, grad_scaler, resolve_device
 from seq2seq.distributed import (
     DistInfo,
@@ -46,12 +45,14 @@ from seq2seq.distributed import (
 from seq2seq.errors import TrainingDiverged
 from seq2seq.interrupt import StopRequest
 from seq2seq.loss import TrainingLoss
-from seq2seq.model import Seq2SeqTransformer, count_parameters
+from seq2seq.model import count_parameters
 from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.prepare import describe, load_prepared, prepared_dir, read_manifest
+from seq2seq.rngstate import gather_rng_states, set_rng_state
 from seq2seq.rundir import RunDir
 from seq2seq.throughput import ThroughputMeter
 from seq2seq.tokenizer import TokenizerPair, tokenizer_checksums
+from seq2seq.trainlog import TrainLog
 from seq2seq.validation import ValidResult, ValidSet, validate
 
 log = logging.getLogger(__name__)
@@ -72,15 +73,22 @@ class Progress:
     best_metric: str = ""  # what `best` measures
     inference: str = "raw"  # weights that validated better last time: "raw", or "ema" (the average)
     precision: str = ""  # what `precision: auto` measured on a CPU at the start of the run
-    batching: str = ""  # what this epoch's batch order was made for (see Trainer._batching)
+    batching: str = ""  # what this epoch's batch order was made for (`BatchOrder.describe`)
 
 
 class Trainer:
+    """One training run: set-up, one optimizer step, the loop, validation and checkpoint state.
+
+    What it delegates: the order of the batches (`BatchOrder`), what is logged and recorded
+    (`TrainLog`), the loss (`TrainingLoss`), validation itself (`validate`), writing checkpoints
+    (`save_training_state`) and random-state bookkeeping (`seq2seq.rngstate`).
+    """
+
     def __init__(
         self,
         cfg: Config,
         run: RunDir,
-        model: Seq2SeqTransformer,
+        model: Model,
         tokenizers: TokenizerPair,
         train_data: ParallelData,
         valid: ValidSet,
@@ -104,15 +112,14 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, self.tcfg)
         self.scaler = grad_scaler(self.device, self.dtype)
         self.ema = WeightAverage(self.model, self.tcfg.ema_decay) if self.tcfg.ema_decay > 0 else None
-        self.progress = Progress(best_metric=self.tcfg.best_metric, batching=self._batching())
+        self.order = BatchOrder(train_data.costs(), self.tcfg, info)
+        self.records = TrainLog(run, self.tcfg, info, self.device)
+        self.progress = Progress(best_metric=self.tcfg.best_metric, batching=self.order.describe())
         self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
         self.step_lr = self.optimizer.param_groups[0]["lr"]
-        self.board: TensorBoard | None = None  # opened at the first record, after a resume has rewound
         # config and tokenizer checksums, the same in every checkpoint of the run
         self.origin = checkpoint_inputs(cfg, run.read_inputs().get("tokenizer", {}))
         self.stop = StopRequest()
-        self._costs = train_data.costs()
-        self._epoch_cache: tuple[int, list[np.ndarray]] | None = None
         torch.manual_seed(self.tcfg.seed + info.rank)
 
     def _choose_cpu_precision(self) -> None:
@@ -142,25 +149,6 @@ class Trainer:
         with torch.random.fork_rng(devices=[]), autocast(self.device, dtype):  # unwrapped: rank 0 alone
             self.objective(batch.src, batch.tgt_in, batch.tgt_out).backward()
         self.model.zero_grad(set_to_none=True)
-
-    # ---- data order -------------------------------------------------------------------------------
-
-    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
-        """This rank's batches (example indices) for `epoch`, in training order."""
-        if self._epoch_cache is None or self._epoch_cache[0] != epoch:
-            batches = token_batches(self._costs, self.tcfg.max_tokens, self.tcfg.seed, epoch)
-            self._epoch_cache = (epoch, shard_batches(batches, self.info.rank, self.info.world))
-        return self._epoch_cache[1]
-
-    def _next_group(self) -> list[np.ndarray]:
-        """The batches of the next optimizer step (one per accumulation step); advances the position."""
-        p = self.progress
-        batches = self.epoch_batches(p.epoch)
-        group = batches[p.next_batch : p.next_batch + self.tcfg.accum_steps]
-        p.next_batch += len(group)
-        if p.next_batch >= len(batches):
-            p.epoch, p.next_batch = p.epoch + 1, 0
-        return group
 
     # ---- one optimizer step -----------------------------------------------------------------------
 
@@ -210,13 +198,13 @@ class Trainer:
         )
         if self.tcfg.precision == "auto" and self.device.type == "cpu":
             self._choose_cpu_precision()
-        self._log_effective_batch()
+        self.records.effective_batch(len(self.order.batches(p.epoch)))
         meter = ThroughputMeter()
         validated_at = -1
         clock = time.perf_counter() - p.train_seconds
         with self.stop.installed():
             while not self._finished():
-                group = [self.data.batch(indices) for indices in self._next_group()]
+                group = [self.data.batch(indices) for indices in self.order.next_group(p)]
                 if self.device.type == "cuda":
                     group = [b.pin_memory() for b in group]
                 meter.add(group)
@@ -258,18 +246,6 @@ class Trainer:
             return True
         return False
 
-    def _log_effective_batch(self) -> None:
-        tokens = self.tcfg.max_tokens * self.tcfg.accum_steps * self.info.world
-        log.info(
-            "effective batch: up to %d tokens (%d per batch x %d accumulation x %d process(es)); "
-            "%d batches per epoch per process",
-            tokens,
-            self.tcfg.max_tokens,
-            self.tcfg.accum_steps,
-            self.info.world,
-            len(self.epoch_batches(self.progress.epoch)),
-        )
-
     def _flush_loss(self) -> None:
         """Move the on-device loss sum into `progress` (one host sync, only when logging or saving)."""
         self.progress.interval_loss += float(self._loss_acc)
@@ -278,34 +254,10 @@ class Trainer:
     def _log_interval(self, bar: tqdm, meter: ThroughputMeter) -> None:
         p = self.progress
         self._flush_loss()
-        tokens = all_reduce_sum(p.interval_tokens, self.info, self.device)
-        loss = all_reduce_sum(p.interval_loss, self.info, self.device) / max(tokens, 1)
+        loss = self.records.interval_loss(p.interval_loss, p.interval_tokens)
         self._check_finite(loss)
-        rates = meter.rates(self.info, self.device)
-        record = {
-            "kind": "train",
-            "step": p.step,
-            "epoch": p.epoch,
-            "train_loss": round(loss, 5),
-            "lr": self.step_lr,
-            **rates,
-            "elapsed_s": round(meter.elapsed(), 2),
-        }
+        self.records.interval(p.step, p.epoch, loss, self.step_lr, meter, bar)
         p.interval_loss, p.interval_tokens = 0.0, 0
-        if self.info.is_main:
-            self._record(record)
-            bar.set_postfix(
-                loss=f"{loss:.3f}", lr=f"{record['lr']:.2e}", tok_s=f"{rates['tgt_tokens_per_s']:.0f}"
-            )
-            log.info(
-                "step %d | epoch %d | loss %.4f | lr %.2e | %.0f tgt tok/s | padding %.1f%%",
-                p.step,
-                p.epoch,
-                loss,
-                record["lr"],
-                rates["tgt_tokens_per_s"],
-                100 * rates["padding"],
-            )
 
     def _validate_and_save(self) -> None:
         """Rank 0 validates and saves; the decision to stop early is shared with every rank.
@@ -324,11 +276,11 @@ class Trainer:
             improved = p.best is None or score < p.best
             p.best = score if improved else p.best
             p.bad_validations = 0 if improved else p.bad_validations + 1
-            self._report(results, improved)
+            self.records.validation(p.step, p.epoch, p.inference, results, improved)
         p.bad_validations = int(broadcast_from_main(p.bad_validations, self.info, self.device))
         self._save(is_best=improved)
 
-    def _validate(self, model: Seq2SeqTransformer) -> ValidResult:
+    def _validate(self, model: Model) -> ValidResult:
         return validate(
             model, self.valid, self.tokenizers, self.tcfg, self.cfg.decode, self.device, self.dtype
         )
@@ -339,35 +291,11 @@ class Trainer:
             return result.loss
         return -(result.bleu if self.tcfg.best_metric == "bleu" else result.accuracy)
 
-    def _averaged_model(self) -> Seq2SeqTransformer:
+    def _averaged_model(self) -> Model:
         """A copy of the model holding the moving-average weights."""
         model = copy.deepcopy(self.model)
         model.load_state_dict(self.ema.model_state(self.model))
         return model
-
-    def _report(self, results: dict[str, ValidResult], improved: bool) -> None:
-        """One metrics record and log line: the chosen weights' scores, and each kind's when averaging."""
-        p = self.progress
-        result = results[p.inference]
-        record = {"kind": "valid", "step": p.step, "epoch": p.epoch, "weights": p.inference}
-        record |= validation_fields(result)
-        if len(results) > 1:
-            for weights, other in results.items():
-                record |= {
-                    f"{weights}_{k}": v for k, v in validation_fields(other).items() if k != "bleu_signature"
-                }
-        self._record(record)
-        described = [
-            f"{weights} loss {r.loss:.4f}, ppl {r.ppl:.2f}"
-            + (f", BLEU {r.bleu:.2f}" if r.bleu is not None else "")
-            + (f", accuracy {r.accuracy:.2f}%" if r.accuracy is not None else "")
-            for weights, r in results.items()
-        ]
-        chosen = f"; using {p.inference} weights" if len(results) > 1 else ""
-        best = " (best so far)" if improved else ""
-        log.info("validation at step %d: %s%s%s", p.step, " | ".join(described), chosen, best)
-        for src, ref, hyp in result.samples:
-            log.info("  source: %s\n  reference: %s\n  hypothesis: %s", src, ref, hyp)
 
     def _check_finite(self, loss: float) -> None:
         """Stop the run, saving nothing, once the loss or the weights are no longer finite numbers.
@@ -388,14 +316,6 @@ class Trainer:
             "the last checkpoint with --resume or start over with --overwrite"
         )
 
-    def _record(self, record: dict[str, Any]) -> None:
-        """One metrics record (rank 0): to metrics.jsonl, and to TensorBoard when asked."""
-        self.run.append_metrics(record)
-        if self.tcfg.tensorboard:
-            if self.board is None:
-                self.board = TensorBoard(self.run.tensorboard_dir, first_step=record["step"])
-            self.board.add(record)
-
     # ---- checkpoints ------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
@@ -414,7 +334,7 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
             "progress": dataclasses.asdict(self.progress),
-            "rng": self._gather_rng_states(),
+            "rng": gather_rng_states(self.info, self.device),
             "world": self.info.world,
             **self.origin,
         }
@@ -423,17 +343,6 @@ class Trainer:
             state["ema_updates"] = self.ema.updates
         state["inference"] = "ema" if self.ema is not None and self.progress.inference == "ema" else "model"
         return state
-
-    def _gather_rng_states(self) -> list[torch.Tensor]:
-        """Every rank's torch RNG state (dropout), indexed by rank."""
-        mine = torch.get_rng_state()
-        if self.device.type == "cuda":
-            mine = torch.cat([mine, torch.cuda.get_rng_state(self.device)])
-        if not self.info.enabled:
-            return [mine]
-        states: list[Any] = [None] * self.info.world
-        dist.all_gather_object(states, mine)
-        return states
 
     def _save(self, is_best: bool, numbered: bool = True) -> None:
         """Checkpoint (rank 0 writes); an interrupt writes only last.pt, not a numbered checkpoint."""
@@ -462,27 +371,23 @@ class Trainer:
         if p.best_metric != self.tcfg.best_metric:
             p.best, p.bad_validations, p.best_metric = None, 0, self.tcfg.best_metric
         if state["world"] == self.info.world:
-            self._set_rng_state(state["rng"][self.info.rank].cpu())
+            set_rng_state(state["rng"][self.info.rank].cpu(), self.device)
         else:
             torch.manual_seed(self.tcfg.seed + self.info.rank + p.step)
-        if p.batching != self._batching() and p.next_batch:
+        if p.batching != self.order.describe() and p.next_batch:
             log.warning(
                 "the batches of epoch %d were made for %s, now %s: the rest of that epoch cannot be "
                 "split the same way, so training continues at the start of epoch %d",
                 p.epoch,
                 p.batching,
-                self._batching(),
+                self.order.describe(),
                 p.epoch + 1,
             )
             p.epoch, p.next_batch = p.epoch + 1, 0
-        p.batching = self._batching()
+        p.batching = self.order.describe()
         if self.info.is_main:
             self.run.truncate_metrics(p.step)
         log.info("resumed from step %d (epoch %d)", p.step, p.epoch)
-
-    def _batching(self) -> str:
-        """What the order of an epoch's batches depends on, besides the data."""
-        return f"seed {self.tcfg.seed}, max_tokens {self.tcfg.max_tokens}, {self.info.world} process(es)"
 
     def _apply_train_config(self) -> None:
         """A resumed run follows the config's peak lr and weight decay, not the checkpoint's."""
@@ -491,24 +396,8 @@ class Trainer:
             lr = self.tcfg.lr * factor(self.scheduler.last_epoch)
             group.update(lr=lr, initial_lr=self.tcfg.lr, weight_decay=self.tcfg.weight_decay)
 
-    def _set_rng_state(self, state: torch.Tensor) -> None:
-        cpu_size = torch.get_rng_state().numel()
-        torch.set_rng_state(state[:cpu_size])
-        if self.device.type == "cuda" and state.numel() > cpu_size:
-            torch.cuda.set_rng_state(state[cpu_size:], self.device)
 
-
-def validation_fields(result: ValidResult) -> dict[str, Any]:
-    """The metrics.jsonl fields of one validation result."""
-    fields: dict[str, Any] = {"valid_loss": round(result.loss, 5), "valid_ppl": round(result.ppl, 3)}
-    if result.bleu is not None:
-        fields |= {"valid_bleu": round(result.bleu, 2), "bleu_signature": result.bleu_signature}
-    if result.accuracy is not None:
-        fields["valid_accuracy"] = round(result.accuracy, 2)
-    return fields
-
-
-def initialize_from(model: Seq2SeqTransformer, cfg: Config, run: RunDir) -> None:
+def initialize_from(model: Model, cfg: Config, run: RunDir) -> None:
     """Fine-tuning: the weights of `train.init_from` (with the tokenizer they were trained with)."""
     path = init_source(cfg).checkpoint
     state = load_checkpoint(path)
@@ -552,5 +441,4 @@ def train(
     try:
         return trainer.fit(), trainer.stop.requested
     finally:
-        if trainer.board is not None:
-            trainer.board.close()
+        trainer.records.close()

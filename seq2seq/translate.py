@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seq2seq.architectures import model_for
+from seq2seq.architectures import Model, model_for
 from seq2seq.bulk import decode_ids, search_settings
 from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
 from seq2seq.config import Config
@@ -19,14 +19,13 @@ from seq2seq.decoding import SearchSettings
 from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.ensemble import Ensemble
 from seq2seq.errors import RunDirError, Seq2SeqError
-from seq2seq.model import Seq2SeqTransformer
 from seq2seq.rundir import RunDir
 from seq2seq.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 
 log = logging.getLogger(__name__)
 
 
-def quantize_model(model: Seq2SeqTransformer, kind: str, device: torch.device) -> Seq2SeqTransformer:
+def quantize_model(model: Model, kind: str, device: torch.device) -> Model:
     """Dynamic int8 linear layers (weights int8, activations quantized per batch): CPU only.
 
     On the Multi30k model, beam 5 runs about 1.5x faster for -0.1 BLEU (README benchmarks).
@@ -71,7 +70,7 @@ class Translator:
 
     def __init__(
         self,
-        model: Seq2SeqTransformer | Ensemble,
+        model: Model | Ensemble,
         tokenizers: TokenizerPair,
         config: Config,
         device: torch.device,
@@ -144,7 +143,7 @@ class Translator:
         decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype)
 
     @property
-    def first_model(self) -> Seq2SeqTransformer:
+    def first_model(self) -> Model:
         """The model (the first of an ensemble): what a report draws attention maps of."""
         return self.model.models[0] if isinstance(self.model, Ensemble) else self.model
 
@@ -184,7 +183,7 @@ class Translator:
 
 
 @torch.no_grad()
-def cross_attention(model: Seq2SeqTransformer, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+def cross_attention(model: Model, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
     """Where the last decoder layer looks, averaged over heads: (B, T, S) for teacher-forced `tgt_in`.
 
     src (B, S) source ids ending in <eos>, right-padded with PAD; tgt_in (B, T) starting with <bos>.

@@ -9,13 +9,13 @@ import sacrebleu
 import torch
 from torch import nn
 
+from seq2seq.architectures import Model
 from seq2seq.bulk import decode_ids, search_settings
 from seq2seq.config import DecodeConfig, TrainConfig
 from seq2seq.data import ParallelData, token_batches
 from seq2seq.decoding import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.loss import TrainingLoss
-from seq2seq.model import Seq2SeqTransformer
 from seq2seq.special import PAD
 from seq2seq.tokenizer import TokenizerPair
 
@@ -41,7 +41,7 @@ class ValidResult:
 
 @torch.no_grad()
 def validation_loss(
-    model: Seq2SeqTransformer,
+    model: Model,
     data: ParallelData,
     max_tokens: int,
     device: torch.device,
@@ -75,7 +75,7 @@ def validation_accuracy(
 
 
 def validation_bleu(
-    model: Seq2SeqTransformer,
+    model: Model,
     valid: ValidSet,
     tokenizers: TokenizerPair,
     settings: SearchSettings,
@@ -95,7 +95,7 @@ def validation_bleu(
 
 
 def validate(
-    model: Seq2SeqTransformer,
+    model: Model,
     valid: ValidSet,
     tokenizers: TokenizerPair,
     cfg: TrainConfig,

@@ -55,11 +55,11 @@ def worker(rank: int, port: int, raw: dict, tok_dir: str, out: str, mode: str) -
     try:
         trainer = make_trainer(config_from_dict(raw), info, Path(tok_dir))
         if mode == "one_step":
-            batches = trainer.epoch_batches(0)
+            batches = trainer.order.batches(0)
             trainer.train_step([trainer.data.batch(batches[0])])
             seen = [batches[0].tolist()]
         else:
-            seen = [b.tolist() for b in trainer.epoch_batches(0)]
+            seen = [b.tolist() for b in trainer.order.batches(0)]
             trainer.fit()
         torch.save({"model": trainer.model.state_dict(), "seen": seen}, Path(out) / f"rank{rank}.pt")
     finally:
