@@ -19,7 +19,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from seq2seq.errors import DataError
-from seq2seq.labels import Labels, check_targets
+from seq2seq.labels import Labels, label_names
 from seq2seq.special import BOS, EOS, PAD, UNK
 from seq2seq.textio import read_lines
 from seq2seq.tokenizer import TokenizerPair
@@ -162,7 +162,7 @@ def load_eval_pairs(
     sources = tokenizers.src.encode(src_lines)
     labels = tokenizers.tgt
     if isinstance(labels, Labels):
-        check_targets(labels.task, src_path, tgt_path)
+        label_names(labels.task, zip(src_lines, tgt_lines), src_path, tgt_path)  # checks, from memory
         if unseen := labels.unseen(tgt_lines):
             log.warning(
                 "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen

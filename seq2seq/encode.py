@@ -147,8 +147,6 @@ def _load_models(src_model: Path, tgt_model: Path, quiet: bool = True) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     _MODELS["src"] = Tokenizer(src_model)
     _MODELS["tgt"] = _MODELS["src"] if tgt_model == src_model else load_vocabulary(tgt_model)
-    if isinstance(_MODELS["tgt"], Labels):
-        _MODELS["word_start"] = _MODELS["src"].word_starts()
 
 
 def _encode_chunk(task: tuple[list[str], list[str], Limits, dict[str, np.dtype]]) -> _Chunk:
@@ -158,9 +156,10 @@ def _encode_chunk(task: tuple[list[str], list[str], Limits, dict[str, np.dtype]]
     sources = _MODELS["src"].encode(list(compress(src_lines, has_text)), threads=1)
     targets = list(compress(tgt_lines, has_text))
     if isinstance(_MODELS["tgt"], Labels):  # a reader's: label ids, or a tag id per source piece
-        encoded = {"src": sources, "tgt": _MODELS["tgt"].targets(sources, targets, _MODELS["word_start"])}
+        target_ids = _MODELS["tgt"].targets(sources, targets, _MODELS["src"].word_starts())
     else:
-        encoded = {"src": sources, "tgt": _MODELS["tgt"].encode(targets, threads=1)}
+        target_ids = _MODELS["tgt"].encode(targets, threads=1)
+    encoded = {"src": sources, "tgt": target_ids}
     lens = {side: np.fromiter(map(len, seqs), np.int32, len(seqs)) for side, seqs in encoded.items()}
     too_long = (lens["src"] > max_len) | (lens["tgt"] > max_len)
     longer, shorter = (

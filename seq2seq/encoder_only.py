@@ -62,6 +62,13 @@ class EncoderOnlyTransformer(nn.Module):
         """Label logits: (B, 1, L) for classify, (B, S, L) for tag; column PAD is never a label."""
         return self.output(self.features(src, tgt_in))
 
+    def best_labels(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """(log-probability, id) of the most likely label at each output position, (B, 1) for
+        classify or (B, S) for tag; PAD is never a label."""
+        logp = self(src).float()
+        logp[..., PAD] = float("-inf")
+        return logp.log_softmax(-1).max(-1)
+
     @torch.no_grad()
     def read(self, src: Tensor) -> list[list[Hypothesis]]:
         """The best label (classify) or each word's best tag (tag) of every source, as one hypothesis.
@@ -69,10 +76,7 @@ class EncoderOnlyTransformer(nn.Module):
         A hypothesis's tokens are label ids; its score is the model's probability of the label, or
         of the whole tag sequence (the product of the tags').
         """
-        logp = self(src).float()
-        logp[..., PAD] = float("-inf")
-        logp = logp.log_softmax(-1)
-        best, ids = logp.max(-1)  # (B, T)
+        best, ids = self.best_labels(src)  # (B, T)
         if self.cfg.task == "classify":
             return [[Hypothesis([i], s)] for i, s in zip(ids[:, 0].tolist(), best[:, 0].exp().tolist())]
         keep = self.word_start[src] & (src != PAD)  # (B, S): each word's first piece

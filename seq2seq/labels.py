@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import write_text
 from seq2seq.special import PAD
-from seq2seq.textio import iter_line_chunks
+from seq2seq.textio import count_lines, iter_line_chunks
 
 log = logging.getLogger(__name__)
 
@@ -99,36 +100,42 @@ class Labels:
         return sum(1 for line in lines for tag in line.split() if tag not in known)
 
 
-def check_targets(task: str, src_path: str | Path, tgt_path: str | Path) -> None:
-    """Every label line fits its source line: one label, or as many tags as the source has words.
+def label_names(
+    task: str, pairs: Iterable[tuple[str, str]], src_name: str | Path, tgt_name: str | Path
+) -> set[str]:
+    """The labels (or tags) of these (source line, label line) pairs, each pair checked on the way:
+    one label, or as many tags as the source has words.
 
-    An error names the file and line. Lines where either side is empty are skipped (training drops
+    An error names the file and line. Pairs where either side is empty are skipped (training drops
     them).
     """
-    src_lines, tgt_lines = _lines(src_path), _lines(tgt_path)
-    if len(src_lines) != len(tgt_lines):
-        raise DataError(
-            f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}: "
-            "each source line needs its label line"
-        )
-    for number, (src, tgt) in enumerate(zip(src_lines, tgt_lines), 1):
+    names: set[str] = set()
+    for number, (src, tgt) in enumerate(pairs, 1):
         if not (src.strip() and tgt.strip()):
             continue
-        if task == "tag" and len(tgt.split()) != len(src.split()):
+        if task == "classify":
+            names.add(tgt.strip())
+            continue
+        tags = tgt.split()
+        if len(tags) != len(src.split()):
             raise DataError(
-                f"{tgt_path}:{number}: {len(tgt.split())} tags for the {len(src.split())} words of "
-                f"{src_path}:{number}; give one tag per whitespace-separated word"
+                f"{tgt_name}:{number}: {len(tags)} tags for the {len(src.split())} words of "
+                f"{src_name}:{number}; give one tag per whitespace-separated word"
             )
+        names.update(tags)
+    return names
+
+
+def check_targets(task: str, src_path: str | Path, tgt_path: str | Path) -> None:
+    """Every label line of `tgt_path` fits its line of `src_path` (see `label_names`)."""
+    label_names(task, _file_pairs(src_path, tgt_path), src_path, tgt_path)
 
 
 def build_labels(task: str, src_files: Sequence[Path], tgt_files: Sequence[Path], path: Path) -> Labels:
-    """Check the training targets and store their label set at `path`."""
+    """Check the training targets and store their label set at `path`; one streamed pass over each file."""
     names: set[str] = set()
     for src, tgt in zip(src_files, tgt_files):
-        check_targets(task, src, tgt)
-        for line in _lines(tgt):
-            names.update([line.strip()] if task == "classify" else line.split())
-    names.discard("")
+        names |= label_names(task, _file_pairs(src, tgt), src, tgt)
     if not names:
         raise DataError(f"{', '.join(map(str, tgt_files))}: no labels")
     labels = Labels(task, tuple(sorted(names)), path)
@@ -137,5 +144,13 @@ def build_labels(task: str, src_files: Sequence[Path], tgt_files: Sequence[Path]
     return labels
 
 
-def _lines(path: str | Path) -> list[str]:
-    return [line for chunk in iter_line_chunks(path) for line in chunk]
+def _file_pairs(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:
+    """The aligned lines of two files, streamed; files of different lengths are an error."""
+    src_count, tgt_count = count_lines(src_path), count_lines(tgt_path)
+    if src_count != tgt_count:
+        raise DataError(
+            f"{src_path} has {src_count} lines but {tgt_path} has {tgt_count}: "
+            "each source line needs its label line"
+        )
+    src_lines, tgt_lines = (chain.from_iterable(iter_line_chunks(p)) for p in (src_path, tgt_path))
+    return zip(src_lines, tgt_lines)

@@ -41,6 +41,7 @@ class Tokenizer:
             self.sp = spm.SentencePieceProcessor(model_file=str(self.path))
         except (OSError, RuntimeError):
             raise RunDirError(f"{self.path} is not a readable SentencePiece model (corrupted?)") from None
+        self._word_starts: np.ndarray | None = None
         if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD, UNK, BOS, EOS):
             raise RunDirError(
                 f"{self.path} was not made by s2s (its special ids are not 0-3: pad unk bos eos)"
@@ -72,8 +73,15 @@ class Tokenizer:
         return self.sp.encode(line, out_type=str)
 
     def word_starts(self) -> np.ndarray:
-        """(vocab,) bool: which pieces begin a whitespace-separated word (SentencePiece marks them ▁)."""
-        return np.array([self.sp.id_to_piece(i).startswith("\u2581") for i in range(self.vocab_size)])
+        """(vocab,) bool: which pieces begin a whitespace-separated word (SentencePiece marks them ▁).
+
+        Made once per tokenizer (a pass over the vocabulary in Python), then shared read-only.
+        """
+        if self._word_starts is None:
+            starts = np.array([self.sp.id_to_piece(i).startswith("\u2581") for i in range(self.vocab_size)])
+            starts.flags.writeable = False
+            self._word_starts = starts
+        return self._word_starts
 
 
 @dataclass(frozen=True)

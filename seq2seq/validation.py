@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import sacrebleu
 import torch
-from torch import nn
 
 from seq2seq.architectures import Model
 from seq2seq.bulk import decode_ids, search_settings
@@ -15,6 +14,7 @@ from seq2seq.config import DecodeConfig, TrainConfig
 from seq2seq.data import ParallelData, token_batches
 from seq2seq.decoding import SearchSettings
 from seq2seq.device import autocast
+from seq2seq.encoder_only import EncoderOnlyTransformer
 from seq2seq.loss import TrainingLoss
 from seq2seq.special import PAD
 from seq2seq.tokenizer import TokenizerPair
@@ -59,17 +59,20 @@ def validation_loss(
 
 @torch.no_grad()
 def validation_accuracy(
-    model: nn.Module, data: ParallelData, max_tokens: int, device: torch.device, dtype: torch.dtype | None
+    model: EncoderOnlyTransformer,
+    data: ParallelData,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
 ) -> float:
     """A reader's share of labels (or first-piece tags) predicted right, in %; PAD targets not counted."""
     right, total = 0, 0
     for indices in token_batches(data.costs(), max_tokens):
         batch = data.batch(indices).to(device)
         with autocast(device, dtype):
-            logits = model(batch.src, batch.tgt_in)
-        logits[..., PAD] = float("-inf")
+            _, predicted = model.best_labels(batch.src)
         scored = batch.tgt_out != PAD
-        right += int((logits.argmax(-1) == batch.tgt_out)[scored].sum())
+        right += int((predicted == batch.tgt_out)[scored].sum())
         total += int(scored.sum())
     return 100 * right / max(total, 1)
 
