@@ -27,5 +27,5 @@ def model_for(cfg: ModelConfig, tokenizers: TokenizerPair) -> Model:
     """`build_model` for these tokenizers; a reader also learns which source pieces begin a word."""
     model = build_model(cfg, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
     if isinstance(model, EncoderOnlyTransformer):
-        model.word_start.copy_(torch.from_numpy(tokenizers.src.word_starts()))
+        model.word_start.copy_(torch.tensor(tokenizers.src.word_starts()))
     return model
