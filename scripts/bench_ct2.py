@@ -55,8 +55,8 @@ def worker(spec: dict) -> None:
     """Translate spec["src"] with one engine; print {seconds, peak_rss_mb} as JSON; write the output."""
     import torch
 
-    from seq2seq.ct2 import CT2Translator
-    from seq2seq.translate import Translator
+    from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.translate.translator import Translator
 
     torch.set_num_threads(spec["threads"])
     if spec["engine"] == "ctranslate2":
@@ -91,7 +91,7 @@ def run_engines_section(
     run_dir: str, src: str, ref: str | None, threads: int, beams: list[int], repeat: int
 ) -> dict:
     """Every engine and setting on the lines of `src`, round-robin `repeat` times; the fastest counts."""
-    from seq2seq.export import export_ctranslate2
+    from seq2seq.ct2.export import export_ctranslate2
 
     count = len(Path(src).read_text(encoding="utf-8").splitlines())
     refs = Path(ref).read_text(encoding="utf-8").splitlines() if ref else None

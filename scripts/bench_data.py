@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MB = 1e6
 MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 STEP_LINE = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \| INFO \| seq2seq.training \| step (\d+) \|"
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \| INFO \| seq2seq.training.trainer \| step (\d+) \|"
 )
 
 
@@ -254,8 +254,8 @@ def main() -> None:
 def index_memory(prepared: Path, max_tokens: int) -> float:
     """Private memory one rank needs for the data besides the shared mapping: costs and batch order."""
     sys.path.insert(0, str(ROOT))
-    from seq2seq.data import shard_batches, token_batches
-    from seq2seq.prepare import load_prepared
+    from seq2seq.batching import shard_batches, token_batches
+    from seq2seq.data.prepared import load_prepared
 
     data = load_prepared(prepared)
     tracemalloc.start()

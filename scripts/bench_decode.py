@@ -20,11 +20,11 @@ from typing import Any
 
 import torch
 
-from seq2seq.bulk import decode_ids
-from seq2seq.data import token_batches
+from seq2seq.batching import token_batches
+from seq2seq.data.textio import read_lines
+from seq2seq.decoding.bulk import decode_ids
 from seq2seq.rundir import RunDir
-from seq2seq.textio import read_lines
-from seq2seq.translate import Translator
+from seq2seq.translate.translator import Translator
 
 BEAM = 5
 WARMUP_SENTENCES = 8  # decoded once, untimed, before the measured run

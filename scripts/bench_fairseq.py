@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.config import Config, load_config
+from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.errors import Seq2SeqError
 from seq2seq.rundir import RunDir
-from seq2seq.tokenizer import load_tokenizers
 
 PRECISIONS = ("fp32", "bf16", "auto")
 

@@ -30,8 +30,8 @@ from typing import TextIO
 
 import torch
 
-from seq2seq.textio import read_lines
-from seq2seq.translate import Translator
+from seq2seq.data.textio import read_lines
+from seq2seq.translate.translator import Translator
 
 SERVING = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)/")
 IDLE_REQUESTS = 20

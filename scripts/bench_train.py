@@ -1,6 +1,6 @@
 """Training throughput of s2s against a plain `nn.Transformer` doing the same step, and model FLOP/s.
 
-Both implementations are trained by `seq2seq.training.Trainer.train_step` (autocast forward,
+Both implementations are trained by `seq2seq.training.trainer.Trainer.train_step` (autocast forward,
 label-smoothed loss, backward, gradient clipping, AdamW and schedule step), so only the model and the
 batching differ: s2s gets the trainer's length-bucketed token batches, the reference gets consecutive
 sentences of a random order. Used by bench.py.
@@ -23,18 +23,25 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from seq2seq.architectures import build_model
+from seq2seq.batching import token_batches
 from seq2seq.config import Config, ModelConfig
-from seq2seq.data import Batch, ParallelData, token_batches
+from seq2seq.data.parallel import Batch, ParallelData
+from seq2seq.data.prepared import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.data.tokenizer import (
+    PAD,
+    TokenizerPair,
+    load_tokenizers,
+    prepare_tokenizers,
+    tokenizer_checksums,
+)
 from seq2seq.device import autocast_dtype
-from seq2seq.distributed import DistInfo
-from seq2seq.layers import sinusoidal_positions
-from seq2seq.model import count_parameters
-from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.models.build import build_model
+from seq2seq.models.encoder_decoder import count_parameters
+from seq2seq.models.layers import sinusoidal_positions
 from seq2seq.rundir import RunDir, data_checksums
-from seq2seq.tokenizer import PAD, TokenizerPair, load_tokenizers, prepare_tokenizers, tokenizer_checksums
-from seq2seq.training import Trainer
-from seq2seq.validation import ValidSet
+from seq2seq.training.distributed import DistInfo
+from seq2seq.training.trainer import Trainer
+from seq2seq.training.validation import ValidSet
 
 log = logging.getLogger(__name__)
 

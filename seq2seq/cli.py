@@ -24,14 +24,14 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from seq2seq.config import Config, check_data_files, load_config
+from seq2seq.data.textio import stream_line_chunks
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
 from seq2seq.rundir import RunDir
-from seq2seq.textio import stream_line_chunks
 
 if TYPE_CHECKING:
-    from seq2seq.ct2 import CT2Translator
-    from seq2seq.translate import Translator
+    from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.translate.translator import Translator
 
 app = typer.Typer(
     add_completion=False,
@@ -170,13 +170,13 @@ def train(
     ] = None,
 ) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
-    from seq2seq.board import check_available as check_tensorboard
-    from seq2seq.data import read_parallel
+    from seq2seq.data.encode import check_aligned
+    from seq2seq.data.parallel import read_parallel
     from seq2seq.device import autocast_dtype, resolve_device
-    from seq2seq.distributed import init_distributed, shutdown
-    from seq2seq.encode import check_aligned
-    from seq2seq.runsetup import prepare_run
-    from seq2seq.training import train as run_training
+    from seq2seq.training.board import check_available as check_tensorboard
+    from seq2seq.training.distributed import init_distributed, shutdown
+    from seq2seq.training.setup import prepare_run
+    from seq2seq.training.trainer import train as run_training
 
     with user_errors(), contextlib.ExitStack() as stack:
         cfg = load_config(config, [*(overrides or []), *([f"train.device={device}"] if device else [])])
@@ -219,10 +219,10 @@ def prepare(
 ) -> None:
     """Tokenize the training corpus once into memory-mapped arrays (training the tokenizer first if
     needed) and print its statistics. `s2s train` reuses them while the data and tokenizer match."""
-    from seq2seq.distributed import DistInfo
-    from seq2seq.encode import check_aligned
-    from seq2seq.prepare import describe, prepared_dir, read_manifest
-    from seq2seq.runsetup import prepare_run
+    from seq2seq.data.encode import check_aligned
+    from seq2seq.data.prepared import describe, prepared_dir, read_manifest
+    from seq2seq.training.distributed import DistInfo
+    from seq2seq.training.setup import prepare_run
 
     with user_errors(), contextlib.ExitStack() as stack:
         cfg = load_config(config, overrides or [])
@@ -321,7 +321,7 @@ def load_translator(
     """
     device, precision, quantize = placement
     if engine == "ctranslate2":
-        from seq2seq.ct2 import CT2Translator
+        from seq2seq.ct2.engine import CT2Translator
 
         if checkpoint:
             raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
@@ -330,7 +330,7 @@ def load_translator(
         return CT2Translator.load(run_dir, device, quantize)
     if engine != "s2s":
         raise Seq2SeqError(f"--engine {engine!r}: choose s2s or ctranslate2")
-    from seq2seq.translate import Translator
+    from seq2seq.translate.translator import Translator
 
     checkpoint = checkpoint or ["best"]
     check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, checkpoint)})
@@ -349,7 +349,7 @@ def export(
     verbose: Verbose = False,
 ) -> None:
     """Export a run's weights and tokenizer to CTranslate2 (pip install 's2s[ct2]')."""
-    from seq2seq.export import QUANTIZATIONS, export_ctranslate2
+    from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
@@ -487,7 +487,7 @@ def evaluate(
     A reader's predictions get accuracy and macro-F1 (classify) or token accuracy and span F1 (tag).
     Several --hyp files are compared with sacrebleu's paired bootstrap test against the first.
     """
-    from seq2seq.evaluate import (
+    from seq2seq.evaluation.metrics import (
         MetricOptions,
         TextFile,
         evaluate_files,
@@ -496,7 +496,7 @@ def evaluate(
         translate_timed,
         write_json,
     )
-    from seq2seq.readscore import ReaderMetricOptions
+    from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
@@ -517,7 +517,7 @@ def evaluate(
         options = MetricOptions(tokenize, lowercase, chrf_plus)
         options.bleu()  # an unknown tokenizer fails now, not after translating
         if report is not None:
-            from seq2seq.report import new_figure
+            from seq2seq.evaluation.report import new_figure
 
             new_figure(1, 1)  # a missing matplotlib fails now, not after translating
         source = TextFile.read(src) if src else None
@@ -528,7 +528,7 @@ def evaluate(
             )
         translator, decode = None, None
         if not hyp:
-            from seq2seq.translate import Translator
+            from seq2seq.translate.translator import Translator
 
             translator = Translator.load(run_dir, checkpoint, device, precision, quantize)
             settings = translator.settings(
@@ -543,7 +543,7 @@ def evaluate(
         if json_file is not None:
             write_json(result, json_file)
         if report is not None:
-            from seq2seq.report import write_report
+            from seq2seq.evaluation.report import write_report
 
             log.info("report written to %s", write_report(result, report, translator))
 
@@ -634,15 +634,15 @@ def serve(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request.")] = False,
 ) -> None:
     """Serve RUN_DIR over HTTP: a JSON API and a page at /, batching concurrent requests together."""
-    from seq2seq.serve import check_available, listen, url
-    from seq2seq.serve import run as run_server
+    from seq2seq.serve.server import check_available, listen, url
+    from seq2seq.serve.server import run as run_server
 
     setup_logging(logging.INFO)
     with user_errors():
         check_available()
-        from seq2seq.api import ServerSettings, create_app
-        from seq2seq.limits import Limits
-        from seq2seq.translate import Translator
+        from seq2seq.serve.app import ServerSettings, create_app
+        from seq2seq.serve.limits import Limits
+        from seq2seq.translate.translator import Translator
 
         translator = Translator.load(run_dir, checkpoint or ["best"], device, precision, quantize)
         if threads:

@@ -9,8 +9,8 @@ import pytest
 import torch
 import yaml
 
-from seq2seq.architectures import build_model
 from seq2seq.config import ModelConfig, config_from_dict
+from seq2seq.models.build import build_model
 
 WORDS = "red blue green cat dog bird runs sleeps eats big small the a on under house tree".split()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.children import spawned_pool
+from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import Seq2SeqError
 from tests.conftest import write_corpus
 
@@ -32,7 +32,7 @@ def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
             from pathlib import Path
             from seq2seq.config import TokenizerConfig
             from seq2seq.errors import Seq2SeqError
-            from seq2seq.tokenizer import prepare_tokenizers
+            from seq2seq.data.tokenizer import prepare_tokenizers
             try:
                 prepare_tokenizers(TokenizerConfig(vocab_size=60), [Path({str(src)!r})], [Path({str(tgt)!r})],
                                    Path({str(tmp_path / "tok")!r}))

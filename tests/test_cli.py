@@ -258,7 +258,7 @@ def test_nbest_empty_line_keeps_the_field_count(trained):
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_length_limits_can_be_set_on_the_command_line(trained, tmp_path, monkeypatch, command):
     """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
-    import seq2seq.bulk as bulk
+    import seq2seq.decoding.bulk as bulk
 
     _, run = trained
     seen = []
@@ -343,7 +343,7 @@ def test_auto_precision_on_a_cpu_is_measured_at_load_and_recorded(trained, tmp_p
     """`--precision auto` times the run's decoding in both precisions and keeps what the timing says."""
     import torch
 
-    import seq2seq.translate as translate
+    import seq2seq.translate.translator as translate
 
     probes = []
 

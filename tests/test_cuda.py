@@ -7,11 +7,11 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from seq2seq.config import TrainConfig
-from seq2seq.data import collate
-from seq2seq.decoding import SearchSettings, beam_search, greedy_search
+from seq2seq.data.parallel import collate
+from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
 from seq2seq.device import autocast, autocast_dtype, resolve_device
-from seq2seq.loss import TrainingLoss, sequence_loss
-from seq2seq.optim import build_optimizer
+from seq2seq.training.loss import TrainingLoss, sequence_loss
+from seq2seq.training.optim import build_optimizer
 from tests.conftest import make_model, random_ids
 
 pytestmark = [

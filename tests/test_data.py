@@ -3,10 +3,11 @@ from collections import Counter
 import pytest
 import torch
 
-from seq2seq.data import ParallelData, collate, read_parallel, shard_batches, token_batches
+from seq2seq.batching import shard_batches, token_batches
+from seq2seq.data.parallel import ParallelData, collate, read_parallel
+from seq2seq.data.textio import count_lines, iter_line_chunks, read_lines, split_lines
 from seq2seq.errors import DataError
 from seq2seq.special import BOS, EOS, PAD
-from seq2seq.textio import count_lines, iter_line_chunks, read_lines, split_lines
 
 
 def test_line_count_mismatch_names_both_files_and_counts(tmp_path):

@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from seq2seq.cli import app
 from seq2seq.config import config_from_dict
-from seq2seq.decoding import beam_search, greedy_search
+from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.errors import ConfigError
-from seq2seq.loss import TrainingLoss, sequence_loss
 from seq2seq.special import BOS, PAD
+from seq2seq.training.loss import TrainingLoss, sequence_loss
 from tests.conftest import make_model, random_ids, tiny_config_dict
 from tests.test_decoding import EosBiased, ends_early, forced_score, settings
 

@@ -5,17 +5,17 @@ import threading
 import pytest
 import torch
 
-from seq2seq.bulk import decode_ids
-from seq2seq.data import pad
-from seq2seq.decoding import (
+from seq2seq.batching import pad
+from seq2seq.decoding.bulk import decode_ids
+from seq2seq.decoding.search import (
     SearchSettings,
     beam_search,
     greedy_search,
     length_penalty,
     max_output_lengths,
 )
-from seq2seq.decoding import search as search_for_settings
-from seq2seq.model import Memory
+from seq2seq.decoding.search import search as search_for_settings
+from seq2seq.models.encoder_decoder import Memory
 from seq2seq.special import BOS, EOS, PAD
 from tests.conftest import make_model, random_ids
 
@@ -323,7 +323,7 @@ def test_length_penalty_formula():
 
 
 def test_padding_and_bos_are_never_generated():
-    from seq2seq.tokenizer import BOS
+    from seq2seq.data.tokenizer import BOS
 
     table = {(): {PAD: 0.6, BOS: 0.3, A: 0.1}, (A,): {PAD: 0.9, EOS: 0.1}}
     for search in (greedy_search, beam_search):

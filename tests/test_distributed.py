@@ -14,14 +14,14 @@ import torch.multiprocessing as mp
 import yaml
 from torch.testing import assert_close
 
-from seq2seq.architectures import build_model
 from seq2seq.config import Config, config_from_dict
-from seq2seq.distributed import DistInfo, init_distributed, shutdown
-from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.data.prepared import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.data.tokenizer import load_tokenizers, prepare_tokenizers, tokenizer_checksums
+from seq2seq.models.build import build_model
 from seq2seq.rundir import RunDir, data_checksums
-from seq2seq.tokenizer import load_tokenizers, prepare_tokenizers, tokenizer_checksums
-from seq2seq.training import Trainer
-from seq2seq.validation import ValidSet
+from seq2seq.training.distributed import DistInfo, init_distributed, shutdown
+from seq2seq.training.trainer import Trainer
+from seq2seq.training.validation import ValidSet
 from tests.conftest import tiny_config_dict
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,14 +16,15 @@ from typer.testing import CliRunner
 
 from seq2seq.cli import app
 from seq2seq.config import config_from_dict
-from seq2seq.data import ParallelData, load_eval_pairs
+from seq2seq.data.labels import Labels, check_targets
+from seq2seq.data.parallel import ParallelData, load_eval_pairs
+from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.decoding.reading import read
 from seq2seq.errors import ConfigError, DataError
-from seq2seq.labels import Labels, check_targets
-from seq2seq.loss import TrainingLoss
-from seq2seq.readscore import MacroF1, SpanF1, bio_spans
-from seq2seq.report import confusion_counts
+from seq2seq.evaluation.reader_metrics import MacroF1, SpanF1, bio_spans
+from seq2seq.evaluation.report import confusion_counts
 from seq2seq.special import EOS, PAD
-from seq2seq.tokenizer import load_tokenizers
+from seq2seq.training.loss import TrainingLoss
 from tests.conftest import make_model, random_ids
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +84,7 @@ def test_read_gives_each_words_first_piece_tag_and_a_probability():
     logits = model(src)
     logits[..., PAD] = float("-inf")
     expected = logits.argmax(-1)
-    hyps = model.read(src)
+    hyps = read(model, src)
     assert hyps[0][0].tokens == expected[0, [0, 2, 3]].tolist()
     assert hyps[1][0].tokens == expected[1, [0]].tolist()
     assert all(0 < h[0].score <= 1 for h in hyps)
@@ -293,9 +294,9 @@ def test_translate_gives_one_answer_per_line_with_its_probability(reader_runs, t
 def test_the_server_answers_a_reader_and_refuses_what_it_cannot_do(reader_runs):
     from fastapi.testclient import TestClient
 
-    from seq2seq.api import ServerSettings, create_app
-    from seq2seq.limits import Limits
-    from seq2seq.translate import Translator
+    from seq2seq.serve.app import ServerSettings, create_app
+    from seq2seq.serve.limits import Limits
+    from seq2seq.translate.translator import Translator
 
     translator = Translator.load(reader_runs["classify"], device="cpu")
     settings = ServerSettings(translator.settings(), 200, 0.01, Limits(), ())

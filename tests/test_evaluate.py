@@ -12,7 +12,7 @@ from sacrebleu.significance import PairedTest
 from typer.testing import CliRunner
 
 from seq2seq.cli import app
-from seq2seq.evaluate import (
+from seq2seq.evaluation.metrics import (
     MetricOptions,
     TextFile,
     corpus_scores,

@@ -9,21 +9,21 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from seq2seq.architectures import build_model
-from seq2seq.bulk import decode_ids
+from seq2seq.batching import pad
 from seq2seq.cli import app
 from seq2seq.config import ModelConfig
-from seq2seq.data import pad
-from seq2seq.decoding import max_output_lengths
+from seq2seq.data.textio import read_lines
+from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.decoding.bulk import decode_ids
+from seq2seq.decoding.search import max_output_lengths
+from seq2seq.models.build import build_model
 from seq2seq.special import BOS, EOS
-from seq2seq.textio import read_lines
-from seq2seq.tokenizer import load_tokenizers
-from seq2seq.translate import Translator
+from seq2seq.translate.translator import Translator
 from tests.conftest import train_tiny_run
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
-from seq2seq.ct2 import CT2Translator  # noqa: E402
-from seq2seq.export import write_model  # noqa: E402
+from seq2seq.ct2.engine import CT2Translator  # noqa: E402
+from seq2seq.ct2.export import write_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from seq2seq.data import collate
-from seq2seq.loss import linear_cross_entropy, sequence_loss
-from seq2seq.tokenizer import PAD
+from seq2seq.data.parallel import collate
+from seq2seq.data.tokenizer import PAD
+from seq2seq.training.loss import linear_cross_entropy, sequence_loss
 
 VOCAB = 17
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from seq2seq.layers import Dropout
+from seq2seq.models.layers import Dropout
 from seq2seq.special import BOS, PAD
 from tests.conftest import make_model, random_ids
 
@@ -168,7 +168,7 @@ def test_int8_linear_layers_stay_close_to_fp32():
 
     from torch import nn
 
-    from seq2seq.translate import quantize_model
+    from seq2seq.translate.translator import quantize_model
 
     model = make_model(seed=5)
     quantized = quantize_model(copy.deepcopy(model), "int8", torch.device("cpu"))
@@ -185,7 +185,8 @@ def test_the_model_and_the_search_need_no_tokenizer_library():
     import subprocess
     import sys
 
-    code = "import sys, seq2seq.model, seq2seq.decoding, seq2seq.loss; print('sentencepiece' in sys.modules)"
+    modules = "seq2seq.models.encoder_decoder, seq2seq.decoding.search, seq2seq.training.loss"
+    code = f"import sys, {modules}; print('sentencepiece' in sys.modules)"
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     )

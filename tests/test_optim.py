@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from seq2seq.config import TrainConfig
-from seq2seq.optim import WeightAverage, build_optimizer, build_scheduler, lr_factor
+from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler, lr_factor
 
 SCHEDULES = ["inverse_sqrt", "linear", "cosine", "constant"]
 

@@ -15,15 +15,17 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from seq2seq import encode, prepare
+from seq2seq.batching import token_batches
 from seq2seq.cli import app
 from seq2seq.config import Config, config_from_dict
-from seq2seq.data import ParallelData, token_batches
+from seq2seq.data import encode
+from seq2seq.data import prepared as prepare
+from seq2seq.data.parallel import ParallelData
+from seq2seq.data.prepared import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.data.textio import read_lines
+from seq2seq.data.tokenizer import _sample_lines, load_tokenizers, prepare_tokenizers, tokenizer_checksums
 from seq2seq.errors import DataError
-from seq2seq.prepare import ensure_prepared, load_prepared, prepared_dir
 from seq2seq.rundir import data_checksums
-from seq2seq.textio import read_lines
-from seq2seq.tokenizer import _sample_lines, load_tokenizers, prepare_tokenizers, tokenizer_checksums
 from tests.conftest import tiny_config_dict, write_corpus
 
 

@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 
 from seq2seq.cli import app
 from seq2seq.errors import EvaluateError
-from seq2seq.report import attention_map, length_buckets, new_figure
+from seq2seq.evaluation.report import attention_map, length_buckets, new_figure
 from seq2seq.special import BOS, PAD
-from seq2seq.translate import Translator, cross_attention
+from seq2seq.translate.attention import cross_attention
+from seq2seq.translate.translator import Translator
 from tests.conftest import make_model, random_ids, tiny_config_dict
 
 runner = CliRunner()

@@ -428,7 +428,7 @@ def test_a_config_that_is_not_utf8_is_a_clear_error(tmp_path):
 
 def test_a_diverging_run_stops_without_saving(tmp_path, monkeypatch):
     """A non-finite loss stops training with exit 2; no checkpoint or metric holds the diverged state."""
-    from seq2seq.loss import TrainingLoss
+    from seq2seq.training.loss import TrainingLoss
 
     real_loss, calls = TrainingLoss.forward, []
 
@@ -553,7 +553,7 @@ def test_unwritable_checkpoints_fail_before_training(run_copy, tmp_path):
 def test_plot_texts_are_shown_literally():
     """Sentences and file names with `$` reach a report's figures as written, never as math."""
     pytest.importorskip("matplotlib")
-    from seq2seq.report import AttentionMap, attention_figure, image
+    from seq2seq.evaluation.report import AttentionMap, attention_figure, image
 
     pieces = ["▁$\\frac{$", "$x^2$", "</s>"]
     figure = attention_figure(AttentionMap(pieces, pieces, torch.full((3, 3), 1 / 3)))

@@ -17,12 +17,12 @@ import torch
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from seq2seq.api import ServerSettings, create_app
 from seq2seq.cli import app as cli
-from seq2seq.limits import Limits
-from seq2seq.report import attention_map
-from seq2seq.serve import listen
-from seq2seq.translate import Translator
+from seq2seq.evaluation.report import attention_map
+from seq2seq.serve.app import ServerSettings, create_app
+from seq2seq.serve.limits import Limits
+from seq2seq.serve.server import listen
+from seq2seq.translate.translator import Translator
 from tests.conftest import WORDS
 from tests.servers import ServerProcess
 

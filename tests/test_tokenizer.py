@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from seq2seq.config import TokenizerConfig, config_from_dict
-from seq2seq.data import load_eval_pairs
+from seq2seq.data.parallel import load_eval_pairs
+from seq2seq.data.tokenizer import UNK, prepare_tokenizers
 from seq2seq.errors import ConfigError
-from seq2seq.tokenizer import UNK, prepare_tokenizers
 from tests.conftest import tiny_config_dict, write_corpus
 
 UNSEEN = "red Übersetzung 猫 cat"  # characters the tiny corpus never contains

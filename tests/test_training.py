@@ -13,20 +13,20 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from seq2seq.architectures import build_model
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.cli import app
 from seq2seq.config import TrainConfig, config_from_dict
-from seq2seq.data import ParallelData
+from seq2seq.data.parallel import ParallelData
+from seq2seq.data.tokenizer import prepare_tokenizers
 from seq2seq.device import faster_cpu_dtype
-from seq2seq.distributed import DistInfo
 from seq2seq.errors import ConfigError, RunDirError
 from seq2seq.files import OutputError
-from seq2seq.optim import build_optimizer
+from seq2seq.models.build import build_model
 from seq2seq.rundir import RunDir
-from seq2seq.tokenizer import prepare_tokenizers
-from seq2seq.training import Trainer
-from seq2seq.validation import ValidSet
+from seq2seq.training.distributed import DistInfo
+from seq2seq.training.optim import build_optimizer
+from seq2seq.training.trainer import Trainer
+from seq2seq.training.validation import ValidSet
 from tests.conftest import make_model, tiny_config_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,7 +318,7 @@ def test_the_faster_precision_is_chosen_by_timing():
 
 
 def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatch):
-    import seq2seq.training as training
+    import seq2seq.training.trainer as training
 
     calls = []
 

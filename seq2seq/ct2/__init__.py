@@ -1,0 +1,1 @@
+"""CTranslate2: exporting a run, and translating with the export."""

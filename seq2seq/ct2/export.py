@@ -1,0 +1,156 @@
+"""Export a trained run to CTranslate2, the inference engine many deployments already run.
+
+An export directory is self-contained: CTranslate2's `model.bin`, vocabularies and `config.json`,
+the run's SentencePiece model(s) in `tokenizer/`, and `s2s.json` (where it came from, the decode
+defaults). `seq2seq.ct2.engine` translates with it. CTranslate2 is an optional dependency (`s2s[ct2]`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from seq2seq.config import config_to_dict
+from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
+from seq2seq.errors import Seq2SeqError
+from seq2seq.files import OutputError, disk_error
+from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.translate.translator import Translator
+
+log = logging.getLogger(__name__)
+
+EXPORT_INFO = "s2s.json"
+QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
+
+
+class ExportError(Seq2SeqError):
+    """An export that cannot be made or used (missing package, not an export directory)."""
+
+
+def require_ctranslate2() -> Any:
+    try:
+        import ctranslate2
+    except ImportError:
+        raise ExportError("CTranslate2 is not installed; install it with: pip install 's2s[ct2]'") from None
+    return ctranslate2
+
+
+def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: str | None) -> None:
+    """Write the run's `checkpoint` weights as a CTranslate2 model to `out_dir` (new or empty).
+
+    Made in a temporary directory beside `out_dir` and renamed into place: never half-written.
+    """
+    require_ctranslate2()
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+    translator = Translator.load(run_dir, checkpoint, "cpu", "fp32")
+    model, cfg = translator.first_model, translator.config
+    if cfg.model.arch != "encoder_decoder":
+        raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {cfg.model.arch}")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp", dir=out_dir.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    scratch.chmod(0o777 & ~umask)  # mkdtemp's 0700 would hide the export from other users
+    try:
+        write_model(model, translator.tokenizers, scratch, quantize)
+        (scratch / "tokenizer").mkdir()
+        for path in tokenizer_files(Path(run_dir) / "tokenizer", cfg.tokenizer.joint).values():
+            shutil.copyfile(path, scratch / "tokenizer" / path.name)
+        info = {
+            "run_dir": str(Path(run_dir).resolve()),
+            "checkpoint": str(translator.checkpoints[0]),
+            "quantize": quantize,
+            "config": config_to_dict(cfg),
+        }
+        (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        if out_dir.is_dir():
+            out_dir.rmdir()  # empty, checked above
+        os.replace(scratch, out_dir)
+    except OSError as e:
+        raise disk_error(out_dir, e) from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    log.info("exported %s to %s (%s)", translator.checkpoints[0], out_dir, quantize or "float32")
+
+
+def write_model(
+    model: Seq2SeqTransformer, tokenizers: TokenizerPair, directory: Path, quantize: str | None
+) -> None:
+    """CTranslate2's files for `model` (model.bin, vocabularies, config.json) in `directory`."""
+    spec = _spec(model, tokenizers.src, tokenizers.tgt)
+    spec.validate()
+    spec.optimize(quantization=quantize)
+    spec.save(str(directory))
+
+
+def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer) -> Any:
+    """The CTranslate2 TransformerSpec holding `model`'s weights.
+
+    s2s and CTranslate2 agree on the layout (fused [q; k; v] self-attention, fused [k; v] cross
+    attention, scaled embeddings); the positions are given as a table, since s2s interleaves sine
+    and cosine where CTranslate2's own table concatenates them.
+    """
+    from ctranslate2.specs import transformer_spec
+
+    cfg = model.cfg
+    pre_norm = cfg.norm == "pre"
+    spec = transformer_spec.TransformerSpec.from_config(
+        (cfg.encoder_layers, cfg.decoder_layers), cfg.heads, pre_norm=pre_norm, no_final_norm=not pre_norm
+    )
+    weights = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    positions = model.src_embed.positions.float().numpy()
+    for side, embed in ((spec.encoder, "src_embed"), (spec.decoder, "tgt_embed")):
+        _first(side.embeddings).weight = weights[f"{embed}.tokens.weight"]
+        side.scale_embeddings = True
+        side.position_encodings.encodings = positions
+    for i, layer in enumerate(spec.encoder.layer):
+        p = f"encoder.{i}."
+        _attention(layer.self_attention, weights, p + "attn.", ["qkv"], p + "res_attn.norm")
+        _ffn(layer.ffn, weights, p)
+    for i, layer in enumerate(spec.decoder.layer):
+        p = f"decoder.{i}."
+        _attention(layer.self_attention, weights, p + "self_attn.", ["qkv"], p + "res_self.norm")
+        _attention(layer.attention, weights, p + "cross_attn.", ["q", "kv"], p + "res_cross.norm")
+        _ffn(layer.ffn, weights, p)
+    if pre_norm:
+        _norm(spec.encoder.layer_norm, weights, "enc_norm")
+        _norm(spec.decoder.layer_norm, weights, "dec_norm")
+    spec.decoder.projection.weight = weights["output.weight"]
+    spec.register_source_vocabulary(_vocabulary(src))
+    spec.register_target_vocabulary(_vocabulary(tgt))
+    spec.config.add_source_eos = True  # s2s's sources end in </s>
+    spec.config.layer_norm_epsilon = 1e-5  # torch's LayerNorm default
+    return spec
+
+
+def _first(embeddings: Any) -> Any:
+    return embeddings[0] if isinstance(embeddings, list) else embeddings
+
+
+def _attention(spec: Any, w: dict[str, Any], prefix: str, inputs: list[str], norm: str) -> None:
+    for linear, name in zip(spec.linear, [*inputs, "out"]):
+        linear.weight, linear.bias = w[f"{prefix}{name}.weight"], w[f"{prefix}{name}.bias"]
+    _norm(spec.layer_norm, w, norm)
+
+
+def _ffn(spec: Any, w: dict[str, Any], prefix: str) -> None:
+    spec.linear_0.weight, spec.linear_0.bias = w[prefix + "ffn.up.weight"], w[prefix + "ffn.up.bias"]
+    spec.linear_1.weight, spec.linear_1.bias = w[prefix + "ffn.down.weight"], w[prefix + "ffn.down.bias"]
+    _norm(spec.layer_norm, w, prefix + "res_ffn.norm")
+
+
+def _norm(spec: Any, w: dict[str, Any], name: str) -> None:
+    spec.gamma, spec.beta = w[f"{name}.weight"], w[f"{name}.bias"]
+
+
+def _vocabulary(tokenizer: Tokenizer) -> list[str]:
+    """The pieces in id order; `<blank>` is CTranslate2's name for padding."""
+    pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+    pieces[0] = "<blank>"
+    return pieces

@@ -1,0 +1,1 @@
+"""Text in, token ids out: tokenizers, reader labels, corpus reading and encoding, the prepared corpus."""

@@ -1,0 +1,207 @@
+"""Parallel token data: flat id arrays, token-bucketed batches, and the padded batch (the shift).
+
+A corpus of any size is two flat id arrays plus offsets (in memory, or memory-mapped from a prepared
+corpus: `seq2seq.data.prepared`), so no Python object exists per sentence. The teacher-forcing shift
+happens once, in `ParallelData.batch`: the decoder reads `<bos> y` and must predict `y <eos>`. The
+source gets a trailing `<eos>`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from seq2seq.data.labels import Labels, label_names
+from seq2seq.data.textio import read_lines
+from seq2seq.data.tokenizer import TokenizerPair
+from seq2seq.errors import DataError
+from seq2seq.special import BOS, EOS, PAD, UNK
+
+log = logging.getLogger(__name__)
+
+
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str], list[str]]:
+    """Aligned source and target lines; mismatched line counts or an empty corpus are errors."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise DataError(
+            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: "
+            "parallel files must align line by line"
+        )
+    if not any(s.strip() and t.strip() for s, t in zip(src, tgt)):
+        raise DataError(f"{src_path} / {tgt_path}: no sentence pair with text on both sides")
+    return src, tgt
+
+
+@dataclass
+class TokenArrays:
+    """The token ids of many sentences in one flat array: sentence i is `ids[offsets[i]:offsets[i+1]]`."""
+
+    ids: np.ndarray  # (total tokens,) uint16 or uint32, without bos/eos
+    offsets: np.ndarray  # (N + 1,) int64, offsets[0] == 0, offsets[-1] == len(ids)
+
+    @classmethod
+    def from_lists(cls, seqs: Sequence[Sequence[int]]) -> TokenArrays:
+        lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.fromiter((i for seq in seqs for i in seq), dtype=np.uint32, count=int(offsets[-1]))
+        return cls(ids, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        """(N,) tokens of each sentence."""
+        return np.diff(self.offsets)
+
+    def sequences(self, rows: Sequence[int] | np.ndarray) -> list[list[int]]:
+        """The id lists of these sentences."""
+        return [self.ids[self.offsets[i] : self.offsets[i + 1]].tolist() for i in rows]
+
+    def unknown_share(self) -> float:
+        """The share of `<unk>` pieces: text the vocabulary can neither read nor write."""
+        return float(np.count_nonzero(self.ids == UNK)) / max(len(self.ids), 1)
+
+    def padded(self, rows: np.ndarray, first: int | None, last: int | None) -> Tensor:
+        """(B, longest [+ 1] [+ 1]) ids of `rows`, with `first` before and `last` after each (when
+        given), right-padded with PAD; gathered in one vectorized step."""
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = self.offsets[rows]  # (B,)
+        lengths = self.offsets[rows + 1] - starts  # (B,)
+        shift = int(first is not None)
+        width = int(lengths.max(initial=0)) + shift + int(last is not None)
+        col = np.arange(width)[None, :] - shift  # (1, W) position within the sentence
+        inside = (col >= 0) & (col < lengths[:, None])  # (B, W)
+        out = np.full((len(rows), width), PAD, dtype=np.int64)
+        out[inside] = self.ids[(starts[:, None] + col)[inside]]
+        if first is not None:
+            out[:, 0] = first
+        if last is not None:
+            out[np.arange(len(rows)), lengths + shift] = last
+        return torch.from_numpy(out)
+
+
+@dataclass
+class ParallelData:
+    """Token ids of aligned sentence pairs (without bos/eos), or of sources and their labels.
+
+    `task` is "translate", or a reader's "classify" (one label id per source) or "tag" (one label
+    id per source piece, PAD where none: `seq2seq.data.labels.Labels.targets`).
+    """
+
+    src: TokenArrays
+    tgt: TokenArrays
+    stored_costs: np.ndarray | None = None  # (N,) `costs()` as a prepared corpus stores them
+    task: str = "translate"
+
+    @classmethod
+    def from_lists(
+        cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], task: str = "translate"
+    ) -> ParallelData:
+        assert len(src) == len(tgt)
+        return cls(TokenArrays.from_lists(src), TokenArrays.from_lists(tgt), task=task)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def costs(self) -> np.ndarray:
+        """(N,) padded length each pair occupies in a batch: the longer of source+eos and bos+target."""
+        if self.stored_costs is not None:
+            return self.stored_costs
+        return (np.maximum(self.src.lengths(), self.tgt.lengths()) + 1).astype(np.int32)
+
+    def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
+        """One padded batch of these pairs, with the teacher-forcing shift.
+
+        A reader's batch has no shift: `tgt_in` and `tgt_out` are both the labels, (B, 1) for
+        classify and (B, S) aligned with the source's columns for tag.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.task != "translate":
+            labels = self.tgt.padded(rows, None, PAD if self.task == "tag" else None)
+            return Batch(src=self.src.padded(rows, None, EOS), tgt_in=labels, tgt_out=labels)
+        return Batch(
+            src=self.src.padded(rows, None, EOS),
+            tgt_in=self.tgt.padded(rows, BOS, None),
+            tgt_out=self.tgt.padded(rows, None, EOS),
+        )
+
+
+def log_unknown(name: str, data: ParallelData) -> None:
+    """Warn about `<unk>` pieces per side: text the model can neither read nor write."""
+    sides = (("source", data.src), ("target", data.tgt))
+    for side, arrays in sides if data.task == "translate" else sides[:1]:  # a reader's targets are labels
+        share = arrays.unknown_share()
+        if share:
+            log.warning(
+                "%s %s: %.3f%% of the pieces are <unk>: characters outside the vocabulary; "
+                "tokenizer.byte_fallback: true represents them as bytes",
+                name,
+                side,
+                100 * share,
+            )
+
+
+def load_eval_pairs(
+    tokenizers: TokenizerPair, src_path: str | Path, tgt_path: str | Path, max_len: int
+) -> tuple[ParallelData, list[str], list[str]]:
+    """Tokenized validation pairs (truncated to `max_len`, nothing dropped) and the raw lines.
+
+    For a reader, the targets are label ids; labels never seen in training are counted in a warning
+    and left out of the loss and accuracy.
+    """
+    src_lines, tgt_lines = read_parallel(src_path, tgt_path)
+    sources = tokenizers.src.encode(src_lines)
+    labels = tokenizers.tgt
+    if isinstance(labels, Labels):
+        label_names(labels.task, zip(src_lines, tgt_lines), src_path, tgt_path)  # checks, from memory
+        if unseen := labels.unseen(tgt_lines):
+            log.warning(
+                "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen
+            )
+        targets = labels.targets(sources, tgt_lines, tokenizers.src.word_starts())
+    else:
+        targets = labels.encode(tgt_lines)
+    src = [ids[:max_len] for ids in sources]
+    tgt = [ids[:max_len] for ids in targets]
+    data = ParallelData.from_lists(src, tgt, labels.task if isinstance(labels, Labels) else "translate")
+    log_unknown("validation", data)
+    return data, src_lines, tgt_lines
+
+
+@dataclass
+class Batch:
+    """A padded batch. Padding is `PAD` and always on the right."""
+
+    src: Tensor  # (B, S) source ids ending in <eos>
+    tgt_in: Tensor  # (B, T) <bos> y: what the decoder reads
+    tgt_out: Tensor  # (B, T) y <eos>: what it must predict
+
+    @property
+    def num_tgt_tokens(self) -> int:
+        return int((self.tgt_out != PAD).sum())
+
+    @property
+    def num_src_tokens(self) -> int:
+        return int((self.src != PAD).sum())
+
+    def to(self, device: torch.device) -> Batch:
+        non_blocking = device.type == "cuda"
+        return Batch(
+            *(t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out))
+        )
+
+    def pin_memory(self) -> Batch:
+        return Batch(self.src.pin_memory(), self.tgt_in.pin_memory(), self.tgt_out.pin_memory())
+
+
+def collate(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> Batch:
+    """One batch of these id lists, with the teacher-forcing shift (see `ParallelData.batch`)."""
+    return ParallelData.from_lists(src, tgt).batch(np.arange(len(src)))

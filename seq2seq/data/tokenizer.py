@@ -1,0 +1,243 @@
+"""SentencePiece tokenizers: train on the corpus, store in the run directory, encode and decode.
+
+Special ids are fixed for every model s2s trains: pad=0, unk=1, bos=2, eos=3 (`seq2seq.special`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+
+from seq2seq.config import TokenizerConfig
+from seq2seq.data.labels import LABELS_FILE, Labels, build_labels
+from seq2seq.data.textio import iter_line_chunks
+from seq2seq.data.workers import spawned_pool
+from seq2seq.errors import DataError, RunDirError
+from seq2seq.files import file_sha256
+from seq2seq.special import BOS, CLS, CLS_PIECE, CONTROL_PIECES, EOS, PAD, SEP, SEP_PIECE, UNK
+
+log = logging.getLogger(__name__)
+
+
+class Tokenizer:
+    """One SentencePiece model: text <-> ids, without bos/eos (the data pipeline adds those)."""
+
+    def __init__(self, model_file: Path) -> None:
+        self.path = Path(model_file)
+        if not self.path.is_file():
+            raise RunDirError(
+                f"tokenizer not found: {self.path}; a run can only be used with the tokenizer it was "
+                "trained with: restore it from a backup, or train a new run"
+            )
+        try:
+            self.sp = spm.SentencePieceProcessor(model_file=str(self.path))
+        except (OSError, RuntimeError):
+            raise RunDirError(f"{self.path} is not a readable SentencePiece model (corrupted?)") from None
+        self._word_starts: np.ndarray | None = None
+        if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD, UNK, BOS, EOS):
+            raise RunDirError(
+                f"{self.path} was not made by s2s (its special ids are not 0-3: pad unk bos eos)"
+            )
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, lines: Sequence[str], threads: int = -1) -> list[list[int]]:
+        """Ids of each line; `threads` = -1 lets SentencePiece use every core."""
+        return self.sp.encode(list(lines), num_threads=threads)
+
+    def decode(self, ids: Sequence[Sequence[int]], keep_unk: bool = False) -> list[str]:
+        """Text of each id sequence; `<unk>` pieces are dropped, or shown as ` ⁇ ` with `keep_unk`."""
+        return self.sp.decode([[i for i in seq if i > EOS or (keep_unk and i == UNK)] for seq in ids])
+
+    @property
+    def has_separator(self) -> bool:
+        """Whether id SEP is the <sep> control symbol (tokenizers trained before it existed lack it)."""
+        return self.sp.piece_to_id(SEP_PIECE) == SEP
+
+    @property
+    def has_classifier(self) -> bool:
+        """Whether id CLS is the <cls> control symbol (tokenizers trained before it existed lack it)."""
+        return self.sp.piece_to_id(CLS_PIECE) == CLS
+
+    def pieces(self, line: str) -> list[str]:
+        return self.sp.encode(line, out_type=str)
+
+    def word_starts(self) -> np.ndarray:
+        """(vocab,) bool: which pieces begin a whitespace-separated word (SentencePiece marks them ▁).
+
+        Made once per tokenizer (a pass over the vocabulary in Python), then shared read-only.
+        """
+        if self._word_starts is None:
+            starts = np.array([self.sp.id_to_piece(i).startswith("\u2581") for i in range(self.vocab_size)])
+            starts.flags.writeable = False
+            self._word_starts = starts
+        return self._word_starts
+
+
+@dataclass(frozen=True)
+class TokenizerPair:
+    """Source and target tokenizers (the same object when the vocabulary is joint).
+
+    A reader's target side is its label set.
+    """
+
+    src: Tokenizer
+    tgt: Tokenizer | Labels
+
+    @property
+    def joint(self) -> bool:
+        return self.src is self.tgt
+
+
+def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
+    """Where the model files of each side live inside `directory`; a reader's label set too."""
+    files = (
+        {"joint": directory / "spm.model"}
+        if joint
+        else {
+            "src": directory / "spm.src.model",
+            "tgt": directory / "spm.tgt.model",
+        }
+    )
+    if (directory / LABELS_FILE).is_file():
+        files["labels"] = directory / LABELS_FILE
+    return files
+
+
+def load_vocabulary(path: Path) -> Tokenizer | Labels:
+    """A SentencePiece model, or a reader's label set."""
+    return Labels.load(path) if path.name == LABELS_FILE else Tokenizer(path)
+
+
+def load_tokenizers(directory: Path, joint: bool) -> TokenizerPair:
+    files = tokenizer_files(directory, joint)
+    src = Tokenizer(files["joint"] if joint else files["src"])
+    if "labels" in files:
+        return TokenizerPair(src, Labels.load(files["labels"]))
+    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]))
+
+
+def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
+    """sha256 of each tokenizer model file there is, keyed by file name."""
+    files = tokenizer_files(directory, joint).values()
+    return {path.name: file_sha256(path) for path in files if path.is_file()}
+
+
+def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
+    """Copy another run's tokenizer model(s) into `target`; one already there must be identical."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name, path in tokenizer_files(source, joint).items():
+        load_vocabulary(path)  # missing or unreadable: a clear error
+        copy = tokenizer_files(target, joint)[name]
+        if copy.is_file() and file_sha256(copy) != file_sha256(path):
+            raise RunDirError(f"{copy} differs from {path}, the tokenizer of the weights to start from")
+        shutil.copyfile(path, copy)
+        log.info("tokenizer %s copied from %s", copy.name, path)
+
+
+def prepare_tokenizers(
+    cfg: TokenizerConfig,
+    src_files: Sequence[Path],
+    tgt_files: Sequence[Path],
+    directory: Path,
+    may_train: bool = True,
+    task: str = "translate",
+) -> TokenizerPair:
+    """Load the tokenizers in `directory`, training the missing ones first when `may_train`.
+
+    Without `may_train` (a run that already has weights), a missing tokenizer is an error: a new one
+    would silently give the old weights other meanings. A reader (`task` classify or tag) has one
+    SentencePiece model, trained on the source text, and a label set built from the targets.
+    """
+    files = tokenizer_files(directory, cfg.joint)
+    reads = task != "translate"
+    if reads:
+        files.setdefault("labels", directory / LABELS_FILE)
+    corpora = {
+        "joint": list(src_files) if reads else [*src_files, *tgt_files],
+        "src": list(src_files),
+        "tgt": list(tgt_files),
+    }
+    for side, path in files.items():
+        if path.is_file():
+            log.info("reusing tokenizer %s", path)
+            continue
+        if not may_train:
+            raise RunDirError(
+                f"tokenizer not found: {path}; the run's checkpoints were trained with it, so it cannot "
+                "be trained anew: restore it, or start over with --overwrite"
+            )
+        directory.mkdir(parents=True, exist_ok=True)
+        if side == "labels":
+            build_labels(task, src_files, tgt_files, path)
+        else:
+            _train(cfg, corpora[side], path)
+    return load_tokenizers(directory, cfg.joint)
+
+
+def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
+    """Train one SentencePiece model; it appears at `target` only once complete."""
+    log.info("training %s tokenizer (vocab %d) on %s", cfg.type, cfg.vocab_size, ", ".join(map(str, corpus)))
+    prefix = target.parent / f".{target.stem}.tmp{os.getpid()}"
+    # In a child process: the sample and SentencePiece's trainer take hundreds of MB that the
+    # allocator would otherwise keep in this process through the whole training run.
+    with spawned_pool(1, "training the tokenizer") as child:
+        child.submit(_train_model, cfg, corpus, prefix).result()
+    os.replace(f"{prefix}.vocab", target.with_suffix(".vocab"))
+    os.replace(f"{prefix}.model", target)
+
+
+def _train_model(cfg: TokenizerConfig, corpus: list[Path], prefix: Path) -> None:
+    """SentencePiece training on a sample of `corpus`; writes PREFIX.model and PREFIX.vocab."""
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(_sample_lines(corpus, cfg.max_sentences)),
+            model_prefix=str(prefix),
+            model_type=cfg.type,
+            vocab_size=cfg.vocab_size,
+            character_coverage=cfg.character_coverage,
+            split_digits=cfg.split_digits,
+            byte_fallback=cfg.byte_fallback,
+            pad_id=PAD,
+            unk_id=UNK,
+            bos_id=BOS,
+            eos_id=EOS,
+            control_symbols=CONTROL_PIECES,  # never produced from text, dropped when decoding
+            hard_vocab_limit=False,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,
+        )
+    except RuntimeError as e:
+        raise DataError(f"could not train the tokenizer on {', '.join(map(str, corpus))}: {e}") from None
+
+
+def _sample_lines(corpus: Sequence[Path], limit: int, seed: int = 0) -> list[str]:
+    """Non-empty lines of the corpus files; a seeded uniform sample of `limit` if there are more.
+
+    The files are streamed (reservoir sampling), so memory holds at most `limit` lines whatever the
+    corpus size. With `limit` or fewer lines, all of them in file order.
+    """
+    rng = random.Random(seed)
+    sample: list[str] = []
+    seen = 0
+    for path in corpus:
+        for chunk in iter_line_chunks(path):
+            for line in chunk:
+                if not line.strip():
+                    continue
+                seen += 1
+                if len(sample) < limit:
+                    sample.append(line)
+                elif (j := rng.randrange(seen)) < limit:
+                    sample[j] = line
+    return sample

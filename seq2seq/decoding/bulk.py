@@ -1,0 +1,98 @@
+"""Decoding many sources at once: length-sorted batches, one per CPU core, results in input order.
+
+What `s2s translate` and validation during training share; the search itself is `seq2seq.decoding.search`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+from seq2seq.batching import pad, token_batches
+from seq2seq.config import DecodeConfig
+from seq2seq.decoding.reading import read
+from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
+from seq2seq.device import autocast
+from seq2seq.errors import Seq2SeqError
+from seq2seq.special import EOS
+
+
+def decode_ids(
+    model: Decodable,
+    sources: Sequence[Sequence[int]],
+    settings: SearchSettings,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None = None,
+    task: str = "translate",
+) -> list[list[Hypothesis]]:
+    """Hypotheses for each source (token ids without <eos>), in input order.
+
+    Sources are sorted by length into batches of about `max_tokens` source tokens, so little work is
+    spent on padding; results are written back to their input positions. On a CPU, as many batches
+    as torch has threads are decoded at once, each on one core (like CTranslate2's inter_threads):
+    a decoding step's tensors are too small to keep several cores busy one operation at a time.
+    A reader's run (`task` classify or tag) is read in one pass instead of searched.
+    """
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    # budget the expected beam work: each source row is expanded into `beam` decoder rows
+    budget = max(max_tokens // settings.beam, 1)
+    batches = token_batches([len(s) + 1 for s in sources], budget)
+
+    @torch.no_grad()
+    def decode(batch: Sequence[int]) -> list[list[Hypothesis]]:
+        src = pad([[*sources[i], EOS] for i in batch]).to(device)
+        with autocast(device, dtype):  # thread-local, like no_grad: set in the thread that decodes
+            if task != "translate":  # a reader answers in one pass
+                return read(model, src)
+            return search(model, src, settings)
+
+    threads = min(torch.get_num_threads(), len(batches)) if device.type == "cpu" else 1
+    with _one_core_each(threads) as mapper:
+        for batch, hyps in zip(batches, mapper(decode, batches)):
+            for i, h in zip(batch, hyps):
+                results[i] = h
+    return results
+
+
+@contextlib.contextmanager
+def _one_core_each(threads: int) -> Iterator[Callable[..., Iterator]]:
+    """A `map` over `threads` decoding threads with one intra-op thread each (below 2: plain `map`)."""
+    if threads < 2:
+        yield map
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="s2s-decode")
+    try:
+        yield pool.map
+    finally:
+        pool.shutdown(cancel_futures=True)  # on an error or Ctrl-C, start no further batch
+        torch.set_num_threads(before)
+
+
+def search_settings(decode: DecodeConfig, **overrides: object) -> SearchSettings:
+    """Search settings from a decode config, with overrides (None values are ignored).
+
+    Sampling draws one hypothesis: it implies beam 1, and refuses a larger beam or n-best.
+    """
+    base = dict(
+        beam=decode.beam,
+        length_penalty=decode.length_penalty,
+        max_len_a=decode.max_len_a,
+        max_len_b=decode.max_len_b,
+        min_len=decode.min_len,
+        no_repeat_ngram=decode.no_repeat_ngram,
+    )
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given.get("sampling"):
+        if given.get("beam", 1) > 1 or given.get("nbest", 1) > 1:
+            raise Seq2SeqError(
+                "--sampling draws one translation per line: use it without --beam N or --nbest N"
+            )
+        base["beam"] = 1
+    base.update(given)
+    return SearchSettings(**base)

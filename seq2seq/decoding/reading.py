@@ -1,0 +1,30 @@
+"""A reader's answer in one pass: the best label of each source, or the best tag of each word.
+
+A reader (`seq2seq.models.encoder_only`) writes nothing token by token, so it is not searched; its
+answers take the same shape as a search's (one `Hypothesis` per source) so that batching, output
+and scoring treat every family alike.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from seq2seq.decoding.search import Hypothesis
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
+from seq2seq.special import PAD
+
+
+@torch.no_grad()
+def read(model: EncoderOnlyTransformer, src: Tensor) -> list[list[Hypothesis]]:
+    """The best label (classify) or each word's best tag (tag) of every source, as one hypothesis.
+
+    src (B, S) ids ending in <eos>, right-padded. A hypothesis's tokens are label ids; its score is
+    the model's probability of the label, or of the whole tag sequence (the product of the tags').
+    """
+    best, ids = model.best_labels(src)  # (B, T)
+    if model.cfg.task == "classify":
+        return [[Hypothesis([i], s)] for i, s in zip(ids[:, 0].tolist(), best[:, 0].exp().tolist())]
+    keep = model.word_start[src] & (src != PAD)  # (B, S): each word's first piece
+    scores = best.masked_fill(~keep, 0.0).sum(1).exp().tolist()
+    return [[Hypothesis(row[mask].tolist(), score)] for row, mask, score in zip(ids, keep, scores)]

@@ -1,0 +1,260 @@
+"""Batched greedy and beam search over the model interface only: `encode`, `decode`, `new_cache`.
+
+The source is encoded once per batch. With `use_cache=True` (the default) each step feeds only the
+newest token and the decoder keeps its keys/values; `use_cache=False` re-decodes the whole prefix
+at every step (the slow reference path, kept for tests and benchmarks). Sentences that finish are
+dropped from the batch, so the work per step shrinks as the batch completes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from seq2seq.models.encoder_decoder import DecoderCache, Memory
+from seq2seq.special import BOS, EOS, PAD
+
+NEG_INF = float("-inf")
+
+
+class Decodable(Protocol):
+    """What search needs of a model. `decode` may get fewer memory rows than target rows: beam
+    search passes one memory row per sentence and its K beams as K consecutive target rows."""
+
+    max_positions: int
+
+    def encode(self, src: Tensor) -> Memory: ...
+
+    def decode(self, tgt: Tensor, memory: Memory, cache: DecoderCache | None = None) -> Tensor: ...
+
+    def new_cache(self) -> DecoderCache: ...
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # without <bos>/<eos>
+    score: float  # sum of token log-probabilities (with <eos>), divided by the length penalty
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    beam: int = 5
+    nbest: int = 1
+    length_penalty: float = 1.0  # GNMT alpha; 0 = none
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    min_len: int = 1
+    no_repeat_ngram: int = 0  # never repeat an n-gram of this size within a hypothesis (0 = off)
+    sampling: bool = False  # draw each token instead of taking the best (beam 1 only)
+    temperature: float = 1.0
+    top_k: int = 0  # sample among the k most likely tokens (0 = all)
+    top_p: float = 1.0  # sample among the most likely tokens whose probabilities add up to p
+    seed: int | None = None  # sampling seed (None = torch's global generator)
+    use_cache: bool = True
+
+
+def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
+    """GNMT length penalty ((5 + length) / 6) ** alpha."""
+    return ((5 + length) / 6) ** alpha
+
+
+def max_output_lengths(src: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
+    """(B,) longest output (in tokens, <eos> included) allowed for each source: a * |src| + b."""
+    src_len = (src != PAD).sum(1)
+    limit = (settings.max_len_a * src_len + settings.max_len_b).long()
+    return limit.clamp(min=settings.min_len + 1, max=max_positions - 1)
+
+
+def _next_log_probs(model: Decodable, tokens: Tensor, memory: Memory, cache: DecoderCache | None) -> Tensor:
+    """(N, V) float32 log-probabilities of the next token for each row of `tokens` (N, t)."""
+    step_input = tokens[:, -1:] if cache is not None else tokens
+    return model.decode(step_input, memory, cache)[:, -1].float().log_softmax(-1)
+
+
+def _constrain(logp: Tensor, t: int, at_limit: Tensor, settings: SearchSettings, tokens: Tensor) -> Tensor:
+    """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit;
+    no token that would repeat an n-gram of the row's prefix `tokens` (N, t+1) with `no_repeat_ngram`."""
+    logp[:, PAD] = NEG_INF  # column views: no index tensors or (N, V) masks on every step
+    logp[:, BOS] = NEG_INF
+    if t < settings.min_len:
+        logp[:, EOS] = NEG_INF
+    if settings.no_repeat_ngram:
+        logp = _ban_repeated_ngrams(logp, tokens[:, 1:], settings.no_repeat_ngram)
+    if at_limit.any():
+        rows = at_limit.nonzero().squeeze(1)
+        eos = logp[rows, EOS]
+        logp[rows] = NEG_INF
+        logp[rows, EOS] = eos
+    return logp
+
+
+def _ban_repeated_ngrams(logp: Tensor, prefix: Tensor, n: int) -> Tensor:
+    """-inf for each token that would complete an n-gram already in its row's `prefix` (N, t).
+
+    The last n-1 tokens of each row are compared with every earlier window of n-1 tokens at once;
+    the token that followed each matching window is banned.
+    """
+    if n == 1:
+        return logp.scatter(1, prefix, NEG_INF)
+    if prefix.size(1) < n:
+        return logp
+    windows = prefix.unfold(1, n - 1, 1)[:, :-1]  # (N, W, n-1): every window but the current one
+    following = prefix[:, n - 1 :]  # (N, W): the token after each window
+    match = (windows == prefix[:, None, -(n - 1) :]).all(-1)  # (N, W)
+    return logp.scatter(1, torch.where(match, following, PAD), NEG_INF)  # PAD is banned anyway
+
+
+@torch.no_grad()
+def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
+    """Most likely next token at each step, for a batch of sources `src` (B, S)."""
+    batch = src.size(0)
+    memory = model.encode(src)
+    limits = max_output_lengths(src, settings, model.max_positions)
+    cache = model.new_cache() if settings.use_cache else None
+    rows = torch.arange(batch, device=src.device)  # sentence id of each active row
+    tokens = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)
+    scores = torch.zeros(batch, device=src.device)
+    out_tokens = torch.full((batch, int(limits.max())), PAD, dtype=torch.long, device=src.device)
+    out_scores = torch.zeros(batch, device=src.device)
+    generator = None
+    if settings.sampling and settings.seed is not None:
+        generator = torch.Generator(src.device).manual_seed(settings.seed)
+    for t in range(int(limits.max())):
+        logp = _constrain(
+            _next_log_probs(model, tokens, memory, cache), t, limits[rows] <= t + 1, settings, tokens
+        )
+        best, token = _sample(logp, settings, generator) if settings.sampling else logp.max(-1)  # (N,)
+        scores = scores + best
+        out_tokens[rows, t] = token
+        ended = token == EOS
+        if ended.any():
+            out_scores[rows[ended]] = scores[ended] / length_penalty(t + 1, settings.length_penalty)
+            keep = (~ended).nonzero().squeeze(1)
+            if keep.numel() == 0:
+                break
+            rows, scores, token, tokens = rows[keep], scores[keep], token[keep], tokens[keep]
+            memory = memory.select(keep)
+            if cache is not None:
+                cache.reorder(keep, keep)
+        tokens = torch.cat([tokens, token[:, None]], dim=1)
+    return [[Hypothesis(_strip(seq), score)] for seq, score in zip(out_tokens.tolist(), out_scores.tolist())]
+
+
+def _sample(
+    logp: Tensor, settings: SearchSettings, generator: torch.Generator | None
+) -> tuple[Tensor, Tensor]:
+    """A token drawn per row from softmax(logp / temperature), restricted to the top-k and top-p
+    tokens; returns its (unscaled) log-probability and the token, like `Tensor.max`."""
+    scaled = logp / settings.temperature
+    if settings.top_k:
+        kth = scaled.topk(min(settings.top_k, scaled.size(1)), dim=1).values[:, -1:]
+        scaled = scaled.masked_fill(scaled < kth, NEG_INF)
+    if settings.top_p < 1.0:
+        ordered, order = scaled.sort(dim=1, descending=True)
+        before = ordered.softmax(1).cumsum(1) - ordered.softmax(1)  # mass of the tokens ranked higher
+        scaled = scaled.scatter(1, order, ordered.masked_fill(before >= settings.top_p, NEG_INF))
+    token = torch.multinomial(scaled.softmax(1), 1, generator=generator).squeeze(1)
+    return logp.gather(1, token[:, None]).squeeze(1), token
+
+
+def _strip(seq: list[int]) -> list[int]:
+    """Tokens up to the first <eos> or padding."""
+    for i, tok in enumerate(seq):
+        if tok in (EOS, PAD):
+            return seq[:i]
+    return seq
+
+
+@torch.no_grad()
+def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
+    """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S).
+
+    All B x K beams advance together as one (B*K)-row decode per step. A sentence is settled, and
+    leaves the batch, once it has `nbest` finished hypotheses and either its best candidate of this
+    step was <eos> (so beam 1 is greedy search) or its `nbest`-th best finished score is at least
+    what its best live beam could still reach (log-probabilities only fall; the length penalty is
+    at most that of the length limit); or when it reaches its length limit. Stopping at K finished
+    hypotheses, as fairseq does, would also stop on K unlikely early <eos> (ranked in the top K
+    behind one strong beam) while a far better hypothesis is still growing.
+    """
+    k = settings.beam
+    batch, device = src.size(0), src.device
+    limits = max_output_lengths(src, settings, model.max_positions)
+    memory = model.encode(src)  # (B, S, D): the K beams of a sentence share its memory
+    cache = model.new_cache() if settings.use_cache else None
+    sent = torch.arange(batch, device=device)  # sentence id of each active block of K rows
+    scores = torch.full((batch, k), NEG_INF, device=device)  # (n, K) running sums of log-probs
+    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    tokens = torch.full((batch * k, 1), BOS, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    num_finished = torch.zeros(batch, dtype=torch.long, device=device)
+    nth_best = torch.full((batch,), NEG_INF, device=device)  # the nbest-th best finished score
+    best_possible = length_penalty(limits.float(), settings.length_penalty)  # (B,) the largest penalty
+    for t in range(int(limits.max())):
+        n = scores.size(0)
+        at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
+        logp = _next_log_probs(model, tokens, memory, cache)  # (n*K, V)
+        logp = _constrain(logp, t, at_limit.repeat_interleave(k), settings, tokens)
+        vocab = logp.size(1)
+        candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)
+        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2K)
+        from_beam, top_tokens = top_ids // vocab, top_ids % vocab
+        ended = (top_tokens == EOS) & top_scores.isfinite()
+        ended[:, k:] = False  # an <eos> ranked below K live candidates is never needed
+        if ended.any():
+            _finalize(ended, top_scores, from_beam, tokens, sent, k, t + 1, settings, finished)
+            num_finished.index_add_(0, sent, ended.sum(1))
+            for sid in sent[ended.any(1)].tolist():  # only the sentences that finished a hypothesis
+                if len(finished[sid]) >= settings.nbest:
+                    nth_best[sid] = sorted(h.score for h in finished[sid])[-settings.nbest]
+        # the K best candidates that do not end here continue (each beam adds at most one <eos>)
+        order = ((top_tokens == EOS).long() * 2 * k + torch.arange(2 * k, device=device)).argsort(1)[:, :k]
+        scores = top_scores.gather(1, order)  # (n, K)
+        next_tokens = top_tokens.gather(1, order)
+        parent = (torch.arange(n, device=device)[:, None] * k + from_beam.gather(1, order)).view(-1)
+        best_live = scores.max(1).values / best_possible[sent]  # (n,) the most a live beam can reach
+        settled = (num_finished[sent] >= settings.nbest) & (ended[:, 0] | (nth_best[sent] >= best_live))
+        keep = (~settled & ~at_limit).nonzero().squeeze(1)  # blocks still searching
+        if keep.numel() == 0:
+            break
+        dropped = keep.numel() < n
+        if dropped:
+            parent, memory = parent.view(n, k)[keep].view(-1), memory.select(keep)
+            scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
+        if cache is not None:  # beams move within their sentence: the memory moves only on a drop
+            cache.reorder(parent, keep if dropped else None)
+        tokens = torch.cat([tokens.index_select(0, parent), next_tokens.view(-1, 1)], dim=1)
+    return [sorted(hyps, key=lambda h: -h.score)[: settings.nbest] for hyps in finished]
+
+
+def _finalize(
+    ended: Tensor,
+    top_scores: Tensor,
+    from_beam: Tensor,
+    tokens: Tensor,
+    sent: Tensor,
+    k: int,
+    length: int,
+    settings: SearchSettings,
+    finished: list[list[Hypothesis]],
+) -> None:
+    """Record the hypotheses that end with <eos> at this step (a loop over those only)."""
+    block, col = ended.nonzero().unbind(1)
+    rows = block * k + from_beam[block, col]
+    penalty = length_penalty(length, settings.length_penalty)
+    for sid, seq, score in zip(
+        sent[block].tolist(), tokens[rows, 1:].tolist(), (top_scores[block, col] / penalty).tolist()
+    ):
+        finished[sid].append(Hypothesis(seq, score))
+
+
+def search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
+    """Greedy (or sampling) for beam 1 with a single hypothesis, beam search otherwise."""
+    if settings.sampling and (settings.beam > 1 or settings.nbest > 1):
+        raise ValueError("sampling draws one hypothesis per source: use beam 1 and nbest 1")
+    if settings.beam == 1 and settings.nbest == 1:
+        return greedy_search(model, src, settings)
+    return beam_search(model, src, settings)

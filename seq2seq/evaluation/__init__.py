@@ -1,0 +1,1 @@
+"""Scores with signatures: sacreBLEU, reader metrics, the evaluation record and the HTML report."""

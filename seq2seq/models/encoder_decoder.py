@@ -1,0 +1,155 @@
+"""The encoder-decoder Transformer: `encode(src) -> Memory`, `decode(tgt, memory, cache) -> logits`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from seq2seq.config import ModelConfig
+from seq2seq.models.layers import (
+    DecoderLayer,
+    Dropout,
+    EncoderLayer,
+    KVCache,
+    LayerCache,
+    MemoryKV,
+    sinusoidal_positions,
+)
+from seq2seq.special import PAD
+
+
+@dataclass
+class Memory:
+    """Encoder output for a batch of sources."""
+
+    states: Tensor  # (B, S, D)
+    mask: Tensor  # (B, 1, 1, S) bool, True = real source token
+
+    def select(self, rows: Tensor) -> Memory:
+        return Memory(self.states.index_select(0, rows), self.mask.index_select(0, rows))
+
+
+@dataclass
+class DecoderCache:
+    """Per-layer incremental-decoding state; `length` target positions have been decoded so far."""
+
+    layers: list[LayerCache]
+
+    @property
+    def length(self) -> int:
+        return self.layers[0].self_kv.length
+
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
+        """Keep target rows `rows`, in that order: one `index_select` per cached tensor.
+
+        The cross-attention keys/values are per memory row: `memory_rows` keeps those (None: they
+        stay as they are, as when beams are reordered within their sentences).
+        """
+        for layer in self.layers:
+            layer.reorder(rows, memory_rows)
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d_model) plus sinusoidal positions, then dropout."""
+
+    def __init__(self, tokens: nn.Embedding, positions: Tensor, dropout: float) -> None:
+        super().__init__()
+        self.tokens = tokens
+        self.register_buffer("positions", positions, persistent=False)  # (max_positions, D)
+        self.scale = math.sqrt(tokens.embedding_dim)
+        self.dropout = Dropout(dropout)
+
+    def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
+        """ids (B, T) -> (B, T, D); positions start at `offset` (the cached length when decoding)."""
+        pos = self.positions[offset : offset + ids.size(1)]  # (T, D)
+        return self.dropout(self.tokens(ids) * self.scale + pos)
+
+
+class Seq2SeqTransformer(nn.Module):
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.max_positions = cfg.max_positions
+        d, pre_norm = cfg.d_model, cfg.norm == "pre"
+        positions = sinusoidal_positions(cfg.max_positions, d)
+        tgt_tokens = nn.Embedding(tgt_vocab, d, padding_idx=PAD)
+        src_tokens = tgt_tokens if cfg.share_all_embeddings else nn.Embedding(src_vocab, d, padding_idx=PAD)
+        self.src_embed = Embedding(src_tokens, positions, cfg.dropout)
+        self.tgt_embed = Embedding(tgt_tokens, positions, cfg.dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
+        # post-norm layers already end in a LayerNorm
+        self.enc_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
+        self.dec_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
+        self.output = nn.Linear(d, tgt_vocab, bias=False)
+        init_weights(self, d)
+        if cfg.tie_output:
+            self.output.weight = tgt_tokens.weight
+
+    def encode(self, src: Tensor) -> Memory:
+        """src (B, S) ids, right-padded with PAD -> memory (B, S, D)."""
+        mask = (src != PAD)[:, None, None, :]  # (B, 1, 1, S)
+        x = self.src_embed(src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return Memory(self.enc_norm(x), mask)
+
+    def new_cache(self) -> DecoderCache:
+        return DecoderCache([LayerCache(KVCache(), MemoryKV()) for _ in self.decoder])
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Memory,
+        cache: DecoderCache | None = None,
+        attn_sink: list[Tensor] | None = None,
+    ) -> Tensor:
+        """Next-token logits (B, T, V) for target ids `tgt` (B, T).
+
+        Without a cache `tgt` is the whole (teacher-forced) prefix. With a cache it holds only the
+        new positions; their offset comes from the cache, which is updated in place. If
+        `attn_sink` is a list, each layer appends its head-averaged cross-attention (B, T, S).
+        """
+        return self.output(self.decoder_states(tgt, memory, cache, attn_sink))
+
+    def decoder_states(
+        self,
+        tgt: Tensor,
+        memory: Memory,
+        cache: DecoderCache | None = None,
+        attn_sink: list[Tensor] | None = None,
+    ) -> Tensor:
+        """Decoder states (B, T, D) for `tgt`, as `decode` takes it: what the projection `output` reads."""
+        offset = cache.length if cache is not None else 0
+        x = self.tgt_embed(tgt, offset)
+        for i, layer in enumerate(self.decoder):
+            layer_cache = cache.layers[i] if cache is not None else None
+            x = layer(x, memory.states, memory.mask, layer_cache, attn_sink)
+        return self.dec_norm(x)
+
+    def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced decoder states (B, T, D): `forward` without the output projection."""
+        return self.decoder_states(tgt_in, self.encode(src))
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits (B, T, V)."""
+        return self.output(self.features(src, tgt_in))
+
+
+def init_weights(model: nn.Module, d_model: int) -> None:
+    """Xavier-uniform linear layers with zero biases; embeddings N(0, d_model^-0.5) with a zero <pad> row."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=d_model**-0.5)
+            nn.init.zeros_(module.weight[PAD])
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Distinct trainable parameters (tied tensors counted once)."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())

@@ -1,0 +1,71 @@
+"""Several models decoding as one: each step averages their next-token log-probabilities.
+
+`Ensemble` has the interface search needs (`encode`, `decode`, `new_cache`, `max_positions`), so
+greedy and beam search run on it unchanged; each member keeps its own encoder output and cache.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seq2seq.models.encoder_decoder import DecoderCache, Memory, Seq2SeqTransformer
+
+
+@dataclass
+class EnsembleMemory:
+    """One encoder output per member."""
+
+    members: list[Memory]
+
+    def select(self, rows: Tensor) -> EnsembleMemory:
+        return EnsembleMemory([m.select(rows) for m in self.members])
+
+
+@dataclass
+class EnsembleCache:
+    """One decoding cache per member."""
+
+    members: list[DecoderCache]
+
+    @property
+    def length(self) -> int:
+        return self.members[0].length
+
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
+        for cache in self.members:
+            cache.reorder(rows, memory_rows)
+
+
+class Ensemble:
+    """Models with one vocabulary that decode together: log(mean_i p_i) of the next token."""
+
+    def __init__(self, models: Sequence[Seq2SeqTransformer]) -> None:
+        self.models = list(models)
+        self.max_positions = min(m.max_positions for m in self.models)
+
+    def encode(self, src: Tensor) -> EnsembleMemory:
+        return EnsembleMemory([m.encode(src) for m in self.models])
+
+    def new_cache(self) -> EnsembleCache:
+        return EnsembleCache([m.new_cache() for m in self.models])
+
+    def decode(self, tgt: Tensor, memory: EnsembleMemory, cache: EnsembleCache | None = None) -> Tensor:
+        """(B, T, V) log-probabilities, averaged in probability space over the members."""
+        caches = cache.members if cache is not None else [None] * len(self.models)
+        logp = torch.stack(
+            [
+                m.decode(tgt, mem, c).float().log_softmax(-1)
+                for m, mem, c in zip(self.models, memory.members, caches)
+            ]
+        )  # (M, B, T, V)
+        return logp.logsumexp(0) - math.log(len(self.models))
+
+    def eval(self) -> Ensemble:
+        for m in self.models:
+            m.eval()
+        return self

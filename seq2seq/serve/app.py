@@ -1,0 +1,239 @@
+"""The HTTP API of `s2s serve` (FastAPI): the page, /translate, /attention, /info, /health.
+
+Requests are checked and refused as `limits` says. The model is used only by the batcher's thread;
+handlers wait on its futures, so the event loop never blocks on decoding.
+No endpoint reads a file a client names: the page is read once, from the package, at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from concurrent.futures import Future
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import torch
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+import seq2seq.serve
+from seq2seq.config import Config
+from seq2seq.decoding.search import SearchSettings
+from seq2seq.models.build import build_model
+from seq2seq.serve.batcher import Batcher
+from seq2seq.serve.limits import (
+    ApiError,
+    BodyLimit,
+    Limits,
+    add_error_handlers,
+    check_lines,
+    request_settings,
+)
+from seq2seq.translate.attention import attention_map
+from seq2seq.translate.translator import Translator
+
+# the page may run its own inline script and style and talk to this server, and nothing else
+PAGE_POLICY = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How `s2s serve` decodes: default search settings, batching window and token budget."""
+
+    search: SearchSettings  # the run's decode config with the command line's overrides
+    max_tokens: int  # beam-expanded source tokens per decode call
+    window_s: float  # how long the batcher waits for more requests before decoding
+    limits: Limits = Limits()
+    cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: CORS off)
+
+
+class TranslateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: list[str] = Field(description="Source lines; one translation comes back per line, in order.")
+    beam: int | None = Field(None, ge=1, description="Beam size (1 = greedy); default: the server's.")
+    nbest: int = Field(1, ge=1, description="Hypotheses per line, best first, with their scores.")
+    scores: bool = Field(False, description="Also return the score of each best translation.")
+
+
+class Hypothesis(BaseModel):
+    text: str
+    score: float
+
+
+class TranslateResponse(BaseModel):
+    translations: list[str]  # the best translation of each line ("" for an empty line)
+    scores: list[float] | None = None  # with "scores": true
+    nbest: list[list[Hypothesis]] | None = None  # with "nbest" > 1
+
+
+class AttentionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str = Field(description="One source sentence.")
+    translation: str | None = Field(None, description="Its translation; default: the server's.")
+
+
+class AttentionResponse(BaseModel):
+    translation: str
+    source: list[str]  # source pieces, then </s>
+    target: list[str]  # target pieces, then </s>
+    weights: list[list[float]]  # (target, source): where the last decoder layer looks, rows sum to 1
+
+
+def create_app(
+    translator: Translator, settings: ServerSettings, run_name: str, decode_thread: bool = True
+) -> FastAPI:
+    """The application; its batcher is `app.state.batcher`, drained when the app shuts down.
+
+    With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
+    the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
+    """
+    limits = settings.limits
+    task = translator.config.model.task
+    reads = task if task != "translate" else ""  # a reader's task: classify or tag
+    batcher = Batcher(translator, settings.window_s, settings.max_tokens)
+    info = server_info(translator, settings, run_name)
+    page = resources.files(seq2seq.serve).joinpath("static/index.html").read_text(encoding="utf-8")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if decode_thread:
+            batcher.start()
+        yield
+        await asyncio.to_thread(batcher.close)
+
+    app = FastAPI(title=f"s2s serve: {run_name}", version=seq2seq.__version__, lifespan=lifespan)
+    app.state.batcher = batcher
+    add_error_handlers(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Content-Type"],
+        )
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+
+    pending = 0  # requests waiting for the model: handlers run on one event loop, so no lock
+
+    async def answer(future: Future) -> Any:
+        nonlocal pending
+        pending += 1
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), limits.timeout_s)
+        except asyncio.TimeoutError:
+            raise ApiError(
+                408,
+                f"no answer within {limits.timeout_s:g} s (the server's --timeout): it is busy or the "
+                "request is large; try again, or send fewer lines",
+            ) from None
+        finally:
+            pending -= 1
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def index() -> HTMLResponse:
+        return HTMLResponse(page, headers={"Content-Security-Policy": PAGE_POLICY})
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """Whether the server answers; requests waiting for an answer, and those not yet decoding."""
+        return {"status": "ok", "requests": pending, "queued": batcher.waiting}
+
+    @app.get("/info")
+    async def get_info() -> dict[str, Any]:
+        """The run, checkpoints, model size, languages, decode defaults, limits and versions."""
+        return info
+
+    @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True)
+    async def translate(request: TranslateRequest) -> TranslateResponse:
+        """Translate lines: one translation per line, in order; an empty line gives ""."""
+        search = request_settings(settings.search, request.beam, request.nbest, limits)
+        if request.nbest > 1 and reads:
+            raise ApiError(422, f"nbest: a {reads} model gives one answer per line")
+        check_lines(request.text, limits)
+        results = await answer(batcher.translate(request.text, search))
+        return TranslateResponse(
+            translations=[r.texts[0] for r in results],
+            scores=[r.scores[0] for r in results] if request.scores else None,
+            nbest=[[Hypothesis(text=t, score=s) for t, s in zip(r.texts, r.scores)] for r in results]
+            if request.nbest > 1
+            else None,
+        )
+
+    @app.post("/attention", response_model=AttentionResponse)
+    async def attention(request: AttentionRequest) -> AttentionResponse:
+        """Cross-attention of one sentence (last decoder layer, mean over heads), teacher-forced on
+        its translation."""
+        if reads:
+            raise ApiError(422, f"a {reads} model reads without cross-attention: there is none to draw")
+        check_lines([request.text], limits, field="text")
+        if not request.text.strip():
+            raise ApiError(422, "text: give a sentence to draw the attention of")
+        translation = request.translation
+        if translation is None:
+            search = dataclasses.replace(settings.search, nbest=1)
+            translation = (await answer(batcher.translate([request.text], search)))[0].texts[0]
+        else:
+            check_lines([translation], limits, field="translation")
+        found = await answer(batcher.call(lambda: attention_map(translator, request.text, translation)))
+        return AttentionResponse(
+            translation=translation,
+            source=found.source,
+            target=found.target,
+            weights=[[round(w, 4) for w in row] for row in found.weights.tolist()],
+        )
+
+    return app
+
+
+def server_info(translator: Translator, settings: ServerSettings, run_name: str) -> dict[str, Any]:
+    """What /info reports (and the page shows)."""
+    cfg = translator.config
+    search = settings.search
+    return {
+        "run": run_name,
+        "checkpoints": [p.name for p in translator.checkpoints],
+        "parameters": parameter_count(cfg, translator) * max(len(translator.checkpoints), 1),
+        "languages": languages(cfg),
+        "decode": {
+            "beam": search.beam,
+            "length_penalty": search.length_penalty,
+            "max_len_a": search.max_len_a,
+            "max_len_b": search.max_len_b,
+            "min_len": search.min_len,
+            "no_repeat_ngram": search.no_repeat_ngram,
+            "max_tokens": settings.max_tokens,
+            "batch_window_ms": settings.window_s * 1000,
+        },
+        "limits": dataclasses.asdict(settings.limits),
+        "device": str(translator.device),
+        "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
+        "quantize": translator.quantize,
+        "versions": {"s2s": seq2seq.__version__, "torch": torch.__version__},
+    }
+
+
+def parameter_count(cfg: Config, translator: Translator) -> int:
+    """Parameters of one model of the run, counted on an empty copy (int8 layers hide theirs)."""
+    with torch.device("meta"):
+        model = build_model(
+            cfg.model, translator.tokenizers.src.vocab_size, translator.tokenizers.tgt.vocab_size
+        )
+    return sum(p.numel() for p in model.parameters())
+
+
+def languages(cfg: Config) -> dict[str, str]:
+    """Source and target language as the validation files' extensions say (val.de, val.en)."""
+    return {
+        "source": Path(cfg.data.valid_src).suffix.removeprefix("."),
+        "target": Path(cfg.data.valid_tgt).suffix.removeprefix("."),
+    }

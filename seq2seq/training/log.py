@@ -1,0 +1,117 @@
+"""What training tells people: the log lines, `metrics.jsonl` records and TensorBoard curves."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from seq2seq.config import TrainConfig
+from seq2seq.rundir import RunDir
+from seq2seq.training.board import TensorBoard
+from seq2seq.training.distributed import DistInfo, all_reduce_sum
+from seq2seq.training.throughput import ThroughputMeter
+from seq2seq.training.validation import ValidResult
+
+log = logging.getLogger("seq2seq.training.trainer")
+
+
+class TrainLog:
+    """Records of one run; rank 0 writes them (other ranks take part in the sums)."""
+
+    def __init__(self, run: RunDir, cfg: TrainConfig, info: DistInfo, device: torch.device) -> None:
+        self.run, self.cfg, self.info, self.device = run, cfg, info, device
+        self.board: TensorBoard | None = None  # opened at the first record, after a resume has rewound
+
+    def record(self, record: dict[str, Any]) -> None:
+        """One metrics record (rank 0): to metrics.jsonl, and to TensorBoard when asked."""
+        self.run.append_metrics(record)
+        if self.cfg.tensorboard:
+            if self.board is None:
+                self.board = TensorBoard(self.run.tensorboard_dir, first_step=record["step"])
+            self.board.add(record)
+
+    def close(self) -> None:
+        if self.board is not None:
+            self.board.close()
+
+    def effective_batch(self, batches_per_epoch: int) -> None:
+        t = self.cfg
+        log.info(
+            "effective batch: up to %d tokens (%d per batch x %d accumulation x %d process(es)); "
+            "%d batches per epoch per process",
+            t.max_tokens * t.accum_steps * self.info.world,
+            t.max_tokens,
+            t.accum_steps,
+            self.info.world,
+            batches_per_epoch,
+        )
+
+    def interval_loss(self, loss_sum: float, tokens: int) -> float:
+        """The label-smoothed loss per target token since the last log line, over all ranks."""
+        tokens = all_reduce_sum(tokens, self.info, self.device)
+        return all_reduce_sum(loss_sum, self.info, self.device) / max(tokens, 1)
+
+    def interval(
+        self, step: int, epoch: int, loss: float, lr: float, meter: ThroughputMeter, bar: tqdm
+    ) -> None:
+        """The log line and train record of a log interval (`meter` is read on every rank)."""
+        rates = meter.rates(self.info, self.device)
+        if not self.info.is_main:
+            return
+        record = {
+            "kind": "train",
+            "step": step,
+            "epoch": epoch,
+            "train_loss": round(loss, 5),
+            "lr": lr,
+            **rates,
+            "elapsed_s": round(meter.elapsed(), 2),
+        }
+        self.record(record)
+        bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rates['tgt_tokens_per_s']:.0f}")
+        log.info(
+            "step %d | epoch %d | loss %.4f | lr %.2e | %.0f tgt tok/s | padding %.1f%%",
+            step,
+            epoch,
+            loss,
+            lr,
+            rates["tgt_tokens_per_s"],
+            100 * rates["padding"],
+        )
+
+    def validation(
+        self, step: int, epoch: int, chosen: str, results: dict[str, ValidResult], improved: bool
+    ) -> None:
+        """One record and log line: the `chosen` weights' scores, and each kind's when averaging."""
+        record = {"kind": "valid", "step": step, "epoch": epoch, "weights": chosen}
+        record |= validation_fields(results[chosen])
+        if len(results) > 1:
+            for weights, other in results.items():
+                record |= {
+                    f"{weights}_{k}": v for k, v in validation_fields(other).items() if k != "bleu_signature"
+                }
+        self.record(record)
+        described = [
+            f"{weights} loss {r.loss:.4f}, ppl {r.ppl:.2f}"
+            + (f", BLEU {r.bleu:.2f}" if r.bleu is not None else "")
+            + (f", accuracy {r.accuracy:.2f}%" if r.accuracy is not None else "")
+            for weights, r in results.items()
+        ]
+        using = f"; using {chosen} weights" if len(results) > 1 else ""
+        best = " (best so far)" if improved else ""
+        log.info("validation at step %d: %s%s%s", step, " | ".join(described), using, best)
+        for src, ref, hyp in results[chosen].samples:
+            log.info("  source: %s\n  reference: %s\n  hypothesis: %s", src, ref, hyp)
+
+
+def validation_fields(result: ValidResult) -> dict[str, Any]:
+    """The metrics.jsonl fields of one validation result."""
+    fields: dict[str, Any] = {"valid_loss": round(result.loss, 5), "valid_ppl": round(result.ppl, 3)}
+    if result.bleu is not None:
+        fields |= {"valid_bleu": round(result.bleu, 2), "bleu_signature": result.bleu_signature}
+    if result.accuracy is not None:
+        fields["valid_accuracy"] = round(result.accuracy, 2)
+    return fields

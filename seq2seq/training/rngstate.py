@@ -1,0 +1,30 @@
+"""Every rank's random state (dropout), kept in checkpoints so a resumed run draws what it would have."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from seq2seq.training.distributed import DistInfo
+
+
+def gather_rng_states(info: DistInfo, device: torch.device) -> list[torch.Tensor]:
+    """Every rank's torch RNG state (CPU, then CUDA on a GPU), indexed by rank."""
+    mine = torch.get_rng_state()
+    if device.type == "cuda":
+        mine = torch.cat([mine, torch.cuda.get_rng_state(device)])
+    if not info.enabled:
+        return [mine]
+    states: list[Any] = [None] * info.world
+    dist.all_gather_object(states, mine)
+    return states
+
+
+def set_rng_state(state: torch.Tensor, device: torch.device) -> None:
+    """Restore one rank's state as `gather_rng_states` gave it."""
+    cpu_size = torch.get_rng_state().numel()
+    torch.set_rng_state(state[:cpu_size])
+    if device.type == "cuda" and state.numel() > cpu_size:
+        torch.cuda.set_rng_state(state[cpu_size:], device)

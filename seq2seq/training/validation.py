@@ -1,0 +1,135 @@
+"""Validation during training: loss and perplexity, and detokenized sacreBLEU of decoded output."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sacrebleu
+import torch
+
+from seq2seq.batching import token_batches
+from seq2seq.config import DecodeConfig, TrainConfig
+from seq2seq.data.parallel import ParallelData
+from seq2seq.data.tokenizer import TokenizerPair
+from seq2seq.decoding.bulk import decode_ids, search_settings
+from seq2seq.decoding.search import SearchSettings
+from seq2seq.device import autocast
+from seq2seq.models.build import Model
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
+from seq2seq.special import PAD
+from seq2seq.training.loss import TrainingLoss
+
+
+@dataclass
+class ValidSet:
+    """Tokenized validation pairs plus the raw lines BLEU is computed against."""
+
+    data: ParallelData
+    src_lines: list[str]
+    ref_lines: list[str]
+
+
+@dataclass
+class ValidResult:
+    loss: float  # per-token negative log-likelihood (no label smoothing)
+    ppl: float
+    bleu: float | None = None
+    bleu_signature: str | None = None
+    accuracy: float | None = None  # a reader's: labels (classify) or tags (tag) predicted right, in %
+    samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
+
+
+@torch.no_grad()
+def validation_loss(
+    model: Model,
+    data: ParallelData,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> float:
+    total, tokens = 0.0, 0
+    loss = TrainingLoss(model, label_smoothing=0.0)
+    for indices in token_batches(data.costs(), max_tokens):
+        batch = data.batch(indices).to(device)
+        with autocast(device, dtype):
+            total += float(loss(batch.src, batch.tgt_in, batch.tgt_out))
+        tokens += batch.num_tgt_tokens
+    return total / max(tokens, 1)
+
+
+@torch.no_grad()
+def validation_accuracy(
+    model: EncoderOnlyTransformer,
+    data: ParallelData,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> float:
+    """A reader's share of labels (or first-piece tags) predicted right, in %; PAD targets not counted."""
+    right, total = 0, 0
+    for indices in token_batches(data.costs(), max_tokens):
+        batch = data.batch(indices).to(device)
+        with autocast(device, dtype):
+            _, predicted = model.best_labels(batch.src)
+        scored = batch.tgt_out != PAD
+        right += int((predicted == batch.tgt_out)[scored].sum())
+        total += int(scored.sum())
+    return 100 * right / max(total, 1)
+
+
+def validation_bleu(
+    model: Model,
+    valid: ValidSet,
+    tokenizers: TokenizerPair,
+    settings: SearchSettings,
+    max_tokens: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    subset: int,
+    tokenize: str = "13a",
+) -> tuple[sacrebleu.metrics.BLEUScore, str, list[str]]:
+    """Decode the validation sources (or the first `subset`) and score them against the raw references."""
+    count = subset or len(valid.data)
+    hyps = decode_ids(model, valid.data.src.sequences(range(count)), settings, max_tokens, device, dtype)
+    texts = tokenizers.tgt.decode([h[0].tokens for h in hyps])
+    metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
+    score = metric.corpus_score(texts, [valid.ref_lines[:count]])
+    return score, str(metric.get_signature()), texts
+
+
+def validate(
+    model: Model,
+    valid: ValidSet,
+    tokenizers: TokenizerPair,
+    cfg: TrainConfig,
+    decode: DecodeConfig,
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> ValidResult:
+    was_training = model.training
+    model.eval()
+    loss = validation_loss(model, valid.data, cfg.max_tokens, device, dtype)
+    result = ValidResult(loss=loss, ppl=math.exp(min(loss, 50.0)))
+    if valid.data.task != "translate":
+        result.accuracy = validation_accuracy(model, valid.data, cfg.max_tokens, device, dtype)
+    elif cfg.valid_bleu:
+        settings = search_settings(decode, beam=cfg.valid_beam, nbest=1)
+        score, signature, texts = validation_bleu(
+            model,
+            valid,
+            tokenizers,
+            settings,
+            cfg.max_tokens,
+            device,
+            dtype,
+            cfg.valid_subset,
+            cfg.valid_bleu_tokenize,
+        )
+        result.bleu, result.bleu_signature = score.score, signature
+        result.samples = [
+            (valid.src_lines[i], valid.ref_lines[i], texts[i])
+            for i in range(min(cfg.valid_samples, len(texts)))
+        ]
+    model.train(was_training)
+    return result

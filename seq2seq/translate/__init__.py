@@ -1,0 +1,1 @@
+"""A trained run loaded for decoding: the translator, its options, where it runs."""

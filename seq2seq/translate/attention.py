@@ -1,0 +1,47 @@
+"""Where a translation looked: the last decoder layer's cross-attention, teacher-forced on a hypothesis.
+
+What the HTML report draws and the server's /attention answers; decoding itself never computes
+attention weights explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from seq2seq.models.build import Model
+from seq2seq.special import BOS, EOS
+from seq2seq.translate.translator import Translator
+
+
+@dataclass
+class AttentionMap:
+    source: list[str]  # source subword pieces, then </s>
+    target: list[str]  # the pieces the decoder predicted, then </s>
+    weights: torch.Tensor  # (T, S), rows sum to 1
+
+
+def attention_map(translator: Translator, source: str, hypothesis: str) -> AttentionMap:
+    """Cross-attention of the last decoder layer (mean over heads), teacher-forced on `hypothesis`."""
+    src_tok, tgt_tok = translator.tokenizers.src, translator.tokenizers.tgt
+    src_ids = src_tok.encode([source])[0][: translator.max_source_tokens]
+    tgt_ids = tgt_tok.encode([hypothesis])[0][: translator.first_model.max_positions - 1]
+    src = torch.tensor([[*src_ids, EOS]], device=translator.device)  # (1, S)
+    tgt_in = torch.tensor([[BOS, *tgt_ids]], device=translator.device)  # (1, T)
+    weights = cross_attention(translator.first_model, src, tgt_in)[0].float().cpu()  # (T, S)
+    pieces = src_tok.pieces(source)[: len(src_ids)], tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
+    return AttentionMap([*pieces[0], "</s>"], [*pieces[1], "</s>"], weights)
+
+
+@torch.no_grad()
+def cross_attention(model: Model, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+    """Where the last decoder layer looks, averaged over heads: (B, T, S) for teacher-forced `tgt_in`.
+
+    src (B, S) source ids ending in <eos>, right-padded with PAD; tgt_in (B, T) starting with <bos>.
+    Row t is the attention while predicting target token t; each row sums to 1 over the real source
+    tokens and gives padding none. Only this inspection path computes the weights explicitly.
+    """
+    sink: list[torch.Tensor] = []
+    model.decode(tgt_in, model.encode(src), attn_sink=sink)
+    return sink[-1]  # (B, T, S)

@@ -1,0 +1,186 @@
+"""Translate text with a trained run: `Translator.load(run_dir)`, then lines in, lines out."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
+from seq2seq.config import Config
+from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
+from seq2seq.decoding.bulk import decode_ids, search_settings
+from seq2seq.decoding.search import SearchSettings
+from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
+from seq2seq.errors import RunDirError, Seq2SeqError
+from seq2seq.models.build import Model, build_model
+from seq2seq.models.ensemble import Ensemble
+from seq2seq.rundir import RunDir
+
+log = logging.getLogger(__name__)
+
+
+def quantize_model(model: Model, kind: str, device: torch.device) -> Model:
+    """Dynamic int8 linear layers (weights int8, activations quantized per batch): CPU only.
+
+    On the Multi30k model, beam 5 runs about 1.5x faster for -0.1 BLEU (README benchmarks).
+    """
+    if kind != "int8":
+        raise Seq2SeqError(f"--quantize {kind!r}: the only choice is int8")
+    if device.type != "cpu":
+        raise Seq2SeqError("--quantize int8 runs on the CPU only; add --device cpu")
+    quantize_dynamic = getattr(getattr(torch.ao, "quantization", None), "quantize_dynamic", None)
+    if quantize_dynamic is None:
+        raise Seq2SeqError(
+            "--quantize int8 needs torch.ao.quantization, which this torch build no longer has"
+        )
+    with warnings.catch_warnings():  # torch announces a move of this API to the torchao package
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(model.eval(), {nn.Linear}, dtype=torch.qint8)
+
+
+@dataclass
+class Translation:
+    """The n-best translations of one input line, best first (empty for an empty line)."""
+
+    texts: list[str]
+    scores: list[float]
+
+
+def blank_translations(count: int, nbest: int) -> list[Translation]:
+    """What `count` empty lines translate to: `nbest` empty hypotheses each."""
+    return [Translation([""] * nbest, [0.0] * nbest) for _ in range(count)]
+
+
+def clip_sources(sources: list[list], limit: int, line_numbers: Sequence[int]) -> None:
+    """Cut, in place, each source longer than `limit` tokens, warning with its input line number."""
+    for source, line in zip(sources, line_numbers):
+        if len(source) > limit:
+            log.warning("line %d has %d tokens; translating only the first %d", line, len(source), limit)
+            del source[limit:]
+
+
+class Translator:
+    """A trained model with its tokenizers, ready to turn source lines into target lines."""
+
+    def __init__(
+        self,
+        model: Model | Ensemble,
+        tokenizers: TokenizerPair,
+        config: Config,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        quantize: str | None = None,
+        checkpoints: Sequence[Path] = (),
+    ) -> None:
+        self.model, self.tokenizers, self.config = model.eval(), tokenizers, config
+        self.device, self.dtype = device, dtype
+        self.quantize = quantize  # "int8" when the linear layers run in int8
+        self.checkpoints = list(checkpoints)  # the files the weights came from
+
+    @classmethod
+    def load(
+        cls,
+        run_dir: str | Path,
+        checkpoint: str | Sequence[str] = "best",
+        device: str = "auto",
+        precision: str = "auto",
+        quantize: str | None = None,
+    ) -> Translator:
+        """Everything comes from the run directory: config, tokenizers, weights.
+
+        Each checkpoint must have been trained with this run's model config and tokenizer files;
+        several checkpoints decode as an ensemble (their next-token probabilities averaged).
+        """
+        run = RunDir(run_dir)
+        cfg = run.load_config()
+        names = [checkpoint] if isinstance(checkpoint, str) else list(checkpoint)
+        paths = [run.checkpoint_path(name) for name in names]
+        torch_device = resolve_device(device)
+        dtype = autocast_dtype(torch_device, precision)
+        tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+        sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+        models = []
+        for path in paths:
+            state = load_checkpoint(path)
+            check_fits_run(state, path, cfg, sums)
+            model = build_model(
+                cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size, tokenizers.src.word_starts()
+            )
+            try:
+                model.load_state_dict(inference_weights(state))
+            except RuntimeError:
+                raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
+            log.info("loaded %s", path)
+            if quantize is not None:
+                model, dtype = quantize_model(model, quantize, torch_device), None
+            models.append(model.to(torch_device))
+        if len(models) > 1 and cfg.model.task != "translate":
+            raise Seq2SeqError(
+                f"an ensemble of several checkpoints decodes translations, not task {cfg.model.task}"
+            )
+        model = models[0] if len(models) == 1 else Ensemble(models)
+        translator = cls(model, tokenizers, cfg, torch_device, dtype, quantize, paths)
+        if torch_device.type == "cpu" and precision == "auto" and quantize is None:
+            # measured at every start, not stored: bf16 must win clearly, or outputs could flip
+            translator.dtype, reason = faster_cpu_dtype(translator._probe, repeats=1, margin=0.15)
+            log.info("precision auto on this CPU: %s", reason)
+        return translator
+
+    def _probe(self, dtype: torch.dtype | None) -> None:
+        """4 steps of the run's decoding on full batches of random 16-token sources: what `auto` times.
+
+        One batch per decoding thread, of the run's `decode.max_tokens` and `decode.beam`.
+        """
+        settings = self.settings(max_len_a=0.0, max_len_b=4, min_len=3)
+        budget = self.config.decode.max_tokens
+        count = torch.get_num_threads() * max(budget // settings.beam // 17, 1)
+        generator = torch.Generator().manual_seed(0)
+        sources = torch.randint(4, self.tokenizers.src.vocab_size, (count, 16), generator=generator)
+        decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype, self.config.model.task)
+
+    @property
+    def first_model(self) -> Model:
+        """The model (the first of an ensemble): what a report draws attention maps of."""
+        return self.model.models[0] if isinstance(self.model, Ensemble) else self.model
+
+    @property
+    def max_source_tokens(self) -> int:
+        return self.model.max_positions - 1
+
+    def settings(self, **overrides: object) -> SearchSettings:
+        """The run's decode config with command-line overrides (None values are ignored)."""
+        return search_settings(self.config.decode, **overrides)
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        settings: SearchSettings,
+        max_tokens: int,
+        first_line: int = 1,
+        keep_unk: bool = False,
+    ) -> list[Translation]:
+        """One `Translation` per input line, in order; an empty line gives an empty translation.
+
+        `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
+        """
+        if settings.nbest > 1 and self.config.model.task != "translate":
+            raise Seq2SeqError(
+                f"--nbest is for translations; a {self.config.model.task} run gives one answer per line"
+            )
+        todo = [i for i, line in enumerate(lines) if line.strip()]
+        sources = self.tokenizers.src.encode([lines[i] for i in todo])
+        clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
+        hyps = decode_ids(
+            self.model, sources, settings, max_tokens, self.device, self.dtype, self.config.model.task
+        )
+        out = blank_translations(len(lines), settings.nbest)
+        for i, nbest in zip(todo, hyps):
+            texts = self.tokenizers.tgt.decode([h.tokens for h in nbest], keep_unk)
+            out[i] = Translation(texts, [h.score for h in nbest])
+        return out
