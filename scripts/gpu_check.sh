@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check for a lent CUDA machine, in well under 8 minutes:
 #   1. GPU, driver and torch versions;
-#   2. the CUDA tests (tests/test_cuda.py);
+#   2. the CUDA tests (tests/system/test_cuda.py);
 #   3. bf16 training throughput of the Multi30k recipe's model and the 6+6 base model (target tokens/s,
 #      achieved model TFLOP/s against the bf16 matmul peak measured in the same run, peak GPU memory);
 #   4. a short bf16 training run, then beam-5 decoding of the Multi30k test set (sentences/s).
@@ -27,7 +27,7 @@ print(f"GPU {torch.cuda.get_device_name()}, capability {torch.cuda.get_device_ca
 PY
 
 echo "== CUDA tests"
-python -m pytest -q -m cuda tests/test_cuda.py
+python -m pytest -q -m cuda tests/system/test_cuda.py
 
 echo "== training throughput (bf16)"
 timeout 240 python scripts/bench.py --config configs/multi30k_de_en.yaml --sections train --models recipe,base \

@@ -12,6 +12,8 @@ import yaml
 from seq2seq.config import ModelConfig, config_from_dict
 from seq2seq.models.build import build_model
 
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+
 WORDS = "red blue green cat dog bird runs sleeps eats big small the a on under house tree".split()
 
 

@@ -25,9 +25,7 @@ from seq2seq.evaluation.reader_metrics import MacroF1, SpanF1, bio_spans
 from seq2seq.evaluation.report import confusion_counts
 from seq2seq.special import EOS, PAD
 from seq2seq.training.loss import TrainingLoss
-from tests.conftest import make_model, random_ids
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT, make_model, random_ids
 
 
 def run_cli(*args: str, input: str | None = None):

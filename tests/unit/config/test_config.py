@@ -1,4 +1,3 @@
-from pathlib import Path
 
 import pytest
 import yaml
@@ -13,7 +12,7 @@ from seq2seq.config import (
     save_config,
 )
 from seq2seq.errors import ConfigError
-from tests.conftest import tiny_config_dict
+from tests.conftest import ROOT, tiny_config_dict
 
 
 def errors_of(raw: dict) -> str:
@@ -108,7 +107,7 @@ def test_config_is_frozen(tmp_path):
 
 
 def test_shipped_configs_load():
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     for path in sorted((root / "configs").glob("*.yaml")):
         assert isinstance(load_config(path), Config), path
 

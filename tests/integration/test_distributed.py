@@ -22,9 +22,8 @@ from seq2seq.rundir import RunDir, data_checksums
 from seq2seq.training.distributed import DistInfo, init_distributed, shutdown
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
-from tests.conftest import tiny_config_dict
+from tests.conftest import ROOT, tiny_config_dict
 
-ROOT = Path(__file__).resolve().parents[1]
 WORLD = 2
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.test_serve import cli_translate
 from tests.servers import ServerProcess
-from tests.test_serve import cli_translate
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright: pip install -e '.[dev]'")
 

@@ -6,15 +6,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import Seq2SeqError
+from tests.conftest import ROOT as REPO
 from tests.conftest import write_corpus
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_a_child_that_dies_is_a_clear_error():

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from seq2seq.cli import app
 from seq2seq.rundir import RunDir
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("S2S_MULTI30K", ROOT.parent / "shared" / "data" / "multi30k"))
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "train.de").is_file(), reason=f"no Multi30k corpus at {CORPUS}")

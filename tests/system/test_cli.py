@@ -8,9 +8,7 @@ import yaml
 from typer.testing import CliRunner
 
 from seq2seq.cli import app
-from tests.conftest import tiny_config_dict, train_tiny_run
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT, tiny_config_dict, train_tiny_run
 
 
 def run_cli(*args: str, input: str | bytes | None = None):

@@ -16,7 +16,7 @@ from seq2seq.errors import ConfigError
 from seq2seq.special import BOS, PAD
 from seq2seq.training.loss import TrainingLoss, sequence_loss
 from tests.conftest import make_model, random_ids, tiny_config_dict
-from tests.test_decoding import EosBiased, ends_early, forced_score, settings
+from tests.unit.decoding.test_search import EosBiased, ends_early, forced_score, settings
 
 
 def run_cli(*args: str, input: str | None = None):

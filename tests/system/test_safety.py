@@ -24,9 +24,7 @@ from typer.testing import CliRunner
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.cli import app
 from seq2seq.rundir import RunDir
-from tests.conftest import tiny_config_dict, train_tiny_run, write_corpus
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT, tiny_config_dict, train_tiny_run, write_corpus
 
 
 def run_cli(*args: str, input: str | bytes | None = None):

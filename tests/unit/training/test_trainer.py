@@ -27,9 +27,7 @@ from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import build_optimizer
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
-from tests.conftest import make_model, tiny_config_dict
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT, make_model, tiny_config_dict
 
 
 def write_config(tmp_path: Path, name: str, **train: object) -> Path:
