@@ -65,28 +65,28 @@ def save_training_state(
     keep: int,
     is_best: bool,
     numbered: bool = True,
-    weights_only: bool = False,
+    optimizer_in_last_only: bool = False,
 ) -> None:
     """Write `step_N.pt`, `last.pt` (and `best.pt` if `is_best`); prune old numbered ones.
 
-    With `weights_only` the numbered checkpoint (and so `best.pt`) leaves out the optimizer and the
-    other resume-only state, a third of the size, and `last.pt` is written in full beside it;
-    otherwise `last.pt` is the numbered file itself (a hard link). With `numbered=False` (an
-    interrupted run) only `last.pt` is written.
+    With `optimizer_in_last_only` (train.keep_optimizer: last) the numbered checkpoint (and so
+    `best.pt`) leaves out the optimizer and the other resume-only state, a third of the size, and
+    `last.pt` is written in full beside it; otherwise `last.pt` is the numbered file itself (a hard
+    link). With `numbered=False` (an interrupted run) only `last.pt` is written.
     """
-    last = run.checkpoint_dir / "last.pt"
+    last = run.checkpoint_file("last")
     if not numbered:
         atomic_save(state, last)
         return
-    path = run.checkpoint_dir / f"step_{step}.pt"
-    if weights_only:
+    path = run.step_checkpoint(step)
+    if optimizer_in_last_only:
         atomic_save({k: v for k, v in state.items() if k not in RESUME_ONLY}, path)
         atomic_save(state, last)
     else:
         atomic_save(state, path)
         atomic_link(path, last)
     if is_best:
-        atomic_link(path, run.checkpoint_dir / "best.pt")
+        atomic_link(path, run.checkpoint_file("best"))
     numbered_files = run.numbered_checkpoints()
     for old in numbered_files[: max(len(numbered_files) - keep, 0)]:
         old.unlink()
@@ -194,7 +194,7 @@ def average_checkpoints(run: RunDir, last: int | None, output: str) -> tuple[Pat
     output = output.removesuffix(".pt")
     if output in CHECKPOINT_NAMES or re.fullmatch(r"step_\d+", output):
         raise RunDirError(f"--output {output} would replace a training checkpoint; choose another name")
-    path = run.checkpoint_dir / f"{output}.pt" if "/" not in output else Path(f"{output}.pt")
+    path = run.checkpoint_file(output) if "/" not in output else Path(f"{output}.pt")
     used = available[-last:]
     check_outputs({"--output": path}, run.own_files())
     states = [load_checkpoint(p) for p in used]

@@ -3,7 +3,8 @@
     RUN_DIR/
       config.yaml            resolved config
       tokenizer/             SentencePiece model(s)
-      inputs.json            sha256 of the tokenizer and the data files the run was made from
+      inputs.json            the run's format version, and sha256 of the tokenizer and the data files
+                             the run was made from
       checkpoints/last.pt    latest state (resume from here)
       checkpoints/best.pt    best by train.best_metric
       checkpoints/step_N.pt  the last train.keep_checkpoints numbered states
@@ -14,6 +15,11 @@
                              `s2s train` holds an OS lock on it, so a run has one trainer at a time
 
 The checkpoint files themselves are written and read by `seq2seq.checkpoint`.
+
+Format versions (`"format"` in inputs.json, written with the checksums): 0 = none recorded (runs made
+before s2s recorded one; the same layout), 1 = the layout above. Every command that reads a run reads
+formats 0 and 1 and refuses a higher one (made by a newer s2s); training into a run rewrites its
+inputs.json and so records format 1.
 """
 
 from __future__ import annotations
@@ -27,13 +33,17 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from seq2seq.config import Config, config_differences, config_to_dict, data_files, load_config
 from seq2seq.errors import RunDirError
 from seq2seq.files import changed_files, file_sha256, same_file, write_text
 
 CHECKPOINT_NAMES = ("best", "last")
+# What a command does to a run directory. new: start a run (where none has started, or only a
+# tokenizer stage ran); resume: continue the run from last.pt; overwrite: replace the run.
+Mode = Literal["new", "resume", "overwrite"]
+RUN_FORMAT = 1  # the run-directory format this code writes, and the newest it reads
 
 
 class RunDir:
@@ -72,6 +82,14 @@ class RunDir:
     def tensorboard_dir(self) -> Path:
         return self.path / "tensorboard"
 
+    def checkpoint_file(self, name: str) -> Path:
+        """Where checkpoint `name` (best, last, averaged, ...) is written; it need not exist yet."""
+        return self.checkpoint_dir / f"{name}.pt"
+
+    def step_checkpoint(self, step: int) -> Path:
+        """The numbered checkpoint of `step`."""
+        return self.checkpoint_dir / f"step_{step}.pt"
+
     def numbered_checkpoints(self) -> list[Path]:
         """Numbered checkpoints, oldest first."""
         found = [
@@ -95,11 +113,26 @@ class RunDir:
             raise RunDirError(f"run directory not found: {self.path}")
         if not self.config_file.is_file():
             raise RunDirError(f"{self.path} is not an s2s run directory (no config.yaml)")
+        if (found := self.format_version()) > RUN_FORMAT:
+            raise RunDirError(
+                f"{self.path} was made by a newer s2s (run format {found}; this s2s reads formats up to "
+                f"{RUN_FORMAT}): upgrade s2s to use this run"
+            )
         return load_config(self.config_file)
+
+    def format_version(self) -> int:
+        """The run's format version; 0 when none is recorded (a run made before s2s recorded one)."""
+        try:
+            found = json.loads(self.inputs_file.read_text(encoding="utf-8")).get("format", 0)
+        except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+            # no or unreadable inputs.json: translating never needed it, and the commands that need its
+            # checksums report a corrupt one themselves, so this reads as the oldest format
+            return 0
+        return found if isinstance(found, int) else 0
 
     def checkpoint_path(self, name: str) -> Path:
         """`best`, `last`, another name in checkpoints/, or a file path -> an existing checkpoint file."""
-        named = self.checkpoint_dir / f"{name}.pt"
+        named = self.checkpoint_file(name)
         path = named if name in CHECKPOINT_NAMES or named.is_file() else Path(name)
         if not path.is_file():
             have = (
@@ -134,7 +167,7 @@ class RunDir:
     # ---- what the run was made from -------------------------------------------------------------------
 
     def read_inputs(self) -> dict[str, Any]:
-        """The recorded checksums: {"tokenizer": {file: sha256}, "data": {key: sha256}}."""
+        """The recorded checksums: {"format": N, "tokenizer": {file: sha256}, "data": {key: sha256}}."""
         if not self.inputs_file.is_file():
             return {}
         try:
@@ -143,8 +176,9 @@ class RunDir:
             raise RunDirError(f"{self.inputs_file} is corrupt; restore it or start over") from None
 
     def record_inputs(self, **sections: dict[str, str]) -> None:
-        """Record (replace) these sections' checksums, keeping the others."""
-        inputs = self.read_inputs() | sections
+        """Record (replace) these sections' checksums, keeping the others, and this code's format."""
+        # the version first in the file, where a reader looks; an older run's is raised to this code's
+        inputs = {"format": RUN_FORMAT} | self.read_inputs() | sections | {"format": RUN_FORMAT}
         write_text(self.inputs_file, json.dumps(inputs, indent=2) + "\n")
 
     # ---- one trainer at a time ------------------------------------------------------------------------
@@ -203,28 +237,24 @@ class RunDir:
 COMPATIBLE_SECTIONS = ("data", "tokenizer", "model")
 
 
-def check_run_dir(run: RunDir, cfg: Config, resume: bool, overwrite: bool, config_file: Path) -> None:
-    """Check the run directory's state against the command; `--overwrite` then clears it.
+def check_run_dir(run: RunDir, cfg: Config, mode: Mode, config_file: Path) -> None:
+    """Check the run directory's state against the command's mode; writes nothing.
 
-    Call with the run locked (`RunDir.locked`). A fresh run needs an empty (or tokenizer-only)
-    directory; `--overwrite` clears an existing run, unless that would delete one of the command's
-    inputs; `--resume` needs last.pt and the same data, tokenizer and model config. Nothing else is
-    written, so a refused command leaves the directory as it was.
+    Call with the run locked (`RunDir.locked`). A new run needs an empty (or tokenizer-only)
+    directory; `overwrite` may replace (`RunDir.clear`) an existing run, unless that would delete one
+    of the command's inputs; `resume` needs last.pt and the same data, tokenizer and model config.
     """
-    if resume and overwrite:
-        raise RunDirError("choose one of --resume and --overwrite")
     started = run.checkpoint_dir.is_dir() and any(run.checkpoint_dir.iterdir()) or run.metrics_file.exists()
     has_content = any(p.name != run.marker_file.name for p in run.path.iterdir())
-    if resume:
+    if mode == "resume":
         if not (run.checkpoint_dir / "last.pt").is_file():
             raise RunDirError(
                 f"nothing to resume in {run.path} (no checkpoints/last.pt); start without --resume"
             )
         check_compatible(run.load_config(), cfg, run)
     elif has_content:
-        if overwrite:
+        if mode == "overwrite":
             _check_nothing_read_inside(run, cfg, config_file)
-            run.clear()
         elif started:
             raise RunDirError(
                 f"{run.path} already holds a training run; "

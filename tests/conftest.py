@@ -1,8 +1,12 @@
-"""Shared fixtures: a tiny synthetic parallel corpus, its config, and a tiny model."""
+"""Shared fixtures: a tiny synthetic parallel corpus, its config, a tiny model, and the trained runs
+that a session shares (`trained_run`, each kind trained once)."""
 
 from __future__ import annotations
 
 import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -11,8 +15,9 @@ import yaml
 
 from seq2seq.config import ModelConfig, config_from_dict
 from seq2seq.models.build import build_model
+from tests.helpers import ROOT, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]  # the repository
+__all__ = ["ROOT", "WORDS", "make_model", "random_ids", "tiny_config_dict", "train_tiny_run", "write_corpus"]
 
 WORDS = "red blue green cat dog bird runs sleeps eats big small the a on under house tree".split()
 
@@ -72,16 +77,83 @@ def tiny_config_dict(tmp_path: Path, **train: object) -> dict:
 
 
 def train_tiny_run(directory: Path, **train: object) -> tuple[Path, Path]:
-    """Write the tiny config into `directory`, train it through the CLI; returns (config, run dir)."""
-    from typer.testing import CliRunner
+    """Write the tiny config into `directory`, train it through the CLI; returns (config, run dir).
+    For a test that needs a run of its own; a run it only reads is `trained_run(kind)`."""
+    run = train_run(directory, {"train": train})
+    return run.config, run.run
 
-    from seq2seq.cli import app
 
+def train_run(directory: Path, changes: dict[str, dict[str, object]]) -> TrainedRun:
+    """The tiny config with `changes` (section -> keys to set), written into `directory` and trained."""
+    raw = tiny_config_dict(directory, **changes.get("train", {}))
+    for section, values in changes.items():
+        raw[section] |= values
     config = directory / "config.yaml"
-    config.write_text(yaml.safe_dump(tiny_config_dict(directory, **train)), encoding="utf-8")
-    result = CliRunner().invoke(app, ["train", str(config)])
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    result = run_cli("train", str(config))
     assert result.exit_code == 0, result.output
-    return config, directory / "run"
+    return TrainedRun(config, directory / "run", directory / "data")
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """A finished run: its config file, its run directory, and the folder of the corpus it was trained
+    on (train.src/.tgt, valid.src/.tgt). A shared one is read-only: a test that changes a run takes
+    `run_copy`."""
+
+    config: Path
+    run: Path
+    data: Path
+
+
+# The kinds of shared run: the tiny config with these changes (section -> keys), and what each is for.
+RUNS: dict[str, dict[str, dict[str, object]]] = {
+    # the CLI and safety promises, fine-tuning, ensembles: step_6.pt and step_12.pt
+    "tiny": {"train": {"max_steps": 12, "valid_every": 6}},
+    # the server, its API and its page
+    "served": {"train": {"max_steps": 40, "valid_every": 20}},
+    # the HTML report: long enough for non-empty translations to draw attention for
+    "report": {"train": {"max_steps": 120, "valid_every": 40}, "decode": {"min_len": 2}},
+    # CTranslate2 export: greedy choices with clear margins, so both engines agree
+    "confident": {"train": {"max_steps": 150, "lr": 1e-2, "valid_every": 150}},
+    # the decoder-only family through the CLI (a prefix LM)
+    "decoder_only": {
+        "train": {"max_steps": 30, "valid_every": 15},
+        "model": {"arch": "decoder_only", "prefix_lm": True, "max_positions": 72},
+    },
+}
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], TrainedRun]:
+    """`trained_run(kind)`: the shared run of that kind (a key of RUNS), trained on first use and
+    then reused by every test of the session."""
+    done: dict[str, TrainedRun] = {}
+
+    def get(kind: str) -> TrainedRun:
+        if kind not in done:
+            done[kind] = train_run(tmp_path_factory.mktemp(kind), RUNS[kind])
+        return done[kind]
+
+    return get
+
+
+@pytest.fixture
+def tiny_run(trained_run: Callable[[str], TrainedRun]) -> TrainedRun:
+    """The shared "tiny" run (read-only)."""
+    return trained_run("tiny")
+
+
+@pytest.fixture
+def run_copy(tiny_run: TrainedRun, tmp_path: Path) -> TrainedRun:
+    """A private copy of the tiny run, for a test that changes or damages it, with a config naming it."""
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run.run, copy)
+    raw = yaml.safe_load(tiny_run.config.read_text())
+    raw["run_dir"] = str(copy)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return TrainedRun(config, copy, tiny_run.data)
 
 
 @pytest.fixture
@@ -120,6 +192,6 @@ def random_ids(rows: int, length: int, vocab: int = 23, seed: int = 0) -> torch.
 
 
 @pytest.fixture(scope="session")
-def served_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One tiny trained run for the server tests (API and browser), trained once per session."""
-    return train_tiny_run(tmp_path_factory.mktemp("served"), max_steps=40, valid_every=20)[1]
+def served_run(trained_run: Callable[[str], TrainedRun]) -> Path:
+    """The run directory the server tests (API and browser) serve."""
+    return trained_run("served").run

@@ -16,9 +16,10 @@ from typing import Any
 from seq2seq.config import Config, config_from_dict
 from seq2seq.ct2.export import EXPORT_INFO, ExportError, require_ctranslate2
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
-from seq2seq.decoding.bulk import search_settings
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import RunDirError
+from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.translator import Translation, blank_translations, clip_sources
 
 
@@ -27,12 +28,12 @@ class CT2Translator:
 
     def __init__(self, engine: Any, tokenizers: TokenizerPair, config: Config, info: dict[str, Any]) -> None:
         self.engine, self.tokenizers, self.config, self.info = engine, tokenizers, config, info
+        self.task = config.model.task  # an export translates: `s2s export` writes encoder-decoders only
 
     @classmethod
-    def load(
-        cls, export_dir: Path, device: str = "auto", quantize: str | None = None, threads: int = 0
-    ) -> CT2Translator:
-        """`quantize` (e.g. int8) converts the weights at load time; None keeps the exported type.
+    def load(cls, export_dir: Path, placement: Placement = AUTO, threads: int = 0) -> CT2Translator:
+        """`placement.quantize` (e.g. int8) converts the weights at load time; None keeps the exported
+        type. CTranslate2 picks its own precision, so `placement.precision` is not used.
 
         `threads` is CTranslate2's threads per translation (0 = its default).
         """
@@ -46,6 +47,7 @@ class CT2Translator:
         info = json.loads(info_file.read_text(encoding="utf-8"))
         config = config_from_dict(info["config"])
         tokenizers = load_tokenizers(Path(export_dir) / "tokenizer", config.tokenizer.joint)
+        device = placement.device
         device = "cuda" if device == "auto" and ctranslate2.get_cuda_device_count() else device
         device = "cpu" if device == "auto" else device
         try:
@@ -53,7 +55,7 @@ class CT2Translator:
                 str(export_dir),
                 device=device.split(":")[0],
                 device_index=int(device.split(":")[1]) if ":" in device else 0,
-                compute_type=quantize or "default",
+                compute_type=placement.quantize or "default",
                 intra_threads=threads,
             )
         except (RuntimeError, ValueError) as e:
@@ -64,8 +66,9 @@ class CT2Translator:
     def max_source_tokens(self) -> int:
         return self.config.model.max_positions - 1
 
-    def settings(self, **overrides: object) -> SearchSettings:
-        return search_settings(self.config.decode, **overrides)
+    def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
+        """The export's decode config with what the command line asks on top (`decode_options`)."""
+        return decode_options(asked, self.config.decode)
 
     def translate(
         self,

@@ -20,6 +20,7 @@ from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError, disk_error
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: 
     require_ctranslate2()
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
-    translator = Translator.load(run_dir, checkpoint, "cpu", "fp32")
+    translator = Translator.load(run_dir, [checkpoint], Placement("cpu", "fp32"))
     model, cfg = translator.first_model, translator.config
     if cfg.model.arch != "encoder_decoder":
         raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {cfg.model.arch}")

@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from seq2seq.data.labels import Labels
 from seq2seq.data.textio import count_lines, iter_line_chunks
-from seq2seq.data.tokenizer import Tokenizer, load_vocabulary
+from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import DataError
 from seq2seq.special import UNK
@@ -62,19 +61,23 @@ def check_aligned(pairs: list[tuple[str, str]]) -> None:
 
 def encode_corpus(
     pairs: list[tuple[str, str]],
-    models: tuple[Path, Path],
+    tokenizer_dir: Path,
+    joint: bool,
     limits: Limits,
     out_dir: Path,
     workers: int,
 ) -> EncodedCorpus:
     """Encode the (source file, target file) pairs, in order, into `out_dir/train.{src,tgt}.{ids,offsets}`.
 
-    Pairs with an empty side, a side longer than `max_len` tokens, or a length ratio above
-    `max_len_ratio` (0 = no limit) are dropped and counted. `workers` > 1 encodes in that many
+    The tokenizers are those in `tokenizer_dir`; a reader's targets become label ids (its pair's
+    `target_ids`). Pairs with an empty side, a side longer than `max_len` tokens, or a length ratio
+    above `max_len_ratio` (0 = no limit) are dropped and counted. `workers` > 1 encodes in that many
     processes.
     """
     check_aligned(pairs)
-    vocabularies = {side: load_vocabulary(model) for side, model in zip(("src", "tgt"), models)}
+    tokenizers = load_tokenizers(tokenizer_dir, joint)
+    vocabularies = {"src": tokenizers.src, "tgt": tokenizers.tgt}
+    pieces = ("src", "tgt") if tokenizers.task == "translate" else ("src",)  # label ids are not pieces
     dtypes = {side: _id_dtype(v.vocab_size) for side, v in vocabularies.items()}
     writers = {
         f"{side}.ids": _ArrayWriter(out_dir / f"train.{side}.ids", dtype) for side, dtype in dtypes.items()
@@ -83,11 +86,11 @@ def encode_corpus(
     counts = dict.fromkeys(("read", "kept", "empty", "too_long", "bad_ratio"), 0)
     unknown = dict.fromkeys(dtypes, 0)
     tasks = ((src, tgt, limits, dtypes) for src, tgt in _aligned_chunks(pairs, CHUNK_PAIRS))
-    for chunk in _run(tasks, models, workers):
+    for chunk in _run(tasks, (tokenizer_dir, joint), workers):
         for side in dtypes:
             writers[f"{side}.ids"].write(chunk.ids[side])
             lengths[side].append(chunk.lengths[side])
-            if isinstance(vocabularies[side], Tokenizer):  # label ids are not pieces
+            if side in pieces:
                 unknown[side] += int(np.count_nonzero(chunk.ids[side] == UNK))
         for key, value in chunk.counts.items():
             counts[key] += value
@@ -123,13 +126,16 @@ def _aligned_chunks(pairs: list[tuple[str, str]], size: int) -> Iterator[tuple[l
             del src_lines[:count], tgt_lines[:count]
 
 
-def _run(tasks: Iterator[tuple], models: tuple[Path, Path], workers: int) -> Iterator[_Chunk]:
-    """`_encode_chunk` of each task, in task order; with workers, at most 2 per worker in flight."""
+def _run(tasks: Iterator[tuple], tokenizers: tuple[Path, bool], workers: int) -> Iterator[_Chunk]:
+    """`_encode_chunk` of each task, in task order; with workers, at most 2 per worker in flight.
+
+    `tokenizers` is (directory, joint), what each worker loads them from.
+    """
     if workers <= 1:
-        _load_models(*models, quiet=False)
+        _load_tokenizers(*tokenizers, quiet=False)
         yield from map(_encode_chunk, tasks)
         return
-    with spawned_pool(workers, "tokenizing the corpus", _load_models, models) as pool:
+    with spawned_pool(workers, "tokenizing the corpus", _load_tokenizers, tokenizers) as pool:
         pending: deque = deque()
         for task in tasks:
             if len(pending) >= 2 * workers:
@@ -139,27 +145,23 @@ def _run(tasks: Iterator[tuple], models: tuple[Path, Path], workers: int) -> Ite
             yield pending.popleft().result()
 
 
-_MODELS: dict[str, Any] = {}  # a worker's tokenizers (or label set), loaded once by `_load_models`
+_LOADED: dict[str, TokenizerPair] = {}  # "pair": this process's tokenizers, loaded once by `_load_tokenizers`
 
 
-def _load_models(src_model: Path, tgt_model: Path, quiet: bool = True) -> None:
+def _load_tokenizers(directory: Path, joint: bool, quiet: bool = True) -> None:
     if quiet:  # a worker: Ctrl-C is for the main process, which stops the pool
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _MODELS["src"] = Tokenizer(src_model)
-    _MODELS["tgt"] = _MODELS["src"] if tgt_model == src_model else load_vocabulary(tgt_model)
+    _LOADED["pair"] = load_tokenizers(directory, joint)
 
 
 def _encode_chunk(task: tuple[list[str], list[str], Limits, dict[str, np.dtype]]) -> _Chunk:
     """Tokenize one chunk of pairs and apply the filter (the same rules, in the same order, as ever)."""
     src_lines, tgt_lines, (max_len, max_ratio), dtypes = task
+    tokenizers = _LOADED["pair"]
     has_text = [bool(s.strip() and t.strip()) for s, t in zip(src_lines, tgt_lines)]
-    sources = _MODELS["src"].encode(list(compress(src_lines, has_text)), threads=1)
-    targets = list(compress(tgt_lines, has_text))
-    if isinstance(_MODELS["tgt"], Labels):  # a reader's: label ids, or a tag id per source piece
-        target_ids = _MODELS["tgt"].targets(sources, targets, _MODELS["src"].word_starts())
-    else:
-        target_ids = _MODELS["tgt"].encode(targets, threads=1)
-    encoded = {"src": sources, "tgt": target_ids}
+    sources = tokenizers.src.encode(list(compress(src_lines, has_text)), threads=1)
+    targets = tokenizers.target_ids(sources, list(compress(tgt_lines, has_text)), threads=1)
+    encoded = {"src": sources, "tgt": targets}
     lens = {side: np.fromiter(map(len, seqs), np.int32, len(seqs)) for side, seqs in encoded.items()}
     too_long = (lens["src"] > max_len) | (lens["tgt"] > max_len)
     longer, shorter = (

@@ -158,22 +158,39 @@ def load_eval_pairs(
     and left out of the loss and accuracy.
     """
     src_lines, tgt_lines = read_parallel(src_path, tgt_path)
+    data = encode_eval_pairs(tokenizers, src_lines, tgt_lines, max_len, src_path, tgt_path)
+    return data, src_lines, tgt_lines
+
+
+def encode_eval_pairs(
+    tokenizers: TokenizerPair,
+    src_lines: list[str],
+    tgt_lines: list[str],
+    max_len: int,
+    src_path: str | Path,
+    tgt_path: str | Path,
+) -> ParallelData:
+    """`load_eval_pairs` for lines already read from `src_path` and `tgt_path` (named in messages)."""
     sources = tokenizers.src.encode(src_lines)
-    labels = tokenizers.tgt
-    if isinstance(labels, Labels):
-        label_names(labels.task, zip(src_lines, tgt_lines), src_path, tgt_path)  # checks, from memory
-        if unseen := labels.unseen(tgt_lines):
-            log.warning(
-                "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen
-            )
-        targets = labels.targets(sources, tgt_lines, tokenizers.src.word_starts())
-    else:
-        targets = labels.encode(tgt_lines)
+    if tokenizers.task != "translate":
+        check_eval_labels(tokenizers.labels, src_lines, tgt_lines, src_path, tgt_path)
+    targets = tokenizers.target_ids(sources, tgt_lines)
     src = [ids[:max_len] for ids in sources]
     tgt = [ids[:max_len] for ids in targets]
-    data = ParallelData.from_lists(src, tgt, labels.task if isinstance(labels, Labels) else "translate")
+    data = ParallelData.from_lists(src, tgt, tokenizers.task)
     log_unknown("validation", data)
-    return data, src_lines, tgt_lines
+    return data
+
+
+def check_eval_labels(
+    labels: Labels, src_lines: list[str], tgt_lines: list[str], src_path: str | Path, tgt_path: str | Path
+) -> None:
+    """A reader's validation labels fit their sources (read from memory); unseen ones are counted."""
+    label_names(labels.task, zip(src_lines, tgt_lines), src_path, tgt_path)
+    if unseen := labels.unseen(tgt_lines):
+        log.warning(
+            "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen
+        )
 
 
 @dataclass

@@ -10,9 +10,9 @@ A prepared directory holds:
     train.costs         int32, N: each pair's padded length in a batch (what bucketing sorts by)
 
 It is made by worker processes that stream the text in chunks (`seq2seq.data.encode`) and is reused
-while the text files, the tokenizer and the length filter stay the same. The manifest is removed
-first and written last, so an interrupted prepare leaves either no manifest or one that describes
-complete arrays; their sizes and checksums are checked before use.
+while the text files, the tokenizer and the length filter stay the same (`seq2seq.data.manifest`
+decides). The manifest is removed first and written last, so an interrupted prepare leaves either no
+manifest or one that describes complete arrays; their sizes and checksums are checked before use.
 """
 
 from __future__ import annotations
@@ -33,47 +33,31 @@ from typing import Any
 import numpy as np
 
 from seq2seq.config import Config
-from seq2seq.data.encode import EncodedCorpus, encode_corpus
+from seq2seq.data.encode import encode_corpus
+from seq2seq.data.manifest import (
+    ARRAYS,
+    MANIFEST,
+    length_filter,
+    made_from,
+    new_manifest,
+    read_manifest,
+    stale_reason,
+)
 from seq2seq.data.parallel import Batch, ParallelData, TokenArrays
-from seq2seq.data.tokenizer import tokenizer_files
 from seq2seq.errors import DataError
-from seq2seq.files import file_sha256, write_text
+from seq2seq.files import write_text
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # raise when the layout changes: older prepared data is then made again
 MARKER = ".s2s-prepared"
-MANIFEST = "manifest.json"
-ARRAYS = ("src.ids", "src.offsets", "tgt.ids", "tgt.offsets", "costs")
 
 
-def prepared_dir(cfg: Config) -> Path:
+def prepared_corpus_dir(cfg: Config) -> Path:
     """Where this config's prepared corpus lives: `data.prepared_dir`, or RUN_DIR/prepared."""
     return Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else Path(cfg.run_dir) / "prepared"
 
 
-def made_from(cfg: Config, data_sums: dict[str, str], tokenizer_sums: dict[str, str]) -> dict[str, Any]:
-    """What a prepared corpus depends on: the training text, the tokenizer, the filter and the format.
-
-    Paths are not part of it: the same text moved elsewhere is the same corpus.
-    """
-    text = {key: sha for key, sha in data_sums.items() if key.startswith("train_")}
-    max_len, max_len_ratio = length_filter(cfg)
-    return {
-        "format": FORMAT,
-        "text": text,
-        "tokenizer": tokenizer_sums,
-        "filter": {"max_len": max_len, "max_len_ratio": max_len_ratio},
-        "task": cfg.model.task,
-    }
-
-
-def length_filter(cfg: Config) -> tuple[int, float]:
-    """(data.max_len, data.max_len_ratio); a reader's targets are labels, so it has no length ratio."""
-    return cfg.data.max_len, cfg.data.max_len_ratio if cfg.model.task == "translate" else 0.0
-
-
-def ensure_prepared(
+def ensure_prepared_corpus(
     cfg: Config,
     tokenizer_dir: Path,
     data_sums: dict[str, str],
@@ -85,20 +69,16 @@ def ensure_prepared(
     Returns the manifest. `workers` = 0 uses one encoding process per CPU core (none for a small
     corpus, which encodes faster than worker processes start).
     """
-    directory = prepared_dir(cfg)
+    directory = prepared_corpus_dir(cfg)
     wanted = made_from(cfg, data_sums, tokenizer_sums)
     with _locked(directory):
-        reason = _stale_reason(directory, wanted)
+        reason = stale_reason(directory, wanted)
         if reason is None:
             manifest = read_manifest(directory)
             log.info("reusing the prepared corpus in %s (%s pairs)", directory, f"{manifest['pairs']:,}")
         else:
             log.info("preparing the training corpus in %s: %s", directory, reason)
-            models = tokenizer_files(tokenizer_dir, cfg.tokenizer.joint)
-            pair = (models["joint"],) * 2 if cfg.tokenizer.joint else (models["src"], models["tgt"])
-            if "labels" in models:
-                pair = (pair[0], models["labels"])
-            manifest = _prepare(cfg, directory, wanted, pair, workers or _default_workers(cfg))
+            manifest = _encode_into(directory, cfg, wanted, tokenizer_dir, workers or _default_workers(cfg))
     for side, name in (("src", "source"), ("tgt", "target")):
         if share := manifest["stats"][side]["unk_share"]:
             log.warning(
@@ -144,7 +124,7 @@ def load_prepared(directory: Path) -> MappedCorpus:
     """Memory-map a prepared corpus (the OS page cache holds one copy for every process).
 
     Checks what costs no reading: every array has the size the manifest gives, and the offsets span
-    the ids. (`ensure_prepared` also compares checksums before a run starts.)
+    the ids. (`ensure_prepared_corpus` also compares checksums before a run starts.)
     """
     manifest = read_manifest(directory)
     arrays, maps = {}, []
@@ -178,36 +158,11 @@ def load_prepared(directory: Path) -> MappedCorpus:
     return data
 
 
-def describe(manifest: dict[str, Any]) -> str:
-    """The corpus statistics people check before spending GPU hours, as a small table."""
-    c, stats = manifest["counts"], manifest["stats"]
-    limits = manifest["made_from"]["filter"]
-    ratio = limits["max_len_ratio"]
-    rows = [
-        f"pairs: {c['read']:,} read, {c['kept']:,} kept; dropped {c['empty']:,} with an empty side, "
-        f"{c['too_long']:,} longer than {limits['max_len']} tokens, "
-        + (f"{c['bad_ratio']:,} with length ratio > {ratio:g}" if ratio else "no length-ratio filter"),
-        f"{'':<18}{'source':>12}{'target':>12}",
-    ]
-    fields = [
-        ("tokens", lambda s: f"{s['tokens']:,}"),
-        ("tokens per pair", lambda s: f"{s['mean']:.1f}"),
-        ("length p50", lambda s: str(s["p50"])),
-        ("length p90", lambda s: str(s["p90"])),
-        ("length p99", lambda s: str(s["p99"])),
-        ("length max", lambda s: str(s["max"])),
-        ("<unk> pieces", lambda s: f"{100 * s['unk_share']:.3f}%"),
-    ]
-    for label, show in fields:
-        rows.append(f"{label:<18}{show(stats['src']):>12}{show(stats['tgt']):>12}")
-    return "\n".join(rows)
-
-
 # ---- making it ----------------------------------------------------------------------------------
 
 
-def _prepare(
-    cfg: Config, directory: Path, wanted: dict[str, Any], models: tuple[Path, Path], workers: int
+def _encode_into(
+    directory: Path, cfg: Config, wanted: dict[str, Any], tokenizer_dir: Path, workers: int
 ) -> dict[str, Any]:
     """Encode into a temporary directory, then swap the arrays in and write the manifest last."""
     for stale in directory.glob(".tmp-*"):  # left by a prepare that was killed (we hold the lock)
@@ -216,12 +171,13 @@ def _prepare(
     try:
         corpus = encode_corpus(
             list(zip(cfg.data.train_src, cfg.data.train_tgt)),
-            models,
+            tokenizer_dir,
+            cfg.tokenizer.joint,
             length_filter(cfg),
             scratch,
             workers,
         )
-        manifest = _manifest(cfg, wanted, corpus)
+        manifest = new_manifest(cfg, wanted, corpus)
         (directory / MANIFEST).unlink(missing_ok=True)
         for name in ARRAYS:
             os.replace(scratch / f"train.{name}", directory / f"train.{name}")
@@ -230,68 +186,6 @@ def _prepare(
         shutil.rmtree(scratch, ignore_errors=True)
     log.info("prepared %s pairs in %s", f"{manifest['pairs']:,}", directory)
     return manifest
-
-
-def _manifest(cfg: Config, wanted: dict[str, Any], corpus: EncodedCorpus) -> dict[str, Any]:
-    return {
-        "made_from": wanted,
-        "sources": {"train_src": list(cfg.data.train_src), "train_tgt": list(cfg.data.train_tgt)},
-        "pairs": corpus.counts["kept"],
-        "arrays": corpus.arrays,
-        "counts": corpus.counts,
-        "stats": corpus.stats,
-    }
-
-
-# ---- checking it --------------------------------------------------------------------------------
-
-
-def _stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
-    """Why the prepared corpus in `directory` cannot be used as it is, or None when it can."""
-    if not (directory / MANIFEST).is_file():
-        return "no prepared corpus there yet"
-    try:
-        manifest = read_manifest(directory)
-        have = manifest["made_from"]
-        arrays = manifest["arrays"]
-    except (DataError, KeyError, TypeError):
-        return f"{MANIFEST} is unreadable"
-    if have.get("format") != wanted["format"]:
-        return f"it was made by another version of s2s (format {have.get('format')}, now {FORMAT})"
-    changed = [
-        f"{key} changed"
-        for key in sorted(set(have["text"]) | set(wanted["text"]))
-        if have["text"].get(key) != wanted["text"].get(key)
-    ]
-    if have.get("tokenizer") != wanted["tokenizer"]:
-        changed.append("the tokenizer changed")
-    if have.get("task", "translate") != wanted["task"]:
-        changed.append(f"model.task changed: {have.get('task', 'translate')} -> {wanted['task']}")
-    for key, value in wanted["filter"].items():
-        if have["filter"].get(key) != value:
-            changed.append(f"data.{key} changed: {have['filter'].get(key)} -> {value}")
-    if changed:
-        return ", ".join(changed)
-    for name in ARRAYS:
-        path = directory / f"train.{name}"
-        if not path.is_file():
-            return f"{path.name} is missing"
-        size, expected = path.stat().st_size, arrays[name]["bytes"]
-        if size != expected:
-            return f"{path.name} is truncated or changed ({size} bytes, the manifest says {expected})"
-        if file_sha256(path) != arrays[name]["sha256"]:
-            return f"{path.name} is corrupt (its checksum differs from the manifest's)"
-    return None
-
-
-def read_manifest(directory: Path) -> dict[str, Any]:
-    path = directory / MANIFEST
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"no prepared corpus in {directory}: run `s2s prepare CONFIG`") from None
-    except (OSError, ValueError) as e:
-        raise DataError(f"{path} is unreadable ({e}): run `s2s prepare CONFIG` again") from None
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import sentencepiece as spm
@@ -86,17 +87,39 @@ class Tokenizer:
 
 @dataclass(frozen=True)
 class TokenizerPair:
-    """Source and target tokenizers (the same object when the vocabulary is joint).
+    """What reads and writes each side of a run's pairs, and the task they were made for.
 
-    A reader's target side is its label set.
+    `task` is "translate": `tgt` is a `Tokenizer` (the same object as `src` when the vocabulary is
+    joint); or a reader's "classify" or "tag", as its label set says: `tgt` is that `Labels`, which
+    shares a tokenizer's `encode`, `decode` and `vocab_size`. `load_tokenizers` decides it once, from
+    the files; code below asks `task`, never the type of `tgt`.
     """
 
     src: Tokenizer
     tgt: Tokenizer | Labels
+    task: str
 
     @property
     def joint(self) -> bool:
         return self.src is self.tgt
+
+    @property
+    def labels(self) -> Labels:
+        """A reader's label set (its target side)."""
+        assert self.task != "translate", "a translation's pair has no label set"
+        return cast(Labels, self.tgt)
+
+    def target_ids(
+        self, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int = -1
+    ) -> list[list[int]]:
+        """What the model must predict for each target line, given its source's ids.
+
+        A translation's target pieces; a reader's label ids (classify: one per line; tag: one per
+        source piece, PAD off a word's first piece: `Labels.targets`).
+        """
+        if self.task == "translate":
+            return self.tgt.encode(lines, threads)
+        return self.labels.targets(sources, lines, self.src.word_starts())
 
 
 def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
@@ -114,17 +137,14 @@ def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
     return files
 
 
-def load_vocabulary(path: Path) -> Tokenizer | Labels:
-    """A SentencePiece model, or a reader's label set."""
-    return Labels.load(path) if path.name == LABELS_FILE else Tokenizer(path)
-
-
 def load_tokenizers(directory: Path, joint: bool) -> TokenizerPair:
+    """The tokenizers in `directory`; with a label set there, a reader's pair of the set's task."""
     files = tokenizer_files(directory, joint)
     src = Tokenizer(files["joint"] if joint else files["src"])
     if "labels" in files:
-        return TokenizerPair(src, Labels.load(files["labels"]))
-    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]))
+        labels = Labels.load(files["labels"])
+        return TokenizerPair(src, labels, labels.task)
+    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]), "translate")
 
 
 def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
@@ -135,9 +155,9 @@ def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
 
 def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
     """Copy another run's tokenizer model(s) into `target`; one already there must be identical."""
+    load_tokenizers(source, joint)  # missing or unreadable: a clear error
     target.mkdir(parents=True, exist_ok=True)
     for name, path in tokenizer_files(source, joint).items():
-        load_vocabulary(path)  # missing or unreadable: a clear error
         copy = tokenizer_files(target, joint)[name]
         if copy.is_file() and file_sha256(copy) != file_sha256(path):
             raise RunDirError(f"{copy} differs from {path}, the tokenizer of the weights to start from")
@@ -145,7 +165,7 @@ def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
         log.info("tokenizer %s copied from %s", copy.name, path)
 
 
-def prepare_tokenizers(
+def train_or_load_tokenizers(
     cfg: TokenizerConfig,
     src_files: Sequence[Path],
     tgt_files: Sequence[Path],
@@ -160,11 +180,11 @@ def prepare_tokenizers(
     SentencePiece model, trained on the source text, and a label set built from the targets.
     """
     files = tokenizer_files(directory, cfg.joint)
-    reads = task != "translate"
-    if reads:
+    targets_are_labels = task != "translate"
+    if targets_are_labels:
         files.setdefault("labels", directory / LABELS_FILE)
     corpora = {
-        "joint": list(src_files) if reads else [*src_files, *tgt_files],
+        "joint": list(src_files) if targets_are_labels else [*src_files, *tgt_files],
         "src": list(src_files),
         "tgt": list(tgt_files),
     }

@@ -16,7 +16,6 @@ from seq2seq.config import DecodeConfig
 from seq2seq.decoding.reading import read
 from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
 from seq2seq.device import autocast
-from seq2seq.errors import Seq2SeqError
 from seq2seq.special import EOS
 
 
@@ -74,12 +73,9 @@ def _one_core_each(threads: int) -> Iterator[Callable[..., Iterator]]:
         torch.set_num_threads(before)
 
 
-def search_settings(decode: DecodeConfig, **overrides: object) -> SearchSettings:
-    """Search settings from a decode config, with overrides (None values are ignored).
-
-    Sampling draws one hypothesis: it implies beam 1, and refuses a larger beam or n-best.
-    """
-    base = dict(
+def config_search(decode: DecodeConfig) -> SearchSettings:
+    """The search settings a run's `decode` config gives, before any command line asks for more."""
+    return SearchSettings(
         beam=decode.beam,
         length_penalty=decode.length_penalty,
         max_len_a=decode.max_len_a,
@@ -87,12 +83,3 @@ def search_settings(decode: DecodeConfig, **overrides: object) -> SearchSettings
         min_len=decode.min_len,
         no_repeat_ngram=decode.no_repeat_ngram,
     )
-    given = {k: v for k, v in overrides.items() if v is not None}
-    if given.get("sampling"):
-        if given.get("beam", 1) > 1 or given.get("nbest", 1) > 1:
-            raise Seq2SeqError(
-                "--sampling draws one translation per line: use it without --beam N or --nbest N"
-            )
-        base["beam"] = 1
-    base.update(given)
-    return SearchSettings(**base)

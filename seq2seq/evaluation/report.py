@@ -23,13 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seq2seq.errors import EvaluateError
-from seq2seq.evaluation.metrics import (
-    Evaluation,
-    MetricOptions,
-    evaluation_record,
-    score_cell,
-)
-from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
+from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.evaluation.record import Evaluation, evaluation_record, score_cell
 from seq2seq.files import write_text
 from seq2seq.rundir import RunDir
 from seq2seq.translate.attention import AttentionMap, attention_map
@@ -254,10 +249,11 @@ def write_report(
     e = evaluation
     setup = {k: v for k, v in evaluation_record(e).items() if k not in ("systems", "bootstrap")}
     parts = [scores_section(e), "<h2>Setup</h2>", f"<pre>{html.escape(json.dumps(setup, indent=2))}</pre>"]
-    curves = learning_curves_figure(RunDir(e.run_dir).read_metrics()) if e.run_dir else None
+    run_dir = e.made_by.run_dir
+    curves = learning_curves_figure(RunDir(run_dir).read_metrics()) if run_dir else None
     if curves is not None:
         parts += ["<h2>Learning curves</h2>", image(curves, "learning curves")]
-    if isinstance(e.options, ReaderMetricOptions):  # labels: where they go wrong, not BLEU or attention
+    if e.task != "translate":  # labels: where they go wrong, not BLEU or attention
         parts += confusion_sections(e)
         return _write_page(directory, parts)
     sentences, random_lines = sentences_section(e, examples, seed)

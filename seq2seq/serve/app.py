@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import seq2seq.serve
 from seq2seq.config import Config
-from seq2seq.decoding.search import SearchSettings
 from seq2seq.models.build import build_model
 from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.limits import (
@@ -34,9 +33,10 @@ from seq2seq.serve.limits import (
     Limits,
     add_error_handlers,
     check_lines,
-    request_settings,
+    request_search,
 )
 from seq2seq.translate.attention import attention_map
+from seq2seq.translate.options import DecodeOptions, DecodeOverrides
 from seq2seq.translate.translator import Translator
 
 # the page may run its own inline script and style and talk to this server, and nothing else
@@ -48,10 +48,9 @@ PAGE_POLICY = (
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """How `s2s serve` decodes: default search settings, batching window and token budget."""
+    """How `s2s serve` decodes: the command line's decode options, the batching window, the limits."""
 
-    search: SearchSettings  # the run's decode config with the command line's overrides
-    max_tokens: int  # beam-expanded source tokens per decode call
+    asked: DecodeOverrides  # over the run's decode config; a request may ask for another beam and n-best
     window_s: float  # how long the batcher waits for more requests before decoding
     limits: Limits = Limits()
     cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: CORS off)
@@ -65,7 +64,7 @@ class TranslateRequest(BaseModel):
     scores: bool = Field(False, description="Also return the score of each best translation.")
 
 
-class Hypothesis(BaseModel):
+class HypothesisJSON(BaseModel):
     text: str
     score: float
 
@@ -73,7 +72,7 @@ class Hypothesis(BaseModel):
 class TranslateResponse(BaseModel):
     translations: list[str]  # the best translation of each line ("" for an empty line)
     scores: list[float] | None = None  # with "scores": true
-    nbest: list[list[Hypothesis]] | None = None  # with "nbest" > 1
+    nbest: list[list[HypothesisJSON]] | None = None  # with "nbest" > 1
 
 
 class AttentionRequest(BaseModel):
@@ -97,11 +96,10 @@ def create_app(
     With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
     the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
     """
-    limits = settings.limits
-    task = translator.config.model.task
-    reads = task if task != "translate" else ""  # a reader's task: classify or tag
-    batcher = Batcher(translator, settings.window_s, settings.max_tokens)
-    info = server_info(translator, settings, run_name)
+    limits, task = settings.limits, translator.task
+    defaults = translator.options(settings.asked)
+    batcher = Batcher(translator, settings.window_s, defaults.max_tokens)
+    info = server_info(translator, settings, defaults, run_name)
     page = resources.files(seq2seq.serve).joinpath("static/index.html").read_text(encoding="utf-8")
 
     @asynccontextmanager
@@ -156,15 +154,15 @@ def create_app(
     @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True)
     async def translate(request: TranslateRequest) -> TranslateResponse:
         """Translate lines: one translation per line, in order; an empty line gives ""."""
-        search = request_settings(settings.search, request.beam, request.nbest, limits)
-        if request.nbest > 1 and reads:
-            raise ApiError(422, f"nbest: a {reads} model gives one answer per line")
+        search = request_search(settings.asked, translator.config.decode, request.beam, request.nbest, limits)
+        if request.nbest > 1 and task != "translate":
+            raise ApiError(422, f"nbest: a {task} model gives one answer per line")
         check_lines(request.text, limits)
         results = await answer(batcher.translate(request.text, search))
         return TranslateResponse(
             translations=[r.texts[0] for r in results],
             scores=[r.scores[0] for r in results] if request.scores else None,
-            nbest=[[Hypothesis(text=t, score=s) for t, s in zip(r.texts, r.scores)] for r in results]
+            nbest=[[HypothesisJSON(text=t, score=s) for t, s in zip(r.texts, r.scores)] for r in results]
             if request.nbest > 1
             else None,
         )
@@ -173,15 +171,14 @@ def create_app(
     async def attention(request: AttentionRequest) -> AttentionResponse:
         """Cross-attention of one sentence (last decoder layer, mean over heads), teacher-forced on
         its translation."""
-        if reads:
-            raise ApiError(422, f"a {reads} model reads without cross-attention: there is none to draw")
+        if task != "translate":
+            raise ApiError(422, f"a {task} model reads without cross-attention: there is none to draw")
         check_lines([request.text], limits, field="text")
         if not request.text.strip():
             raise ApiError(422, "text: give a sentence to draw the attention of")
         translation = request.translation
         if translation is None:
-            search = dataclasses.replace(settings.search, nbest=1)
-            translation = (await answer(batcher.translate([request.text], search)))[0].texts[0]
+            translation = (await answer(batcher.translate([request.text], defaults.search)))[0].texts[0]
         else:
             check_lines([translation], limits, field="translation")
         found = await answer(batcher.call(lambda: attention_map(translator, request.text, translation)))
@@ -195,10 +192,11 @@ def create_app(
     return app
 
 
-def server_info(translator: Translator, settings: ServerSettings, run_name: str) -> dict[str, Any]:
+def server_info(
+    translator: Translator, settings: ServerSettings, defaults: DecodeOptions, run_name: str
+) -> dict[str, Any]:
     """What /info reports (and the page shows)."""
-    cfg = translator.config
-    search = settings.search
+    cfg, search = translator.config, defaults.search
     return {
         "run": run_name,
         "checkpoints": [p.name for p in translator.checkpoints],
@@ -211,7 +209,7 @@ def server_info(translator: Translator, settings: ServerSettings, run_name: str)
             "max_len_b": search.max_len_b,
             "min_len": search.min_len,
             "no_repeat_ngram": search.no_repeat_ngram,
-            "max_tokens": settings.max_tokens,
+            "max_tokens": defaults.max_tokens,
             "batch_window_ms": settings.window_s * 1000,
         },
         "limits": dataclasses.asdict(settings.limits),

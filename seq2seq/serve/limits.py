@@ -2,7 +2,7 @@
 
 Every error is JSON `{"error": "..."}` with a 4xx status that says what to change: 400 a body that is
 not JSON (or not UTF-8), 413 too large (body, lines, characters), 422 a field that is missing, of the
-wrong type, unknown or out of range, 408 no answer within the timeout (raised by `api`).
+wrong type, unknown or out of range, 408 no answer within the timeout (raised by `app`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from seq2seq.config import DecodeConfig
 from seq2seq.decoding.search import SearchSettings
+from seq2seq.translate.options import DecodeOverrides, decode_options
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -47,12 +49,15 @@ class ApiError(Exception):
         self.status, self.message = status, message
 
 
-def request_settings(base: SearchSettings, beam: int | None, nbest: int, limits: Limits) -> SearchSettings:
-    """The server's search settings with a request's beam and n-best (a beam below n-best grows to it)."""
-    beam = beam or base.beam
-    if max(beam, nbest) > limits.max_beam:
+def request_search(
+    server: DecodeOverrides, decode: DecodeConfig, beam: int | None, nbest: int, limits: Limits
+) -> SearchSettings:
+    """The search of one request: its beam and n-best over the server's, merged as a command line is."""
+    asked = dataclasses.replace(server, beam=beam or server.beam, nbest=nbest)
+    search = decode_options(asked, decode).search  # its beam is at least the n-best
+    if search.beam > limits.max_beam:
         raise ApiError(422, f"beam and nbest may be at most {limits.max_beam} (the server's --max-beam)")
-    return dataclasses.replace(base, beam=max(beam, nbest), nbest=nbest)
+    return search
 
 
 def check_lines(lines: list[str], limits: Limits, field: str = "text") -> None:

@@ -12,7 +12,7 @@ from seq2seq.training.distributed import DistInfo
 
 
 class Position(Protocol):
-    """Where in the order training stands (`seq2seq.training.trainer.Progress` is one)."""
+    """Where in the order training stands (`seq2seq.training.state.Progress` is one)."""
 
     epoch: int
     next_batch: int

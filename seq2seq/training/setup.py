@@ -1,92 +1,196 @@
-"""Before training starts: the run directory locked and checked, the tokenizer and the prepared
-corpus ready, the inputs recorded.
+"""Before training starts: the run directory claimed, then the run's inputs prepared, each check once.
 
-Rank 0 does the work, in an order that writes nothing until every check has passed; every rank
-then loads the tokenizer (and maps the prepared corpus, in `seq2seq.training.trainer`).
+    plan (`seq2seq.training.plan`) -> claim (lock, check, save the config) -> prepare the inputs
+    (tokenizers, the prepared corpus, checksums, validation pairs, fine-tuning weights) -> `RunInputs`
+
+Rank 0 claims and prepares, in an order that writes nothing until every check of the claim has passed;
+a failure there is shared with the other ranks, so under torchrun they stop too instead of waiting for
+it. Every rank then loads what rank 0 made.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from seq2seq.checkpoint import check_can_init, init_source, load_checkpoint
+from seq2seq.checkpoint import check_fits_run, load_checkpoint
 from seq2seq.config import Config, save_config
-from seq2seq.data.prepared import ensure_prepared
+from seq2seq.data.parallel import encode_eval_pairs
+from seq2seq.data.prepared import ensure_prepared_corpus, prepared_corpus_dir
 from seq2seq.data.tokenizer import (
     TokenizerPair,
     copy_tokenizers,
     load_tokenizers,
-    prepare_tokenizers,
     tokenizer_checksums,
+    train_or_load_tokenizers,
 )
 from seq2seq.device import resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
 from seq2seq.special import CLS_PIECE, SEP_PIECE
 from seq2seq.training.distributed import DistInfo, any_rank, local_device_name
+from seq2seq.training.plan import RunPlan, ValidText
+from seq2seq.training.validation import ValidSet
 
 
-def prepare_run(
-    cfg: Config,
-    run: RunDir,
-    info: DistInfo,
-    mode: tuple[bool, bool],
-    config_file: Path,
-    hold: contextlib.ExitStack,
-    on_run_dir_ready: Callable[[], None],
-    corpus_workers: int | None = 0,
-) -> TokenizerPair:
-    """Rank 0 locks and checks the run directory and prepares the tokenizer; then every rank loads it.
+@dataclass(frozen=True)
+class Claim:
+    """A run directory held for one command, checked against its plan, its config saved."""
 
-    Unless `corpus_workers` is None, rank 0 also makes sure the prepared corpus matches the data and
-    the tokenizer, encoding it anew with that many processes if not (0: one per core;
-    `seq2seq.data.prepared`).
-    `mode` is (resume, overwrite). The lock is held until `hold` closes. `on_run_dir_ready` is
-    called on rank 0 once the directory may be written to (to start its log).
-    A run that already has weights keeps its tokenizer: a missing or changed one is an error, never
-    a silent retrain. A failure on rank 0 is shared with the other ranks, so under torchrun they stop
-    too instead of waiting for it.
+    plan: RunPlan
+    data_sums: dict[str, str]  # sha256 of each data file, by rank 0 (the other ranks never read them)
+    tokenizer_sums: dict[str, str]  # of the tokenizer files the claim checked, by rank 0; {} if none
+
+
+@dataclass(frozen=True)
+class InitWeights:
+    """Fine-tuning: the checkpoint to start from, read and checked against the run."""
+
+    path: Path
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything training reads besides the config, made or checked once."""
+
+    tokenizers: TokenizerPair
+    tokenizer_sums: dict[str, str]  # sha256 of each tokenizer file, as recorded in inputs.json
+    corpus_dir: Path  # the prepared (memory-mapped) training corpus
+    valid: ValidSet
+    init: InitWeights | None  # fine-tuning (train.init_from, not on resume)
+
+
+@contextlib.contextmanager
+def claim(plan: RunPlan, info: DistInfo) -> Iterator[Claim]:
+    """Hold the run directory until the command ends: rank 0 locks it, checks it, saves the config.
+
+    A refused claim writes nothing. `--overwrite` clears the old run only once every check here has
+    passed (`_replace_old_run`).
     """
-    resume, overwrite = mode
+    with contextlib.ExitStack() as held:
+        claimed = Claim(plan, {}, {})
+        with shared_failure(info, plan.cfg):
+            if info.is_main:
+                held.enter_context(plan.run.locked())  # one trainer per run directory
+                claimed = _check_and_save(plan)
+        yield claimed
+
+
+def _check_and_save(plan: RunPlan) -> Claim:
+    """The claim's checks, then its writes (the config first)."""
+    cfg, run = plan.cfg, plan.run
+    check_run_dir(run, cfg, plan.mode, plan.config_file)
+    data = data_checksums(cfg)
+    tokenizer: dict[str, str] = {}
+    if plan.mode == "overwrite":
+        _replace_old_run(run)
+    else:
+        tokenizer = check_run_inputs(cfg, run, plan.mode == "resume", data)
+    save_config(cfg, run.config_file)  # the first write of a fresh run: every check above has passed
+    run.check_writable()
+    return Claim(plan, data, tokenizer)
+
+
+def _replace_old_run(run: RunDir) -> None:
+    """`--overwrite`: the old run goes, after every check of the claim has passed.
+
+    The one place that removes a run; moving it aside instead, to put it back when preparing the
+    inputs refuses, is the seam for making a refused `--overwrite` change nothing.
+    """
+    run.clear()
+
+
+def prepare_inputs(claim: Claim, valid: ValidText, info: DistInfo) -> RunInputs:
+    """`s2s train`: rank 0 makes the tokenizer and the prepared corpus; every rank loads the inputs."""
+    with shared_failure(info, claim.plan.cfg):
+        if info.is_main:
+            _prepare_corpus(claim, _prepare_tokenizers(claim), workers=0)
+    return _load_inputs(claim.plan, valid)
+
+
+def prepare_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
+    """`s2s train --tokenizer-only`: rank 0 makes the tokenizer; every rank loads it."""
+    with shared_failure(info, claim.plan.cfg):
+        if info.is_main:
+            _prepare_tokenizers(claim)
+    return load_tokenizers(claim.plan.run.tokenizer_dir, claim.plan.cfg.tokenizer.joint)
+
+
+def prepare_corpus(claim: Claim, workers: int) -> Path:
+    """`s2s prepare` (one process): the tokenizer and the prepared corpus; returns the corpus directory.
+
+    `workers` encoding processes (0: one per core; `seq2seq.data.prepared`).
+    """
+    with shared_failure(DistInfo(), claim.plan.cfg):
+        _prepare_corpus(claim, _prepare_tokenizers(claim), workers)
+    return prepared_corpus_dir(claim.plan.cfg)
+
+
+def _prepare_tokenizers(claim: Claim) -> dict[str, str]:
+    """Rank 0: copy (fine-tuning), train or load the tokenizers, record their checksums and the data's.
+
+    A run that already has weights keeps its tokenizer: a missing one is an error, never a silent
+    retrain. Returns the tokenizer checksums.
+    """
+    plan = claim.plan
+    cfg, run = plan.cfg, plan.run
+    if plan.init is not None:  # fine-tuning: the weights come with their tokenizer
+        copy_tokenizers(plan.init.run.tokenizer_dir, run.tokenizer_dir, cfg.tokenizer.joint)
+    train_or_load_tokenizers(
+        cfg.tokenizer,
+        list(map(Path, cfg.data.train_src)),
+        list(map(Path, cfg.data.train_tgt)),
+        run.tokenizer_dir,
+        plan.mode != "resume",
+        cfg.model.task,
+    )
+    check_fits_arch(cfg, load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint))
+    tokenizer = claim.tokenizer_sums
+    if plan.mode != "resume":  # a resumed run's tokenizer is the one the claim checked: nothing remade it
+        tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+    run.record_inputs(tokenizer=tokenizer, data=claim.data_sums)
+    return tokenizer
+
+
+def _prepare_corpus(claim: Claim, tokenizer_sums: dict[str, str], workers: int) -> None:
+    """Rank 0: the prepared corpus matches the data and the tokenizer, encoded anew if not."""
+    cfg = claim.plan.cfg
+    ensure_prepared_corpus(cfg, claim.plan.run.tokenizer_dir, claim.data_sums, tokenizer_sums, workers)
+
+
+def _load_inputs(plan: RunPlan, valid: ValidText) -> RunInputs:
+    """Every rank: the tokenizers rank 0 made, the validation pairs and the fine-tuning weights."""
+    cfg, run = plan.cfg, plan.run
+    tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+    sums = run.read_inputs().get("tokenizer", {})  # rank 0 has just recorded them
+    max_len = cfg.data.max_len
+    pairs = encode_eval_pairs(tokenizers, valid.src, valid.tgt, max_len, valid.src_path, valid.tgt_path)
+    init = None
+    if plan.init is not None:
+        state = load_checkpoint(plan.init.checkpoint)
+        check_fits_run(state, plan.init.checkpoint, cfg, sums)
+        init = InitWeights(plan.init.checkpoint, state)
+    return RunInputs(tokenizers, sums, prepared_corpus_dir(cfg), ValidSet(pairs, valid.src, valid.tgt), init)
+
+
+@contextlib.contextmanager
+def shared_failure(info: DistInfo, cfg: Config) -> Iterator[None]:
+    """A user error raised in the block (by rank 0) is raised on every rank, after they all agree."""
     error: Exception | None = None
-    if info.is_main:
-        try:
-            hold.enter_context(run.locked())  # one trainer per run directory, until the command ends
-            init = init_source(cfg) if cfg.train.init_from and not resume else None
-            if init is not None:
-                check_can_init(init, cfg)
-            check_run_dir(run, cfg, resume, overwrite, config_file)
-            data = data_checksums(cfg)
-            check_run_inputs(cfg, run, resume, data)
-            save_config(cfg, run.config_file)  # the first write: every check above has passed
-            run.check_writable()
-            on_run_dir_ready()
-            if init is not None:  # fine-tuning: the weights come with their tokenizer
-                copy_tokenizers(init.run.tokenizer_dir, run.tokenizer_dir, cfg.tokenizer.joint)
-            prepare_tokenizers(
-                cfg.tokenizer,
-                list(map(Path, cfg.data.train_src)),
-                list(map(Path, cfg.data.train_tgt)),
-                run.tokenizer_dir,
-                not resume,
-                cfg.model.task,
-            )
-            check_fits_arch(cfg, load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint))
-            tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-            run.record_inputs(tokenizer=tokenizer, data=data)
-            if corpus_workers is not None:
-                ensure_prepared(cfg, run.tokenizer_dir, data, tokenizer, corpus_workers)
-        except (Seq2SeqError, OSError) as e:
-            error = e
+    try:
+        yield
+    except (Seq2SeqError, OSError) as e:
+        error = e
     device = resolve_device(local_device_name(cfg.train.device, info))
     (failed,) = any_rank([error is not None], info, device)
     if error is not None:
         raise error
     if failed:
         raise RunDirError("rank 0 could not prepare the run directory (its error is above)")
-    return load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
 
 
 def check_fits_arch(cfg: Config, tokenizers: TokenizerPair) -> None:
@@ -102,22 +206,24 @@ def check_fits_arch(cfg: Config, tokenizers: TokenizerPair) -> None:
                 f"model.arch: {m.arch} needs a tokenizer with the {piece} symbol, and {src.path} was "
                 "trained without it (by an older s2s): train a new run"
             )
-    labels = getattr(tokenizers.tgt, "task", "translate")
-    if labels != m.task:
+    if tokenizers.task != m.task:
         raise RunDirError(
-            f"the run's tokenizer directory is for task {labels}, the config says model.task: {m.task}; "
+            f"the run's tokenizer directory is for task {tokenizers.task}, the config says "
+            f"model.task: {m.task}; "
             "train a new run (--overwrite)"
         )
 
 
-def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str]) -> None:
+def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str]) -> dict[str, str]:
     """The tokenizer and data still are what the run was made from (its weights depend on them).
 
     On resume the tokenizer must be there, readable and the one the checkpoints were trained with,
     and the training files must not have changed. Before a first training step, a tokenizer left by
-    an earlier `--tokenizer-only` must be the one that stage made.
+    an earlier `--tokenizer-only` must be the one that stage made. Returns the checksums of the
+    tokenizer files it checked ({} when there was no tokenizer to check).
     """
     recorded = run.read_inputs()
+    tokenizer: dict[str, str] = {}
     if resume:
         load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)  # missing or corrupt: a clear error
         last = load_checkpoint(run.checkpoint_path("last"), mmap=True)  # Trainer.resume reads the tensors
@@ -125,6 +231,7 @@ def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str
         check_same_inputs("tokenizer", last.get("tokenizer_sha256", {}), tokenizer, "the run's checkpoints")
         train_data = {k: v for k, v in recorded.get("data", {}).items() if k.startswith("train_")}
         check_same_inputs("training data", train_data, data, "the start of the run")
-    else:
+    elif stage := recorded.get("tokenizer", {}):  # an earlier `--tokenizer-only` recorded its tokenizer
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-        check_same_inputs("tokenizer", recorded.get("tokenizer", {}), tokenizer, "the tokenizer stage")
+        check_same_inputs("tokenizer", stage, tokenizer, "the tokenizer stage")
+    return tokenizer

@@ -1,42 +1,32 @@
 """The training loop: token batches -> label-smoothed loss -> AdamW steps, validation, checkpoints.
 
-The trainer meets the model only through `TrainingLoss`: (src, tgt_in, tgt_out) -> summed loss.
+The trainer meets the model only through `TrainingLoss`: (src, tgt_in, tgt_out) -> summed loss. What a
+checkpoint holds and how a resumed run takes it back is `seq2seq.training.state`'s; the CPU's
+`precision: auto` probe is `seq2seq.training.precision`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
+import functools
 import logging
-import math
 import sys
 import time
-from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from seq2seq.checkpoint import (
-    check_fits_run,
-    checkpoint_inputs,
-    inference_weights,
-    init_source,
-    load_checkpoint,
-    save_training_state,
-)
+from seq2seq.checkpoint import checkpoint_inputs, load_checkpoint, save_training_state
 from seq2seq.config import Config
-from seq2seq.data.parallel import Batch, ParallelData, load_eval_pairs
-from seq2seq.data.prepared import describe, load_prepared, prepared_dir, read_manifest
-from seq2seq.data.tokenizer import TokenizerPair, tokenizer_checksums
-from seq2seq.device import autocast, autocast_dtype, faster_cpu_dtype, grad_scaler, resolve_device
-from seq2seq.errors import TrainingDiverged
-from seq2seq.models.build import Model, build_model
-from seq2seq.models.encoder_decoder import count_parameters
+from seq2seq.data.manifest import describe, read_manifest
+from seq2seq.data.parallel import Batch, ParallelData
+from seq2seq.data.prepared import load_prepared
+from seq2seq.data.tokenizer import TokenizerPair
+from seq2seq.device import autocast, autocast_dtype, resolve_device
+from seq2seq.models.build import Model
 from seq2seq.rundir import RunDir
 from seq2seq.training.distributed import (
     DistInfo,
@@ -46,42 +36,27 @@ from seq2seq.training.distributed import (
     broadcast_from_main,
     local_device_name,
 )
+from seq2seq.training.divergence import check_finite
 from seq2seq.training.interrupt import StopRequest
 from seq2seq.training.log import TrainLog
 from seq2seq.training.loss import TrainingLoss
-from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.training.order import BatchOrder
-from seq2seq.training.rngstate import gather_rng_states, set_rng_state
+from seq2seq.training.plan import RunPlan
+from seq2seq.training.precision import choose_cpu_precision, probe_step
+from seq2seq.training.setup import RunInputs
+from seq2seq.training.state import Progress, TrainingState, initial_model
 from seq2seq.training.throughput import ThroughputMeter
 from seq2seq.training.validation import ValidResult, ValidSet, validate
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Progress:
-    """Where training stands; saved in every checkpoint so a resumed run continues exactly."""
-
-    step: int = 0
-    epoch: int = 0
-    next_batch: int = 0  # index of the next batch in this rank's order for `epoch`
-    best: float | None = None  # best validation score so far (lower is better; BLEU is negated)
-    bad_validations: int = 0  # validations in a row without improvement
-    interval_loss: float = 0.0  # label-smoothed loss summed since the last log line
-    interval_tokens: int = 0
-    train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
-    best_metric: str = ""  # what `best` measures
-    inference: str = "raw"  # weights that validated better last time: "raw", or "ema" (the average)
-    precision: str = ""  # what `precision: auto` measured on a CPU at the start of the run
-    batching: str = ""  # what this epoch's batch order was made for (`BatchOrder.describe`)
-
-
 class Trainer:
-    """One training run: set-up, one optimizer step, the loop, validation and checkpoint state.
+    """One training run: set-up, one optimizer step, the loop, validation and saving checkpoints.
 
     What it delegates: the order of the batches (`BatchOrder`), what is logged and recorded
-    (`TrainLog`), the loss (`TrainingLoss`), validation itself (`validate`), writing checkpoints
-    (`save_training_state`) and random-state bookkeeping (`seq2seq.training.rngstate`).
+    (`TrainLog`), the loss (`TrainingLoss`), validation itself (`validate`), what a checkpoint holds
+    (`TrainingState`), writing checkpoints (`save_training_state`) and the CPU precision probe.
     """
 
     def __init__(
@@ -90,11 +65,13 @@ class Trainer:
         run: RunDir,
         model: Model,
         tokenizers: TokenizerPair,
+        tokenizer_sums: dict[str, str],
         train_data: ParallelData,
         valid: ValidSet,
         info: DistInfo,
         device_name: str,
     ) -> None:
+        """`tokenizer_sums`: the sha256 of each tokenizer file (`RunInputs`), recorded in each checkpoint."""
         self.cfg, self.tcfg, self.run, self.info = cfg, cfg.train, run, info
         self.device = resolve_device(device_name)
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
@@ -108,47 +85,20 @@ class Trainer:
         if self.tcfg.compile:
             self.net = torch.compile(self.net, dynamic=True)
         self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
-        self.optimizer = build_optimizer(self.model, self.tcfg)
-        self.scheduler = build_scheduler(self.optimizer, self.tcfg)
-        self.scaler = grad_scaler(self.device, self.dtype)
-        self.ema = WeightAverage(self.model, self.tcfg.ema_decay) if self.tcfg.ema_decay > 0 else None
         self.order = BatchOrder(train_data.costs(), self.tcfg, info)
+        batching = self.order.describe()
+        self.state = TrainingState.start(self.model, self.tcfg, self.device, self.dtype, batching)
         self.records = TrainLog(run, self.tcfg, info, self.device)
-        self.progress = Progress(best_metric=self.tcfg.best_metric, batching=self.order.describe())
         self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
-        self.step_lr = self.optimizer.param_groups[0]["lr"]
-        # config and tokenizer checksums, the same in every checkpoint of the run
-        self.origin = checkpoint_inputs(cfg, run.read_inputs().get("tokenizer", {}))
+        self.step_lr = self.state.optimizer.param_groups[0]["lr"]
+        self.origin = checkpoint_inputs(cfg, tokenizer_sums)  # the same in every checkpoint of the run
         self.stop = StopRequest()
         torch.manual_seed(self.tcfg.seed + info.rank)
 
-    def _choose_cpu_precision(self) -> None:
-        """`precision: auto` on a CPU: bf16 only if a timed probe of this model says it is faster.
-
-        Rank 0 measures and every rank follows it; a resumed run keeps the choice it started with.
-        """
-        p = self.progress
-        if not p.precision:
-            bf16 = 0.0
-            if self.info.is_main:
-                dtype, reason = faster_cpu_dtype(self._probe_step)
-                log.info("precision auto on this CPU: %s", reason)
-                bf16 = float(dtype is torch.bfloat16)
-            p.precision = "bf16" if broadcast_from_main(bf16, self.info, self.device) else "fp32"
-        self.dtype = torch.bfloat16 if p.precision == "bf16" else None
-
-    def _probe_step(self, dtype: torch.dtype | None) -> None:
-        """One forward and backward pass of this model on a batch of its own batch size.
-
-        The batch is the first training examples (in the layout of the run's task), as many as
-        32-token examples would fill. Leaves no trace: the RNG (dropout, data order) is restored and
-        the gradients are dropped.
-        """
-        rows = max(min(self.tcfg.max_tokens, 2048) // 32, 1)
-        batch = self.data.batch(np.arange(min(rows, len(self.data)))).to(self.device)
-        with torch.random.fork_rng(devices=[]), autocast(self.device, dtype):  # unwrapped: rank 0 alone
-            self.objective(batch.src, batch.tgt_in, batch.tgt_out).backward()
-        self.model.zero_grad(set_to_none=True)
+    @property
+    def progress(self) -> Progress:
+        """Where training stands (held by `self.state`, whose `restore` replaces it on resume)."""
+        return self.state.progress
 
     # ---- one optimizer step -----------------------------------------------------------------------
 
@@ -158,6 +108,7 @@ class Trainer:
         The loss is normalized by the real target tokens of all batches on all ranks, so the update is
         the same however the work is split. Returns the summed label-smoothed loss (a 0-dim tensor).
         """
+        s = self.state
         local_tokens = sum(b.num_tgt_tokens for b in batches)
         total_tokens = all_reduce_sum(local_tokens, self.info, self.device)
         loss_sum = torch.zeros((), device=self.device)
@@ -168,18 +119,18 @@ class Trainer:
             with sync:
                 with autocast(self.device, self.dtype):
                     loss = self.net(batch.src, batch.tgt_in, batch.tgt_out)
-                self.scaler.scale(loss * (self.info.world / total_tokens)).backward()
+                s.scaler.scale(loss * (self.info.world / total_tokens)).backward()
             loss_sum += loss.detach()
-        self.scaler.unscale_(self.optimizer)
+        s.scaler.unscale_(s.optimizer)
         if self.tcfg.clip_norm > 0:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg.clip_norm)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.step_lr = self.optimizer.param_groups[0]["lr"]  # what this step used, for the log
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        if self.ema is not None:
-            self.ema.update(self.model)
+        s.scaler.step(s.optimizer)
+        s.scaler.update()
+        self.step_lr = s.optimizer.param_groups[0]["lr"]  # what this step used, for the log
+        s.scheduler.step()
+        s.optimizer.zero_grad(set_to_none=True)
+        if s.ema is not None:
+            s.ema.update(self.model)
         return loss_sum
 
     # ---- the loop ---------------------------------------------------------------------------------
@@ -197,7 +148,8 @@ class Trainer:
             desc="train",
         )
         if self.tcfg.precision == "auto" and self.device.type == "cpu":
-            self._choose_cpu_precision()
+            probe = functools.partial(probe_step, self.objective, self.data, t.max_tokens, self.device)
+            self.dtype = choose_cpu_precision(p, probe, self.info, self.device)
         self.records.effective_batch(len(self.order.batches(p.epoch)))
         meter = ThroughputMeter()
         validated_at = -1
@@ -255,7 +207,7 @@ class Trainer:
         p = self.progress
         self._flush_loss()
         loss = self.records.interval_loss(p.interval_loss, p.interval_tokens)
-        self._check_finite(loss)
+        check_finite(loss, self.model, p.step, self.tcfg)
         self.records.interval(p.step, p.epoch, loss, self.step_lr, meter, bar)
         p.interval_loss, p.interval_tokens = 0.0, 0
 
@@ -269,7 +221,7 @@ class Trainer:
         improved = False
         if self.info.is_main:
             results = {"raw": self._validate(self.model)}
-            if self.ema is not None:
+            if self.state.ema is not None:
                 results["ema"] = self._validate(self._averaged_model())
             p.inference = min(results, key=lambda weights: self._score(results[weights]))
             score = self._score(results[p.inference])
@@ -294,151 +246,60 @@ class Trainer:
     def _averaged_model(self) -> Model:
         """A copy of the model holding the moving-average weights."""
         model = copy.deepcopy(self.model)
-        model.load_state_dict(self.ema.model_state(self.model))
+        model.load_state_dict(self.state.ema.model_state(self.model))
         return model
-
-    def _check_finite(self, loss: float) -> None:
-        """Stop the run, saving nothing, once the loss or the weights are no longer finite numbers.
-
-        `loss` is summed over every rank (and the weights are the same on every rank), so all ranks
-        stop together. The check runs where the loss reaches the host anyway: at each log line and
-        before each checkpoint, so a diverged state is never saved.
-        """
-        p = self.progress
-        weights_ok = bool(torch.stack([w.isfinite().all() for w in self.model.parameters()]).all())
-        if math.isfinite(loss) and weights_ok:
-            return
-        what = f"the training loss is {loss}" if not math.isfinite(loss) else "the weights hold NaN or inf"
-        raise TrainingDiverged(
-            f"training diverged: {what} at step {p.step} (within the last {self.tcfg.log_every} steps); "
-            "nothing was saved after the last checkpoint. Lower train.lr "
-            f"(now {self.tcfg.lr:g}), raise train.warmup_steps or check the data, then continue from "
-            "the last checkpoint with --resume or start over with --overwrite"
-        )
 
     # ---- checkpoints ------------------------------------------------------------------------------
 
-    def state_dict(self) -> dict[str, Any]:
+    def _save(self, is_best: bool, numbered: bool = True) -> None:
+        """Checkpoint (rank 0 writes); an interrupt writes only last.pt, not a numbered checkpoint.
+
+        Never a diverged state: the loss summed over all ranks and the weights are checked first.
+        """
         self._flush_loss()
         p = self.progress
         if self.info.enabled:
             # the saved interval sums cover all ranks; rank 0 carries them from here on
             p.interval_loss = all_reduce_sum(p.interval_loss, self.info, self.device)
             p.interval_tokens = int(all_reduce_sum(p.interval_tokens, self.info, self.device))
-        self._check_finite(p.interval_loss)
+        check_finite(p.interval_loss, self.model, p.step, self.tcfg)
         if self.info.enabled and not self.info.is_main:
             p.interval_loss, p.interval_tokens = 0.0, 0
-        state = {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            "progress": dataclasses.asdict(self.progress),
-            "rng": gather_rng_states(self.info, self.device),
-            "world": self.info.world,
-            **self.origin,
-        }
-        if self.ema is not None:
-            state["ema"] = self.ema.model_state(self.model)
-            state["ema_updates"] = self.ema.updates
-        state["inference"] = "ema" if self.ema is not None and self.progress.inference == "ema" else "model"
-        return state
-
-    def _save(self, is_best: bool, numbered: bool = True) -> None:
-        """Checkpoint (rank 0 writes); an interrupt writes only last.pt, not a numbered checkpoint."""
-        state = self.state_dict()
+        state = self.state.to_checkpoint(self.info, self.device, self.origin)
         if self.info.is_main:
             keep = self.tcfg.keep_checkpoints
-            weights_only = self.tcfg.keep_optimizer == "last"
-            save_training_state(self.run, state, self.progress.step, keep, is_best, numbered, weights_only)
+            last_only = self.tcfg.keep_optimizer == "last"
+            save_training_state(self.run, state, p.step, keep, is_best, numbered, last_only)
         barrier(self.info)
 
     def resume(self) -> None:
-        """Continue from `last.pt`: weights, optimizer, schedule, scaler, data position and RNG."""
+        """Continue from `last.pt` (`TrainingState.restore`); the metrics after its step are dropped."""
         state = load_checkpoint(self.run.checkpoint_path("last"), self.device)
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
-        if self.ema is not None and "ema" in state:
-            self.ema.load_state_dict({"weights": state["ema"], "updates": state.get("ema_updates", 0)})
-        elif self.ema is not None:  # averaging was just switched on: start from the loaded weights
-            self.ema = WeightAverage(self.model, self.tcfg.ema_decay)
-        self._apply_train_config()
-        self.progress = p = Progress(**state["progress"])
-        if not self.info.is_main:  # rank 0 carries the interval sums of all ranks
-            p.interval_loss, p.interval_tokens = 0.0, 0
-        if p.best_metric != self.tcfg.best_metric:
-            p.best, p.bad_validations, p.best_metric = None, 0, self.tcfg.best_metric
-        if state["world"] == self.info.world:
-            set_rng_state(state["rng"][self.info.rank].cpu(), self.device)
-        else:
-            torch.manual_seed(self.tcfg.seed + self.info.rank + p.step)
-        if p.batching != self.order.describe() and p.next_batch:
-            log.warning(
-                "the batches of epoch %d were made for %s, now %s: the rest of that epoch cannot be "
-                "split the same way, so training continues at the start of epoch %d",
-                p.epoch,
-                p.batching,
-                self.order.describe(),
-                p.epoch + 1,
-            )
-            p.epoch, p.next_batch = p.epoch + 1, 0
-        p.batching = self.order.describe()
+        self.state.restore(state, self.tcfg, self.info, self.device, self.order.describe())
+        p = self.progress
         if self.info.is_main:
             self.run.truncate_metrics(p.step)
         log.info("resumed from step %d (epoch %d)", p.step, p.epoch)
 
-    def _apply_train_config(self) -> None:
-        """A resumed run follows the config's peak lr and weight decay, not the checkpoint's."""
-        self.scheduler.base_lrs = [self.tcfg.lr for _ in self.optimizer.param_groups]
-        for group, factor in zip(self.optimizer.param_groups, self.scheduler.lr_lambdas):
-            lr = self.tcfg.lr * factor(self.scheduler.last_epoch)
-            group.update(lr=lr, initial_lr=self.tcfg.lr, weight_decay=self.tcfg.weight_decay)
 
-
-def initialize_from(model: Model, cfg: Config, run: RunDir) -> None:
-    """Fine-tuning: the weights of `train.init_from` (with the tokenizer they were trained with)."""
-    path = init_source(cfg).checkpoint
-    state = load_checkpoint(path)
-    check_fits_run(state, path, cfg, tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint))
-    model.load_state_dict(inference_weights(state))
-    log.info(
-        "initialized from %s (step %s); optimizer, schedule and data order start afresh",
-        path,
-        state.get("progress", {}).get("step", "?"),
-    )
-
-
-def train(
-    cfg: Config, run: RunDir, tokenizers: TokenizerPair, info: DistInfo, resume: bool
-) -> tuple[Progress, bool]:
-    """Load the data, build the model and train it; `resume` continues from the run's last.pt.
+def train(plan: RunPlan, inputs: RunInputs, info: DistInfo) -> tuple[Progress, bool]:
+    """Build the model and train it on the prepared inputs; a `resume` plan continues from last.pt.
 
     Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished.
     """
-    d = cfg.data
-    corpus = prepared_dir(cfg)
-    train_data = load_prepared(corpus)
-    log.info("training corpus, memory-mapped from %s:\n%s", corpus, describe(read_manifest(corpus)))
-    valid_data, src_lines, ref_lines = load_eval_pairs(tokenizers, d.valid_src, d.valid_tgt, d.max_len)
-    torch.manual_seed(cfg.train.seed)  # the same initial weights on every rank and every run
-    model = build_model(
-        cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size, tokenizers.src.word_starts()
-    )
-    if cfg.train.init_from and not resume:
-        initialize_from(model, cfg, run)
+    cfg, run, tokenizers = plan.cfg, plan.run, inputs.tokenizers
+    train_data = load_prepared(inputs.corpus_dir)
     log.info(
-        "model: %s parameters, vocabulary %d/%d",
-        f"{count_parameters(model):,}",
-        tokenizers.src.vocab_size,
-        tokenizers.tgt.vocab_size,
+        "training corpus, memory-mapped from %s:\n%s",
+        inputs.corpus_dir,
+        describe(read_manifest(inputs.corpus_dir)),
     )
+    model = initial_model(cfg.model, cfg.train.seed, tokenizers, inputs.init)
     device_name = local_device_name(cfg.train.device, info)
     trainer = Trainer(
-        cfg, run, model, tokenizers, train_data, ValidSet(valid_data, src_lines, ref_lines), info, device_name
+        cfg, run, model, tokenizers, inputs.tokenizer_sums, train_data, inputs.valid, info, device_name
     )
-    if resume:
+    if plan.mode == "resume":
         trainer.resume()
     try:
         return trainer.fit(), trainer.stop.requested

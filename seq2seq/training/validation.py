@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -12,7 +13,7 @@ from seq2seq.batching import token_batches
 from seq2seq.config import DecodeConfig, TrainConfig
 from seq2seq.data.parallel import ParallelData
 from seq2seq.data.tokenizer import TokenizerPair
-from seq2seq.decoding.bulk import decode_ids, search_settings
+from seq2seq.decoding.bulk import config_search, decode_ids
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.models.build import Model
@@ -114,7 +115,7 @@ def validate(
     if valid.data.task != "translate":
         result.accuracy = validation_accuracy(model, valid.data, cfg.max_tokens, device, dtype)
     elif cfg.valid_bleu:
-        settings = search_settings(decode, beam=cfg.valid_beam, nbest=1)
+        settings = dataclasses.replace(config_search(decode), beam=cfg.valid_beam)
         score, signature, texts = validation_bleu(
             model,
             valid,

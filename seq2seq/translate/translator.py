@@ -14,13 +14,15 @@ from torch import nn
 from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
-from seq2seq.decoding.bulk import decode_ids, search_settings
+from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.rundir import RunDir
+from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.placement import AUTO, Placement
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ class Translator:
         checkpoints: Sequence[Path] = (),
     ) -> None:
         self.model, self.tokenizers, self.config = model.eval(), tokenizers, config
+        self.task = config.model.task  # translate, or a reader's classify or tag: decided once, here
         self.device, self.dtype = device, dtype
         self.quantize = quantize  # "int8" when the linear layers run in int8
         self.checkpoints = list(checkpoints)  # the files the weights came from
@@ -87,10 +90,8 @@ class Translator:
     def load(
         cls,
         run_dir: str | Path,
-        checkpoint: str | Sequence[str] = "best",
-        device: str = "auto",
-        precision: str = "auto",
-        quantize: str | None = None,
+        checkpoints: Sequence[str] = ("best",),
+        placement: Placement = AUTO,
     ) -> Translator:
         """Everything comes from the run directory: config, tokenizers, weights.
 
@@ -99,10 +100,9 @@ class Translator:
         """
         run = RunDir(run_dir)
         cfg = run.load_config()
-        names = [checkpoint] if isinstance(checkpoint, str) else list(checkpoint)
-        paths = [run.checkpoint_path(name) for name in names]
-        torch_device = resolve_device(device)
-        dtype = autocast_dtype(torch_device, precision)
+        paths = [run.checkpoint_path(name) for name in checkpoints]
+        torch_device = resolve_device(placement.device)
+        dtype = autocast_dtype(torch_device, placement.precision)
         tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
         sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
         models = []
@@ -117,16 +117,16 @@ class Translator:
             except RuntimeError:
                 raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
             log.info("loaded %s", path)
-            if quantize is not None:
-                model, dtype = quantize_model(model, quantize, torch_device), None
+            if placement.quantize is not None:
+                model, dtype = quantize_model(model, placement.quantize, torch_device), None
             models.append(model.to(torch_device))
         if len(models) > 1 and cfg.model.task != "translate":
             raise Seq2SeqError(
                 f"an ensemble of several checkpoints decodes translations, not task {cfg.model.task}"
             )
         model = models[0] if len(models) == 1 else Ensemble(models)
-        translator = cls(model, tokenizers, cfg, torch_device, dtype, quantize, paths)
-        if torch_device.type == "cpu" and precision == "auto" and quantize is None:
+        translator = cls(model, tokenizers, cfg, torch_device, dtype, placement.quantize, paths)
+        if torch_device.type == "cpu" and placement.precision == "auto" and placement.quantize is None:
             # measured at every start, not stored: bf16 must win clearly, or outputs could flip
             translator.dtype, reason = faster_cpu_dtype(translator._probe, repeats=1, margin=0.15)
             log.info("precision auto on this CPU: %s", reason)
@@ -137,12 +137,12 @@ class Translator:
 
         One batch per decoding thread, of the run's `decode.max_tokens` and `decode.beam`.
         """
-        settings = self.settings(max_len_a=0.0, max_len_b=4, min_len=3)
-        budget = self.config.decode.max_tokens
+        options = self.options(DecodeOverrides(max_len_a=0.0, max_len_b=4, min_len=3))
+        settings, budget = options.search, options.max_tokens
         count = torch.get_num_threads() * max(budget // settings.beam // 17, 1)
         generator = torch.Generator().manual_seed(0)
         sources = torch.randint(4, self.tokenizers.src.vocab_size, (count, 16), generator=generator)
-        decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype, self.config.model.task)
+        decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype, self.task)
 
     @property
     def first_model(self) -> Model:
@@ -153,9 +153,9 @@ class Translator:
     def max_source_tokens(self) -> int:
         return self.model.max_positions - 1
 
-    def settings(self, **overrides: object) -> SearchSettings:
-        """The run's decode config with command-line overrides (None values are ignored)."""
-        return search_settings(self.config.decode, **overrides)
+    def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
+        """The run's decode config with what the command line asks on top (`decode_options`)."""
+        return decode_options(asked, self.config.decode)
 
     def translate(
         self,
@@ -169,18 +169,22 @@ class Translator:
 
         `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
         """
-        if settings.nbest > 1 and self.config.model.task != "translate":
-            raise Seq2SeqError(
-                f"--nbest is for translations; a {self.config.model.task} run gives one answer per line"
-            )
+        if settings.nbest > 1 and self.task != "translate":
+            raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
         todo = [i for i, line in enumerate(lines) if line.strip()]
         sources = self.tokenizers.src.encode([lines[i] for i in todo])
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
-        hyps = decode_ids(
-            self.model, sources, settings, max_tokens, self.device, self.dtype, self.config.model.task
-        )
+        hyps = decode_ids(self.model, sources, settings, max_tokens, self.device, self.dtype, self.task)
         out = blank_translations(len(lines), settings.nbest)
         for i, nbest in zip(todo, hyps):
             texts = self.tokenizers.tgt.decode([h.tokens for h in nbest], keep_unk)
             out[i] = Translation(texts, [h.score for h in nbest])
         return out
+
+
+def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Path]:
+    """The files a decoding command reads from a run: they must never be one of its outputs."""
+    if run_dir is None:
+        return {}
+    named = {f"--checkpoint {name}": Path(name) for name in checkpoints if Path(name).is_file()}
+    return {**RunDir(run_dir).own_files(), **named}

@@ -15,8 +15,8 @@ import yaml
 from torch.testing import assert_close
 
 from seq2seq.config import Config, config_from_dict
-from seq2seq.data.prepared import ensure_prepared, load_prepared, prepared_dir
-from seq2seq.data.tokenizer import load_tokenizers, prepare_tokenizers, tokenizer_checksums
+from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepared_corpus_dir
+from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, train_or_load_tokenizers
 from seq2seq.models.build import build_model
 from seq2seq.rundir import RunDir, data_checksums
 from seq2seq.training.distributed import DistInfo, init_distributed, shutdown
@@ -36,9 +36,9 @@ def free_port() -> int:
 def make_trainer(cfg: Config, info: DistInfo, tok_dir: Path) -> Trainer:
     torch.manual_seed(cfg.train.seed)
     toks = load_tokenizers(tok_dir, cfg.tokenizer.joint)
-    data = load_prepared(prepared_dir(cfg))
+    data = load_prepared(prepared_corpus_dir(cfg))
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
-    return Trainer(cfg, RunDir(cfg.run_dir), model, toks, data, ValidSet(data, [], []), info, "cpu")
+    return Trainer(cfg, RunDir(cfg.run_dir), model, toks, {}, data, ValidSet(data, [], []), info, "cpu")
 
 
 def worker(rank: int, port: int, raw: dict, tok_dir: str, out: str, mode: str) -> None:
@@ -72,9 +72,9 @@ def setup(tmp_path):
     cfg = config_from_dict(raw)
     Path(cfg.run_dir).mkdir()
     tok_dir = tmp_path / "tok"
-    prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
     tokenizer = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
-    ensure_prepared(cfg, tok_dir, data_checksums(cfg), tokenizer, workers=1)
+    ensure_prepared_corpus(cfg, tok_dir, data_checksums(cfg), tokenizer, workers=1)
     return raw, cfg, tok_dir
 
 

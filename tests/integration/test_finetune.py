@@ -7,23 +7,17 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from typer.testing import CliRunner
 
 from seq2seq.checkpoint import inference_weights, load_checkpoint
-from seq2seq.cli import app
 from seq2seq.rundir import RunDir
-from tests.conftest import tiny_config_dict, train_tiny_run, write_corpus
+from tests.conftest import TrainedRun, tiny_config_dict, write_corpus
+from tests.helpers import run_cli
 
 
-def run_cli(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-@pytest.fixture(scope="module")
-def general(tmp_path_factory) -> Path:
-    """The "general-domain" run the fine-tuning starts from."""
-    _, run = train_tiny_run(tmp_path_factory.mktemp("general"), max_steps=12, valid_every=6)
-    return run
+@pytest.fixture
+def general(tiny_run: TrainedRun) -> Path:
+    """The "general-domain" run the fine-tuning starts from (only read)."""
+    return tiny_run.run
 
 
 def finetune_config(tmp_path: Path, init_from: Path, **train: object) -> Path:

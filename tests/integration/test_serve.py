@@ -15,30 +15,33 @@ import httpx2
 import pytest
 import torch
 from fastapi.testclient import TestClient
-from typer.testing import CliRunner
 
-from seq2seq.cli import app as cli
 from seq2seq.evaluation.report import attention_map
 from seq2seq.serve.app import ServerSettings, create_app
 from seq2seq.serve.limits import Limits
 from seq2seq.serve.server import listen
+from seq2seq.translate.options import DecodeOverrides
+from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 from tests.conftest import WORDS
+from tests.helpers import cli_translate, run_cli
 from tests.servers import ServerProcess
 
-runner = CliRunner()
 LIMITS = Limits(max_lines=8, max_chars=60, max_body_bytes=4000, timeout_s=30.0, max_beam=4)
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "   ", "blue bird"]
 
 
 @pytest.fixture(scope="module")
 def translator(served_run: Path) -> Translator:
-    return Translator.load(served_run, device="cpu")
+    return Translator.load(served_run, placement=Placement("cpu"))
 
 
 def make_client(translator: Translator, window_s: float = 0.02, **limits: object) -> TestClient:
     settings = ServerSettings(
-        translator.settings(), 200, window_s, dataclasses.replace(LIMITS, **limits), ("https://ok.example",)
+        DecodeOverrides(max_tokens=200),
+        window_s,
+        dataclasses.replace(LIMITS, **limits),
+        ("https://ok.example",),
     )
     return TestClient(create_app(translator, settings, "tiny"))
 
@@ -47,14 +50,6 @@ def make_client(translator: Translator, window_s: float = 0.02, **limits: object
 def client(translator: Translator) -> Iterator[TestClient]:
     with make_client(translator) as c:
         yield c
-
-
-def cli_translate(run: Path, lines: list[str], *args: str) -> list[str]:
-    result = runner.invoke(
-        cli, ["translate", str(run), "--device", "cpu", *args], input="\n".join(lines) + "\n"
-    )
-    assert result.exit_code == 0, result.output
-    return result.stdout.split("\n")[: len(lines)]
 
 
 def test_translations_are_those_of_s2s_translate_one_per_line_in_order(client, served_run):
@@ -107,7 +102,9 @@ def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
         t.join()
     monkeypatch.undo()
     for (lines, beam), answer in zip(requests, answers):
-        alone = translator.translate(lines, translator.settings(beam=beam, nbest=beam), 200)
+        alone = translator.translate(
+            lines, translator.options(DecodeOverrides(beam=beam, nbest=beam)).search, 200
+        )
         assert answer["translations"] == [r.texts[0] for r in alone]
         if beam > 1:
             assert [[h["text"] for h in hyps] for hyps in answer["nbest"]] == [r.texts for r in alone]
@@ -220,15 +217,15 @@ def test_no_path_reaches_a_file_and_cors_is_only_for_configured_origins(client):
 
 
 def test_cli_errors_are_error_lines_with_exit_code_2(served_run, tmp_path, monkeypatch):
-    missing = runner.invoke(cli, ["serve", str(tmp_path / "nothing")])
+    missing = run_cli("serve", str(tmp_path / "nothing"))
     assert missing.exit_code == 2 and "error:" in missing.stderr
     taken = listen("127.0.0.1", 0)
     port = taken.getsockname()[1]
-    busy = runner.invoke(cli, ["serve", str(served_run), "--port", str(port), "--device", "cpu"])
+    busy = run_cli("serve", str(served_run), "--port", str(port), "--device", "cpu")
     taken.close()
     assert busy.exit_code == 2 and f"error: cannot listen on 127.0.0.1:{port}" in busy.stderr
     monkeypatch.setitem(sys.modules, "uvicorn", None)
-    no_extra = runner.invoke(cli, ["serve", str(served_run)])
+    no_extra = run_cli("serve", str(served_run))
     assert no_extra.exit_code == 2
     assert "error: s2s serve needs fastapi and uvicorn: pip install 's2s[serve]'" in no_extra.stderr
 

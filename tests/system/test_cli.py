@@ -5,24 +5,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from seq2seq.cli import app
-from tests.conftest import ROOT, tiny_config_dict, train_tiny_run
-
-
-def run_cli(*args: str, input: str | bytes | None = None):
-    return CliRunner().invoke(app, list(args), input=input)
+from tests.conftest import ROOT, tiny_config_dict
+from tests.helpers import run_cli
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> tuple[Path, Path]:
-    """A config and its finished run directory (trained once for the whole module)."""
-    return train_tiny_run(tmp_path_factory.mktemp("trained"), max_steps=30, valid_every=15)
-
-
-def test_train_writes_a_self_contained_run_directory(trained):
-    _, run = trained
+def test_train_writes_a_self_contained_run_directory(tiny_run):
+    run = tiny_run.run
     for name in (
         "config.yaml",
         "tokenizer/spm.model",
@@ -34,18 +23,18 @@ def test_train_writes_a_self_contained_run_directory(trained):
         assert (run / name).is_file(), name
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert Path(saved["data"]["train_src"]).is_absolute()
-    assert "validation at step 30" in (run / "train.log").read_text()
+    assert "validation at step 12" in (run / "train.log").read_text()
 
 
-def test_non_empty_run_dir_needs_resume_or_overwrite(trained):
-    config, _ = trained
+def test_non_empty_run_dir_needs_resume_or_overwrite(tiny_run):
+    config = tiny_run.config
     result = run_cli("train", str(config))
     assert result.exit_code == 2
     assert "--resume" in result.output and "--overwrite" in result.output
 
 
-def test_resume_refuses_a_changed_model(trained):
-    config, _ = trained
+def test_resume_refuses_a_changed_model(tiny_run):
+    config = tiny_run.config
     result = run_cli("train", str(config), "--resume", "--set", "model.ffn_dim=128")
     assert result.exit_code == 2
     assert "model.ffn_dim: 64 -> 128" in result.output
@@ -118,8 +107,8 @@ def test_separate_vocabularies(tmp_path):
     assert (tmp_path / "run" / "tokenizer" / "spm.tgt.model").is_file()
 
 
-def test_translate_keeps_one_line_per_input_line(trained):
-    _, run = trained
+def test_translate_keeps_one_line_per_input_line(tiny_run):
+    run = tiny_run.run
     long_line = " ".join(["red cat"] * 60)  # longer than the model's 64 positions
     lines = ["red cat runs", "", "the big dog sleeps", "   ", long_line, "blue bird"]
     result = run_cli("translate", str(run), input="\n".join(lines) + "\n")
@@ -130,8 +119,8 @@ def test_translate_keeps_one_line_per_input_line(trained):
     assert "line 5" in result.stderr and "translating only the first" in result.stderr
 
 
-def test_translate_order_matches_one_at_a_time(trained, tmp_path):
-    _, run = trained
+def test_translate_order_matches_one_at_a_time(tiny_run, tmp_path):
+    run = tiny_run.run
     lines = ["a red cat", "the big green dog sleeps under the tree", "bird", "small house on the tree eats"]
     src = tmp_path / "in.txt"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -142,8 +131,8 @@ def test_translate_order_matches_one_at_a_time(trained, tmp_path):
     assert batched == singles
 
 
-def test_translate_nbest_and_scores(trained):
-    _, run = trained
+def test_translate_nbest_and_scores(tiny_run):
+    run = tiny_run.run
     result = run_cli("translate", str(run), "--nbest", "3", input="red cat\nblue bird\n")
     rows = result.stdout.rstrip("\n").split("\n")
     assert len(rows) == 2
@@ -156,8 +145,8 @@ def test_translate_nbest_and_scores(trained):
     assert len(single.rstrip("\n").split("\t")) == 2
 
 
-def test_translate_last_line_without_newline(trained):
-    _, run = trained
+def test_translate_last_line_without_newline(tiny_run):
+    run = tiny_run.run
     result = run_cli("translate", str(run), "--beam", "1", input="red cat\nblue bird")
     assert result.exit_code == 0 and result.stdout.count("\n") == 2
 
@@ -167,22 +156,22 @@ def test_translate_missing_run_dir_exits_2(tmp_path):
     assert result.exit_code == 2 and "run directory not found" in result.output
 
 
-def test_translate_missing_checkpoint_exits_2(trained):
-    _, run = trained
+def test_translate_missing_checkpoint_exits_2(tiny_run):
+    run = tiny_run.run
     result = run_cli("translate", str(run), "--checkpoint", "step_999", input="x\n")
     assert result.exit_code == 2 and "checkpoint not found" in result.output and "available" in result.output
 
 
-def test_translate_invalid_utf8_exits_2_naming_the_line(trained, tmp_path):
-    _, run = trained
+def test_translate_invalid_utf8_exits_2_naming_the_line(tiny_run, tmp_path):
+    run = tiny_run.run
     src = tmp_path / "bad.txt"
     src.write_bytes(b"red cat\nblue \xff bird\n")
     result = run_cli("translate", str(run), "-i", str(src))
     assert result.exit_code == 2 and "line 2 is not valid UTF-8" in result.output
 
 
-def test_average_checkpoints(trained):
-    _, run = trained
+def test_average_checkpoints(run_copy):
+    run = run_copy.run
     result = run_cli("average", str(run), "--last", "2")
     assert result.exit_code == 0, result.output
     assert (run / "checkpoints" / "averaged.pt").is_file()
@@ -191,9 +180,9 @@ def test_average_checkpoints(trained):
     assert run_cli("average", str(run), "--last", "50").exit_code == 2
 
 
-def test_translate_streams_stdin_line_by_line(trained):
+def test_translate_streams_stdin_line_by_line(tiny_run):
     """A line written to stdin is answered before stdin is closed (interactive use)."""
-    _, run = trained
+    run = tiny_run.run
     proc = subprocess.Popen(
         [sys.executable, "-m", "seq2seq", "translate", str(run), "--beam", "1"],
         stdin=subprocess.PIPE,
@@ -222,8 +211,8 @@ def test_overwrite_never_deletes_a_directory_s2s_did_not_make(tmp_path):
     assert config.is_file() and (tmp_path / "data" / "train.src").is_file()
 
 
-def test_bad_device_exits_2(trained):
-    _, run = trained
+def test_bad_device_exits_2(tiny_run):
+    run = tiny_run.run
     result = run_cli("translate", str(run), "--device", "gpu", input="red cat\n")
     assert result.exit_code == 2 and "'gpu' is not one of" in result.output
 
@@ -235,30 +224,30 @@ def test_invalid_override_value_exits_2(tmp_path):
     assert result.exit_code == 2 and "not valid YAML" in result.output
 
 
-def test_unwritable_output_exits_2(trained, tmp_path):
-    _, run = trained
+def test_unwritable_output_exits_2(tiny_run, tmp_path):
+    run = tiny_run.run
     result = run_cli("translate", str(run), "-o", str(tmp_path / "missing" / "dir" / "out.txt"), input="x\n")
     assert result.exit_code == 2 and "error:" in result.output
 
 
-def test_average_refuses_to_replace_training_checkpoints(trained):
-    _, run = trained
+def test_average_refuses_to_replace_training_checkpoints(tiny_run):
+    run = tiny_run.run
     result = run_cli("average", str(run), "--last", "1", "--output", "last")
     assert result.exit_code == 2 and "would replace a training checkpoint" in result.output
 
 
-def test_nbest_empty_line_keeps_the_field_count(trained):
-    _, run = trained
+def test_nbest_empty_line_keeps_the_field_count(tiny_run):
+    run = tiny_run.run
     rows = run_cli("translate", str(run), "--nbest", "2", input="red cat\n\n").stdout.split("\n")
     assert len(rows[0].split("\t")) == len(rows[1].split("\t")) == 4
 
 
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
-def test_length_limits_can_be_set_on_the_command_line(trained, tmp_path, monkeypatch, command):
+def test_length_limits_can_be_set_on_the_command_line(tiny_run, tmp_path, monkeypatch, command):
     """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
     import seq2seq.decoding.bulk as bulk
 
-    _, run = trained
+    run = tiny_run.run
     seen = []
     real_search = bulk.search
     monkeypatch.setattr(bulk, "search", lambda m, src, s: seen.append(s) or real_search(m, src, s))
@@ -274,8 +263,8 @@ def test_length_limits_can_be_set_on_the_command_line(trained, tmp_path, monkeyp
     assert seen and all((s.max_len_a, s.max_len_b, s.min_len) == (0.5, 3, 2) for s in seen)
 
 
-def test_sampling_from_the_command_line_is_seeded(trained):
-    _, run = trained
+def test_sampling_from_the_command_line_is_seeded(tiny_run):
+    run = tiny_run.run
     lines = "red cat runs\nblue bird sleeps on the house\n"
     first = run_cli("translate", str(run), "--sampling", "--seed", "7", input=lines)
     again = run_cli("translate", str(run), "--sampling", "--seed", "7", input=lines)
@@ -291,14 +280,14 @@ def test_sampling_from_the_command_line_is_seeded(trained):
         (["--precision", "fp64"], "precision 'fp64' is not one of"),
     ],
 )
-def test_decode_options_that_do_not_fit_exit_2(trained, args, message):
-    _, run = trained
+def test_decode_options_that_do_not_fit_exit_2(tiny_run, args, message):
+    run = tiny_run.run
     result = run_cli("translate", str(run), *args, input="red cat\n")
     assert result.exit_code == 2 and message in result.output
 
 
-def test_evaluate_records_the_precision_and_decode_options(trained, tmp_path):
-    _, run = trained
+def test_evaluate_records_the_precision_and_decode_options(tiny_run, tmp_path):
+    run = tiny_run.run
     src = tmp_path / "src.txt"
     src.write_text("red cat\nblue bird\n")
     result = run_cli(
@@ -320,8 +309,8 @@ def test_evaluate_records_the_precision_and_decode_options(trained, tmp_path):
     assert decode["precision"] == "float32" and decode["no_repeat_ngram"] == 2
 
 
-def test_int8_translation_keeps_the_lines_and_is_recorded(trained, tmp_path):
-    _, run = trained
+def test_int8_translation_keeps_the_lines_and_is_recorded(tiny_run, tmp_path):
+    run = tiny_run.run
     result = run_cli(
         "translate", str(run), "--quantize", "int8", "--device", "cpu", input="red cat\n\nblue bird\n"
     )
@@ -337,7 +326,7 @@ def test_int8_translation_keeps_the_lines_and_is_recorded(trained, tmp_path):
     assert result.exit_code == 2 and "the only choice is int8" in result.output
 
 
-def test_auto_precision_on_a_cpu_is_measured_at_load_and_recorded(trained, tmp_path, monkeypatch):
+def test_auto_precision_on_a_cpu_is_measured_at_load_and_recorded(tiny_run, tmp_path, monkeypatch):
     """`--precision auto` times the run's decoding in both precisions and keeps what the timing says."""
     import torch
 
@@ -351,7 +340,7 @@ def test_auto_precision_on_a_cpu_is_measured_at_load_and_recorded(trained, tmp_p
         return torch.bfloat16, "fp32 9 ms, bf16 1 ms per probe step: bf16"
 
     monkeypatch.setattr(translate, "faster_cpu_dtype", measured)
-    _, run = trained
+    run = tiny_run.run
     src, report = tmp_path / "src.txt", tmp_path / "eval.json"
     src.write_text("red cat\n")
     result = run_cli("evaluate", str(run), "--src", str(src), "--ref", str(src), "--json", str(report))
@@ -360,3 +349,9 @@ def test_auto_precision_on_a_cpu_is_measured_at_load_and_recorded(trained, tmp_p
     for fixed in (["--precision", "fp32"], ["--quantize", "int8"]):  # nothing to measure
         assert run_cli("translate", str(run), "-i", str(src), *fixed).exit_code == 0
     assert len(probes) == 1
+
+
+def test_export_help_names_the_ct2_extra():
+    # rich reads "[ct2]" as markup unless escaped, which printed "pip install 's2s'"
+    result = run_cli("export", "--help")
+    assert "'s2s[ct2]'" in result.output

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_serve import cli_translate
+from tests.helpers import cli_translate
 from tests.servers import ServerProcess
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright: pip install -e '.[dev]'")

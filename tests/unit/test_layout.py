@@ -13,7 +13,7 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
     evaluation  metrics, the record, the report
     serve       the HTTP server                             (beside ct2)
     ct2         CTranslate2 export and engine
-    cli         the command line, and `python -m seq2seq`
+    cli         the command line (cli, cli_options), and `python -m seq2seq`
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ LEVELS: list[set[str]] = [
     {"training", "translate"},
     {"evaluation"},
     {"serve", "ct2"},
-    {"cli", "__main__"},
+    {"cli", "cli_options", "__main__"},
 ]
 # top-level modules on one level that lean on each other
 SAME_LEVEL_OK = {"core": LEVELS[0], "run": LEVELS[2], "entry": LEVELS[-1]}

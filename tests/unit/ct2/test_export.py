@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from seq2seq.batching import pad
-from seq2seq.cli import app
 from seq2seq.config import ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
@@ -18,8 +17,11 @@ from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import max_output_lengths
 from seq2seq.models.build import build_model
 from seq2seq.special import BOS, EOS
+from seq2seq.translate.options import DecodeOverrides
+from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
-from tests.conftest import train_tiny_run
+from tests.conftest import TrainedRun
+from tests.helpers import run_cli
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator  # noqa: E402
@@ -27,12 +29,11 @@ from seq2seq.ct2.export import write_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> tuple[Path, Path]:
-    """A tiny run trained long enough to be confident: greedy choices with clear margins."""
-    directory = tmp_path_factory.mktemp("ct2")
-    _, run = train_tiny_run(directory, max_steps=150, lr=1e-2, valid_every=150)
-    export = directory / "export"
-    result = CliRunner().invoke(app, ["export", str(run), str(export)])
+def trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) -> tuple[Path, Path]:
+    """The shared "confident" run (greedy choices with clear margins) and its export."""
+    run = trained_run("confident").run
+    export = tmp_path_factory.mktemp("ct2") / "export"
+    result = run_cli("export", str(run), str(export))
     assert result.exit_code == 0, result.output
     return run, export
 
@@ -40,9 +41,11 @@ def trained(tmp_path_factory) -> tuple[Path, Path]:
 def test_greedy_output_of_the_export_is_token_identical(trained):
     run, export = trained
     lines = read_lines(run.parent / "data" / "valid.src") + ["red cat", "the small bird sleeps on a tree"]
-    ours = Translator.load(run, "best", "cpu", "fp32")
-    theirs = CT2Translator.load(export, "cpu")
-    settings = ours.settings(beam=1, max_len_a=0.0, max_len_b=30)  # one length limit for every line
+    ours = Translator.load(run, ["best"], Placement("cpu", "fp32"))
+    theirs = CT2Translator.load(export, Placement("cpu"))
+    settings = ours.options(
+        DecodeOverrides(beam=1, max_len_a=0.0, max_len_b=30)
+    ).search  # one length limit for every line
     ids = ours.tokenizers.src.encode(lines)
     expected = [h[0].tokens for h in decode_ids(ours.model, ids, settings, 500, torch.device("cpu"))]
     pieces = [ours.tokenizers.src.pieces(x) for x in lines]
@@ -86,9 +89,7 @@ def test_translate_with_the_ctranslate2_engine_keeps_one_line_per_input(trained,
     _, export = trained
     source = tmp_path / "in.txt"
     source.write_text("red cat\n\nthe dog\n", encoding="utf-8")
-    result = CliRunner().invoke(
-        app, ["translate", str(export), "--engine", "ctranslate2", "-i", str(source), "--nbest", "2"]
-    )
+    result = run_cli("translate", str(export), "--engine", "ctranslate2", "-i", str(source), "--nbest", "2")
     assert result.exit_code == 0, result.output
     lines = result.stdout.split("\n")
     assert len(lines) == 4 and lines[1] == "\t0.0000\t\t0.0000" and lines[3] == ""
@@ -98,9 +99,9 @@ def test_translate_with_the_ctranslate2_engine_keeps_one_line_per_input(trained,
 def test_an_int8_export_translates(trained, tmp_path):
     run, _ = trained
     out = tmp_path / "int8"
-    result = CliRunner().invoke(app, ["export", str(run), str(out), "--quantize", "int8"])
+    result = run_cli("export", str(run), str(out), "--quantize", "int8")
     assert result.exit_code == 0, result.output
-    result = CliRunner().invoke(app, ["translate", str(out), "--engine", "ctranslate2"], input="red cat\n\n")
+    result = run_cli("translate", str(out), "--engine", "ctranslate2", input="red cat\n\n")
     assert result.exit_code == 0, result.output
     assert result.stdout.count("\n") == 2 and result.stdout.split("\n")[1] == ""
 
@@ -124,7 +125,7 @@ def test_export_mistakes_are_clear_errors(trained, tmp_path, case):
         "unknown_engine": (["translate", str(run), "--engine", "marian"], "choose s2s or ctranslate2"),
         "bad_quantize": (["export", str(run), str(tmp_path / "q"), "--quantize", "int3"], "choose one of"),
     }[case]
-    result = CliRunner().invoke(app, args, input="red cat\n")
+    result = run_cli(*args, input="red cat\n")
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert (busy / "keep.txt").read_text() == "mine"
@@ -132,17 +133,17 @@ def test_export_mistakes_are_clear_errors(trained, tmp_path, case):
 
 def test_the_export_records_where_it_came_from(trained):
     run, export = trained
-    info = CT2Translator.load(export, "cpu").info
+    info = CT2Translator.load(export, Placement("cpu")).info
     assert Path(info["checkpoint"]).name == "best.pt" and info["run_dir"] == str(run.resolve())
-    assert dataclasses.asdict(CT2Translator.load(export, "cpu").config.model)["d_model"] == 32
+    assert dataclasses.asdict(CT2Translator.load(export, Placement("cpu")).config.model)["d_model"] == 32
 
 
 def test_the_length_limit_means_what_it_means_in_s2s(trained):
     """CTranslate2 does not count </s> in its limit; s2s does (`max_output_lengths`)."""
     _, export = trained
-    theirs = CT2Translator.load(export, "cpu")
+    theirs = CT2Translator.load(export, Placement("cpu"))
     for a, b, min_len in [(1.5, 10, 1), (0.0, 30, 1), (2.0, 0, 5), (3.0, 50, 1)]:
-        settings = theirs.settings(max_len_a=a, max_len_b=b, min_len=min_len)
+        settings = theirs.options(DecodeOverrides(max_len_a=a, max_len_b=b, min_len=min_len)).search
         for length in (1, 4, 9, 40):
             src = torch.full((1, length), 7)  # `length` tokens, </s> included
             expected = int(max_output_lengths(src, settings, theirs.config.model.max_positions)[0]) - 1

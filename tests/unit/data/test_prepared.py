@@ -21,9 +21,14 @@ from seq2seq.config import Config, config_from_dict
 from seq2seq.data import encode
 from seq2seq.data import prepared as prepare
 from seq2seq.data.parallel import ParallelData
-from seq2seq.data.prepared import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepared_corpus_dir
 from seq2seq.data.textio import read_lines
-from seq2seq.data.tokenizer import _sample_lines, load_tokenizers, prepare_tokenizers, tokenizer_checksums
+from seq2seq.data.tokenizer import (
+    _sample_lines,
+    load_tokenizers,
+    tokenizer_checksums,
+    train_or_load_tokenizers,
+)
 from seq2seq.errors import DataError
 from seq2seq.rundir import data_checksums
 from tests.conftest import tiny_config_dict, write_corpus
@@ -35,13 +40,13 @@ def corpus_config(tmp_path: Path, **data: object) -> tuple[Config, Path]:
     raw["data"] |= data
     cfg = config_from_dict(raw)
     tok_dir = tmp_path / "tok"
-    prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
     return cfg, tok_dir
 
 
 def make(cfg: Config, tok_dir: Path, workers: int = 1) -> dict:
     sums = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
-    return ensure_prepared(cfg, tok_dir, data_checksums(cfg), sums, workers)
+    return ensure_prepared_corpus(cfg, tok_dir, data_checksums(cfg), sums, workers)
 
 
 def in_memory(cfg: Config, tok_dir: Path) -> tuple[list[list[int]], list[list[int]]]:
@@ -63,7 +68,7 @@ def test_prepared_ids_equal_in_memory_tokenization_across_chunks_and_workers(tmp
     cfg, tok_dir = corpus_config(tmp_path)
     src, tgt = in_memory(cfg, tok_dir)
     manifest = make(cfg, tok_dir, workers=2)
-    data = load_prepared(prepared_dir(cfg))
+    data = load_prepared(prepared_corpus_dir(cfg))
     rows = range(len(data))
     assert manifest["pairs"] == len(data) == len(src) > 390
     assert data.src.sequences(rows) == src and data.tgt.sequences(rows) == tgt
@@ -81,7 +86,7 @@ def test_several_corpora_concatenate_in_order_and_filtered_pairs_are_counted(tmp
     )
     manifest = make(cfg, tok_dir)
     src, tgt = in_memory(cfg, tok_dir)
-    data = load_prepared(prepared_dir(cfg))
+    data = load_prepared(prepared_corpus_dir(cfg))
     assert data.src.sequences(range(len(data))) == src and data.tgt.sequences(range(len(data))) == tgt
     counts = manifest["counts"]
     assert (counts["read"], counts["kept"], counts["empty"]) == (54, len(src), 2)
@@ -94,7 +99,7 @@ def test_several_corpora_concatenate_in_order_and_filtered_pairs_are_counted(tmp
 def test_every_example_exactly_once_per_epoch_from_the_mapped_arrays(tmp_path):
     cfg, tok_dir = corpus_config(tmp_path)
     make(cfg, tok_dir)
-    data = load_prepared(prepared_dir(cfg))
+    data = load_prepared(prepared_corpus_dir(cfg))
     src, tgt = in_memory(cfg, tok_dir)
     reference = ParallelData.from_lists(src, tgt)
     assert np.array_equal(data.costs(), reference.costs())  # stored at prepare time, computed here
@@ -125,18 +130,18 @@ def test_batches_leave_no_corpus_pages_mapped(tmp_path):
     """The corpus stays in the page cache, not in the process: RSS does not grow with the corpus."""
     cfg, tok_dir = corpus_config(tmp_path)
     make(cfg, tok_dir)
-    data = load_prepared(prepared_dir(cfg))
+    data = load_prepared(prepared_corpus_dir(cfg))
     batches = token_batches(data.costs(), 128, seed=3)
-    assert mapped_kb(prepared_dir(cfg)) > 0  # the costs, just read
+    assert mapped_kb(prepared_corpus_dir(cfg)) > 0  # the costs, just read
     for rows in batches:
         data.batch(rows)
-    assert mapped_kb(prepared_dir(cfg)) == 0
+    assert mapped_kb(prepared_corpus_dir(cfg)) == 0
 
 
 def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(tmp_path, caplog):
     cfg, tok_dir = corpus_config(tmp_path)
     pairs = make(cfg, tok_dir)["pairs"]
-    ids_file = prepared_dir(cfg) / "train.src.ids"
+    ids_file = prepared_corpus_dir(cfg) / "train.src.ids"
     made = ids_file.stat().st_ino
     caplog.set_level(logging.INFO, logger="seq2seq")
     make(cfg, tok_dir)
@@ -155,7 +160,7 @@ def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(
 
     (tok_dir / "spm.model").unlink()
     smaller = dataclasses.replace(cfg.tokenizer, vocab_size=50)
-    prepare_tokenizers(smaller, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    train_or_load_tokenizers(smaller, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
     caplog.clear()
     make(cfg, tok_dir)
     assert "the tokenizer changed" in caplog.text
@@ -165,7 +170,7 @@ def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(
 def test_a_damaged_array_is_detected_and_remade(tmp_path, caplog, damage):
     cfg, tok_dir = corpus_config(tmp_path)
     make(cfg, tok_dir)
-    directory = prepared_dir(cfg)
+    directory = prepared_corpus_dir(cfg)
     path = directory / "train.tgt.ids"
     good = path.read_bytes()
     if damage == "truncate":
@@ -186,7 +191,7 @@ def test_a_damaged_array_is_detected_and_remade(tmp_path, caplog, damage):
 def test_an_interrupted_prepare_leaves_nothing_that_looks_valid(tmp_path, monkeypatch):
     cfg, tok_dir = corpus_config(tmp_path)
     pairs = make(cfg, tok_dir)["pairs"]
-    directory = prepared_dir(cfg)
+    directory = prepared_corpus_dir(cfg)
     with open(cfg.data.train_src[0], "a") as f, open(cfg.data.train_tgt[0], "a") as g:
         f.write("red cat\n")
         g.write("CAT RED\n")

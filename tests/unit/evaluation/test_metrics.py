@@ -16,10 +16,10 @@ from seq2seq.evaluation.metrics import (
     MetricOptions,
     TextFile,
     corpus_scores,
-    evaluate_files,
     paired_bootstrap,
     read_references,
 )
+from seq2seq.evaluation.record import evaluate_files
 from tests.conftest import WORDS
 
 runner = CliRunner()

@@ -4,24 +4,23 @@ import base64
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 import torch
-import yaml
 from torch.testing import assert_close
-from typer.testing import CliRunner
 
-from seq2seq.cli import app
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluation.report import attention_map, length_buckets, new_figure
 from seq2seq.special import BOS, PAD
 from seq2seq.translate.attention import cross_attention
+from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
-from tests.conftest import make_model, random_ids, tiny_config_dict
+from tests.conftest import TrainedRun, make_model, random_ids
+from tests.helpers import run_cli
 
-runner = CliRunner()
 VOID = {"meta", "img", "br", "hr", "link", "input"}
 
 
@@ -52,16 +51,10 @@ def parse(page: str) -> StrictPage:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """One tiny trained run for the whole module: (run_dir, valid source, valid reference)."""
-    tmp = tmp_path_factory.mktemp("tiny")
-    cfg = tiny_config_dict(tmp, max_steps=120, valid_every=40)
-    cfg["decode"]["min_len"] = 2  # non-empty translations, to draw attention for
-    path = tmp / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    result = runner.invoke(app, ["train", str(path)])
-    assert result.exit_code == 0, result.output
-    return Path(cfg["run_dir"]), Path(cfg["data"]["valid_src"]), Path(cfg["data"]["valid_tgt"])
+def trained(trained_run: Callable[[str], TrainedRun]) -> tuple[Path, Path, Path]:
+    """The shared "report" run: (run_dir, valid source, valid reference)."""
+    report = trained_run("report")
+    return report.run, report.data / "valid.src", report.data / "valid.tgt"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +63,7 @@ def evaluated(trained, tmp_path_factory) -> tuple[Path, Path]:
     run, src, ref = trained
     out = tmp_path_factory.mktemp("eval")
     args = ["evaluate", str(run), "--src", str(src), "--ref", str(ref), "--beam", "1"]
-    result = runner.invoke(app, [*args, "--json", str(out / "eval.json"), "--report", str(out / "report")])
+    result = run_cli(*args, "--json", str(out / "eval.json"), "--report", str(out / "report"))
     assert result.exit_code == 0, result.output
     return out / "eval.json", out / "report"
 
@@ -106,15 +99,13 @@ def test_misaligned_references_fail_before_translating(trained, tmp_path):
     run, src, ref = trained
     short = write(tmp_path / "short.txt", ref.read_text(encoding="utf-8").splitlines()[:5])
     out = tmp_path / "hyp.txt"
-    result = runner.invoke(
-        app, ["evaluate", str(run), "--src", str(src), "--ref", str(short), "--out", str(out)]
-    )
+    result = run_cli("evaluate", str(run), "--src", str(src), "--ref", str(short), "--out", str(out))
     assert result.exit_code == 2 and "has 20 lines" in result.stderr and "short.txt has 5" in result.stderr
     assert not out.exists()
 
 
 def test_attention_map_is_target_by_source_and_rows_sum_to_1(trained):
-    translator = Translator.load(trained[0], "best", "cpu")
+    translator = Translator.load(trained[0], ["best"], Placement("cpu"))
     attention = attention_map(translator, "red cat runs on the big tree", "TREE BIG THE ON RUNS CAT")
     rows, cols = attention.weights.shape
     assert (rows, cols) == (len(attention.target), len(attention.source))
@@ -156,7 +147,7 @@ def test_report_from_hypotheses_alone_compares_systems(tmp_path):
     ref = write(tmp_path / "ref.txt", refs)
     worse = write(tmp_path / "worse.txt", [r.replace("cat", "dog") for r in refs])
     args = ["evaluate", "--hyp", str(ref), "--hyp", str(worse), "--ref", str(ref), "--bootstrap", "50"]
-    result = runner.invoke(app, [*args, "--report", str(tmp_path / "report")])
+    result = run_cli(*args, "--report", str(tmp_path / "report"))
     assert result.exit_code == 0, result.output
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     parser = parse(page)
@@ -170,7 +161,7 @@ def test_missing_matplotlib_is_a_user_error(tmp_path, monkeypatch):
     with pytest.raises(EvaluateError, match="pip install"):
         new_figure(1, 1)
     ref = write(tmp_path / "ref.txt", ["a b c d"])
-    result = runner.invoke(app, ["evaluate", "--hyp", str(ref), "--ref", str(ref), "--report", str(tmp_path)])
+    result = run_cli("evaluate", "--hyp", str(ref), "--ref", str(ref), "--report", str(tmp_path))
     assert result.exit_code == 2 and "s2s[report]" in result.stderr
 
 

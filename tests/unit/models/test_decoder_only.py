@@ -5,22 +5,16 @@ import json
 
 import pytest
 import torch
-import yaml
 from torch.testing import assert_close
-from typer.testing import CliRunner
 
-from seq2seq.cli import app
 from seq2seq.config import config_from_dict
 from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.errors import ConfigError
 from seq2seq.special import BOS, PAD
 from seq2seq.training.loss import TrainingLoss, sequence_loss
 from tests.conftest import make_model, random_ids, tiny_config_dict
+from tests.helpers import run_cli
 from tests.unit.decoding.test_search import EosBiased, ends_early, forced_score, settings
-
-
-def run_cli(*args: str, input: str | None = None):
-    return CliRunner().invoke(app, list(args), input=input)
 
 
 def decoder_only(seed: int = 0, prefix_lm: bool = False):
@@ -139,18 +133,14 @@ def test_source_attention_sums_to_at_most_one_over_real_source_columns():
     assert torch.all(weights.sum(-1) <= 1 + 1e-5) and torch.all(weights.sum(-1) > 0)
 
 
-def test_train_translate_evaluate_and_report_through_the_cli(tmp_path):
+def test_train_translate_evaluate_and_report_through_the_cli(trained_run, tmp_path):
     """The same verbs on a decoder-only run: one output line per input line, scores, a report."""
-    raw = tiny_config_dict(tmp_path, max_steps=30, valid_every=15)
-    raw["model"] |= {"arch": "decoder_only", "prefix_lm": True, "max_positions": 72}
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    assert run_cli("train", str(config)).exit_code == 0
-    run = tmp_path / "run"
+    trained = trained_run("decoder_only")  # trained through the CLI
+    run = trained.run
     result = run_cli("translate", str(run), "--beam", "3", input="red cat\n\nblue bird on the house\n")
     assert result.exit_code == 0, result.output
     assert result.stdout.count("\n") == 3 and result.stdout.split("\n")[1] == ""
-    src, ref = tmp_path / "data" / "valid.src", tmp_path / "data" / "valid.tgt"
+    src, ref = trained.data / "valid.src", trained.data / "valid.tgt"
     scores, report = tmp_path / "s.json", tmp_path / "report.html"
     args = ["--src", str(src), "--ref", str(ref), "--json", str(scores), "--report", str(report)]
     result = run_cli("evaluate", str(run), *args)

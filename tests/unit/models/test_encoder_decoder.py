@@ -64,10 +64,20 @@ def test_untied_embeddings_are_separate():
     assert tied_output.output.weight is tied_output.tgt_embed.tokens.weight
 
 
-def test_tied_gradient_flows_into_one_tensor():
-    model = make_model().train()
-    model(random_ids(2, 5), random_ids(2, 4, seed=3)).sum().backward()
-    assert model.tgt_embed.tokens.weight.grad is not None
+def test_tied_gradient_is_the_sum_of_what_each_use_contributes():
+    """One Parameter serves the source and target embeddings and the output layer; its gradient is
+    what the same weights, held as three untied copies, receive together."""
+    tied = make_model()
+    weight = tied.tgt_embed.tokens.weight
+    assert tied.src_embed.tokens.weight is weight and tied.output.weight is weight
+    untied = make_model(share_all_embeddings=False, tie_output=False)
+    untied.load_state_dict(tied.state_dict())  # the same values, in three tensors
+    src, tgt = random_ids(2, 5), random_ids(2, 4, seed=3)
+    for model in (tied, untied):
+        model(src, tgt).sum().backward()
+    uses = (untied.src_embed.tokens.weight, untied.tgt_embed.tokens.weight, untied.output.weight)
+    assert all(use.grad is not None and use.grad.abs().sum() > 0 for use in uses)  # each use counts
+    assert_close(weight.grad, sum(use.grad for use in uses))
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])

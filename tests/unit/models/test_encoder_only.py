@@ -12,9 +12,7 @@ import pytest
 import torch
 import yaml
 from torch.testing import assert_close
-from typer.testing import CliRunner
 
-from seq2seq.cli import app
 from seq2seq.config import config_from_dict
 from seq2seq.data.labels import Labels, check_targets
 from seq2seq.data.parallel import ParallelData, load_eval_pairs
@@ -26,10 +24,7 @@ from seq2seq.evaluation.report import confusion_counts
 from seq2seq.special import EOS, PAD
 from seq2seq.training.loss import TrainingLoss
 from tests.conftest import ROOT, make_model, random_ids
-
-
-def run_cli(*args: str, input: str | None = None):
-    return CliRunner().invoke(app, list(args), input=input)
+from tests.helpers import run_cli
 
 
 def reader(task: str, pooling: str = "cls", seed: int = 0):
@@ -294,10 +289,12 @@ def test_the_server_answers_a_reader_and_refuses_what_it_cannot_do(reader_runs):
 
     from seq2seq.serve.app import ServerSettings, create_app
     from seq2seq.serve.limits import Limits
+    from seq2seq.translate.options import DecodeOverrides
+    from seq2seq.translate.placement import Placement
     from seq2seq.translate.translator import Translator
 
-    translator = Translator.load(reader_runs["classify"], device="cpu")
-    settings = ServerSettings(translator.settings(), 200, 0.01, Limits(), ())
+    translator = Translator.load(reader_runs["classify"], placement=Placement("cpu"))
+    settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.01, Limits(), ())
     with TestClient(create_app(translator, settings, "reader")) as client:
         answer = client.post("/translate", json={"text": ["the coach blew the whistle", ""]})
         assert answer.status_code == 200 and answer.json()["translations"][1] == ""

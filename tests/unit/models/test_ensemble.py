@@ -13,6 +13,7 @@ from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.special import BOS, PAD
 from tests.conftest import make_model, random_ids
+from tests.helpers import run_cli
 
 SETTINGS = SearchSettings(beam=3, nbest=3, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
 
@@ -59,21 +60,16 @@ def test_an_ensemble_decodes_the_same_cached_and_uncached_batched_and_alone():
         same_hypotheses(alone, fast[i : i + 1])
 
 
-def test_the_command_line_takes_several_checkpoints(tmp_path):
-    from typer.testing import CliRunner
-
-    from seq2seq.cli import app
-    from tests.conftest import train_tiny_run
-
-    _, run = train_tiny_run(tmp_path, max_steps=12, valid_every=6)
+def test_the_command_line_takes_several_checkpoints(tiny_run, tmp_path):
+    run = tiny_run.run
     src = tmp_path / "src.txt"
     src.write_text("red cat\nblue bird\n")
     both = ["--checkpoint", "step_6", "--checkpoint", "step_12"]
-    result = CliRunner().invoke(app, ["translate", str(run), "-i", str(src), *both])
+    result = run_cli("translate", str(run), "-i", str(src), *both)
     assert result.exit_code == 0, result.output
     assert result.stdout.count("\n") == 2
     json_file = tmp_path / "s.json"
     args = ["evaluate", str(run), "--src", str(src), "--ref", str(src), "--json", str(json_file), *both]
-    assert CliRunner().invoke(app, args).exit_code == 0
+    assert run_cli(*args).exit_code == 0
     used = json.loads(json_file.read_text())["model"]["checkpoints"]
     assert [p["path"].rsplit("/", 1)[-1] for p in used] == ["step_6.pt", "step_12.pt"]

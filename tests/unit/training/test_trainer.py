@@ -11,13 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from typer.testing import CliRunner
 
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
-from seq2seq.cli import app
 from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data.parallel import ParallelData
-from seq2seq.data.tokenizer import prepare_tokenizers
+from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.device import faster_cpu_dtype
 from seq2seq.errors import ConfigError, RunDirError
 from seq2seq.files import OutputError
@@ -25,9 +23,11 @@ from seq2seq.models.build import build_model
 from seq2seq.rundir import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import build_optimizer
+from seq2seq.training.precision import probe_step
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, make_model, tiny_config_dict
+from tests.helpers import run_cli
 
 
 def write_config(tmp_path: Path, name: str, **train: object) -> Path:
@@ -46,24 +46,38 @@ def train_losses(run_dir: Path) -> dict[int, tuple[float, float]]:
 
 
 def invoke(*args: str):
-    result = CliRunner().invoke(app, list(args))
+    result = run_cli(*args)
     assert result.exit_code == 0, result.output
     return result
 
 
 def test_tiny_model_overfits_a_tiny_batch(tmp_path):
     cfg = config_from_dict(tiny_config_dict(tmp_path, lr=1e-2, warmup_steps=1, label_smoothing=0.0))
-    toks = prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(
         toks.src.encode(["red cat runs", "the big dog"]), toks.tgt.encode(["RUNS CAT RED", "DOG BIG"])
     )
     batch = data.batch([0, 1])
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, data, ValidSet(data, [], []), DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, ValidSet(data, [], []), DistInfo(), "cpu"
     )
     losses = [float(trainer.train_step([batch])) / batch.num_tgt_tokens for _ in range(150)]
     assert losses[-1] < 0.05 * losses[0]
+
+
+def test_checkpoints_record_the_tokenizer_checksums_the_trainer_is_given(tmp_path):
+    cfg = config_from_dict(tiny_config_dict(tmp_path, max_steps=1, valid_every=1, valid_bleu=False))
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
+    data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
+    (tmp_path / "run").mkdir()
+    sums = {"spm.model": "0" * 64}  # the run's inputs.json is never read: the setup path hands them over
+    trainer = Trainer(
+        cfg, RunDir(tmp_path / "run"), model, toks, sums, data, ValidSet(data, [], []), DistInfo(), "cpu"
+    )
+    trainer.fit()
+    assert load_checkpoint(RunDir(tmp_path / "run").checkpoint_path("last"))["tokenizer_sha256"] == sums
 
 
 def test_resumed_run_logs_the_same_losses_as_an_uninterrupted_one(tmp_path):
@@ -316,7 +330,7 @@ def test_the_faster_precision_is_chosen_by_timing():
 
 
 def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatch):
-    import seq2seq.training.trainer as training
+    import seq2seq.training.precision as precision
 
     calls = []
 
@@ -325,27 +339,27 @@ def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatc
         step(None)  # the probe runs the real model
         return torch.bfloat16, "measured"
 
-    monkeypatch.setattr(training, "faster_cpu_dtype", pretend_bf16_is_faster)
+    monkeypatch.setattr(precision, "faster_cpu_dtype", pretend_bf16_is_faster)
     config = write_config(tmp_path, "run", max_steps=2, valid_every=2, precision="auto")
     invoke("train", str(config))
     assert calls == [1]
     assert load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["progress"]["precision"] == "bf16"
-    monkeypatch.setattr(training, "faster_cpu_dtype", lambda step: pytest.fail("measured again on resume"))
+    monkeypatch.setattr(precision, "faster_cpu_dtype", lambda step: pytest.fail("measured again on resume"))
     invoke("train", str(config), "--resume", "--set", "train.max_steps=4")
 
 
 def test_the_precision_probe_leaves_no_trace(tmp_path):
     cfg = config_from_dict(tiny_config_dict(tmp_path, precision="auto"))
-    toks = prepare_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, data, ValidSet(data, [], []), DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, ValidSet(data, [], []), DistInfo(), "cpu"
     )
     rng = torch.get_rng_state()
     weights = {k: v.clone() for k, v in model.state_dict().items()}
-    trainer._probe_step(torch.bfloat16)
-    trainer._probe_step(None)
+    probe_step(trainer.objective, data, cfg.train.max_tokens, trainer.device, torch.bfloat16)
+    probe_step(trainer.objective, data, cfg.train.max_tokens, trainer.device, None)
     assert torch.equal(torch.get_rng_state(), rng)
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())

@@ -1,4 +1,4 @@
-"""Training side by side with fairseq: the same model, data, pieces, batch size and steps (for bench.py).
+"""Training side by side with fairseq: the same model, data, pieces, batch size and steps.
 
 Each trainer runs as its own command-line job, one at a time, with the same number of threads:
 `s2s train` in fp32, bf16 and `precision: auto`, and `fairseq-train` (fp32: its `--bf16` does not run
@@ -6,6 +6,7 @@ on a CPU) on the SentencePiece pieces of the s2s run it follows. fairseq runs in
 given (`--fairseq-python`, e.g. a virtual environment with fairseq 0.12), or in this one when it
 imports fairseq. Throughput is target tokens per second (target pieces plus the end-of-sentence
 token, no padding: fairseq's `wps` counts the same), the median of the log intervals after the first.
+Peak RSS is each trainer process's own (memory.py).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from scripts.bench import memory
+from scripts.bench.options import Options
 from seq2seq.config import Config, load_config
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.errors import Seq2SeqError
@@ -28,15 +32,24 @@ from seq2seq.rundir import RunDir
 PRECISIONS = ("fp32", "bf16", "auto")
 
 
-def find_fairseq(python: str | None) -> str | None:
-    """The interpreter that imports fairseq: `python` (an error if it does not), else this one, else None."""
-    for candidate in [python] if python else [sys.executable]:
-        done = subprocess.run([candidate, "-c", "import fairseq"], capture_output=True, check=False)
-        if done.returncode == 0:
-            return candidate
-        if python:
-            raise Seq2SeqError(f"--fairseq-python {python}: it cannot import fairseq")
+def imports_fairseq(python: str) -> bool:
+    """Whether interpreter `python` can import fairseq."""
+    return subprocess.run([python, "-c", "import fairseq"], capture_output=True, check=False).returncode == 0
+
+
+def missing(opts: Options) -> str | None:
+    """Why this section cannot run here, or None (a --fairseq-python that fails is an error, in `run`)."""
+    if opts.fairseq_python is None and not imports_fairseq(sys.executable):
+        return "this interpreter cannot import fairseq; give --fairseq-python PYTHON"
     return None
+
+
+def run(opts: Options, device: torch.device) -> dict[str, Any]:
+    """s2s and fairseq training on the CPU, one after the other, with this process's threads."""
+    python = opts.fairseq_python or sys.executable
+    if not imports_fairseq(python):
+        raise Seq2SeqError(f"--fairseq-python {python}: it cannot import fairseq")
+    return run_fairseq_section(opts.config, python, opts.fairseq_steps, torch.get_num_threads())
 
 
 def run_fairseq_section(config: str, python: str, steps: int, threads: int) -> dict[str, Any]:
@@ -61,22 +74,23 @@ def run_fairseq_section(config: str, python: str, steps: int, threads: int) -> d
     }
 
 
-def fairseq_report(section: dict[str, Any]) -> str:
+def report(section: dict[str, Any]) -> str:
     lines = [
-        f"== training against fairseq ({section['config']}, {section['steps']} steps, {section['threads']} "
+        f"== fairseq: training against fairseq ({section['config']}, {section['steps']} steps, "
+        f"{section['threads']} "
         "threads; tgt tok/s = median of the log intervals after the first)",
-        f"{'trainer':<10}{'precision':<16}{'tgt tok/s':>10}{'vs fairseq':>12}{'peak RSS MB':>13}",
+        f"{'trainer':<10}{'precision':<16}{'tgt tok/s':>10}{'vs fairseq':>12}{'peak RSS MiB':>13}",
     ]
     fairseq = section["results"][-1]["tgt_tokens_per_s"]
     for r in section["results"]:
         lines.append(
             f"{r['trainer']:<10}{r['label']:<16}{r['tgt_tokens_per_s']:>10.0f}"
-            f"{r['tgt_tokens_per_s'] / fairseq:>11.2f}x{r['peak_rss_mb']:>13.0f}"
+            f"{r['tgt_tokens_per_s'] / fairseq:>11.2f}x{r['peak_rss_mib']:>13.0f}"
         )
     return "\n".join(lines)
 
 
-def fairseq_targets(section: dict[str, Any]) -> dict[str, float]:
+def targets(section: dict[str, Any]) -> dict[str, float]:
     """Issue 11's training targets: s2s against fairseq fp32, and `auto` against the better precision."""
     out = {f"s2s train {p} / fairseq fp32, tgt tok/s": r for p, r in section["s2s_over_fairseq_fp32"].items()}
     speed = {r["precision"]: r["tgt_tokens_per_s"] for r in section["results"] if r["trainer"] == "s2s"}
@@ -96,10 +110,10 @@ def _s2s_row(config: str, run_dir: Path, precision: str, steps: int, interval: i
         "train.best_metric": "loss",
         "train.compile": "false",
     }
-    command = [sys.executable, "-m", "seq2seq", "train", config, "--overwrite"]
+    args = ["train", config, "--overwrite"]
     for key, value in settings.items():
-        command += ["--set", f"{key}={value}"]
-    peak = _run(command, threads, run_dir.parent / "s2s.out")
+        args += ["--set", f"{key}={value}"]
+    peak = _run(sys.executable, "seq2seq", args, threads, run_dir.parent / "s2s.out")
     log = (run_dir / "train.log").read_text(encoding="utf-8")
     speeds = [float(x) for x in re.findall(r"\| step \d+ .*?\| (\d+) tgt tok/s", log)]
     chosen = re.search(r"precision auto on this CPU: .*?: (\w+)", log)
@@ -112,19 +126,19 @@ def _fairseq_data(cfg: Config, s2s_run: Path, out: Path, python: str) -> Path:
     tokenizers = load_tokenizers(RunDir(s2s_run).tokenizer_dir, cfg.tokenizer.joint)
     out.mkdir()
     d = cfg.data
-    files = {"train": (d.train_src, d.train_tgt), "valid": (d.valid_src, d.valid_tgt)}
+    files = {"train": (d.train_src, d.train_tgt), "valid": ((d.valid_src,), (d.valid_tgt,))}
     for split, (src, tgt) in files.items():
         for lang, paths, tokenizer in (("src", src, tokenizers.src), ("tgt", tgt, tokenizers.tgt)):
             lines = []
-            for path in [paths] if isinstance(paths, str) else paths:
+            for path in paths:
                 lines += Path(path).read_text(encoding="utf-8").splitlines()
             text = "".join(" ".join(tokenizer.pieces(line)) + "\n" for line in lines)
             (out / f"{split}.{lang}").write_text(text, encoding="utf-8")
-    command = [python, "-m", "fairseq_cli.preprocess", "--source-lang", "src", "--target-lang", "tgt"]
-    command += ["--trainpref", str(out / "train"), "--validpref", str(out / "valid")]
-    command += ["--destdir", str(out / "bin")]
-    command += ["--workers", "1"] + (["--joined-dictionary"] if cfg.tokenizer.joint else [])
-    _run(command, 1, out / "preprocess.out")
+    args = ["--source-lang", "src", "--target-lang", "tgt"]
+    args += ["--trainpref", str(out / "train"), "--validpref", str(out / "valid")]
+    args += ["--destdir", str(out / "bin")]
+    args += ["--workers", "1"] + (["--joined-dictionary"] if cfg.tokenizer.joint else [])
+    _run(python, "fairseq_cli.preprocess", args, 1, out / "preprocess.out")
     return out / "bin"
 
 
@@ -132,7 +146,7 @@ def _fairseq_row(
     cfg: Config, data: Path, python: str, steps: int, interval: int, threads: int, work: Path
 ) -> dict:
     m, t = cfg.model, cfg.train
-    command = [python, "-m", "fairseq_cli.train", str(data), "--arch", "transformer", "--cpu", "--seed", "1"]
+    command = [str(data), "--arch", "transformer", "--cpu", "--seed", "1"]
     for side in ("encoder", "decoder"):
         command += [f"--{side}-layers", str(getattr(m, f"{side}_layers"))]
         command += [f"--{side}-embed-dim", str(m.d_model)]
@@ -151,7 +165,7 @@ def _fairseq_row(
     command += ["--log-interval", str(interval)]
     command += ["--log-format", "simple", "--no-save", "--disable-validation", "--num-workers", "0"]
     command += ["--save-dir", str(work / "checkpoints")]
-    peak = _run(command, threads, work / "train.out")
+    peak = _run(python, "fairseq_cli.train", command, threads, work / "train.out")
     log = (work / "train.out").read_text(encoding="utf-8")
     speeds = [float(x) for x in re.findall(r"train_inner \|.*? wps=([\d.]+)", log)]
     return _row("fairseq", "fp32", "fp32", speeds, peak)
@@ -166,31 +180,18 @@ def _row(trainer: str, precision: str, label: str, speeds: list[float], peak: fl
         "label": label,
         "interval_tgt_tokens_per_s": speeds,
         "tgt_tokens_per_s": statistics.median(speeds[1:]),
-        "peak_rss_mb": peak,
+        "peak_rss_mib": peak,
     }
 
 
-def _run(command: list[str], threads: int, log: Path) -> float:
-    """Run one job alone with `threads` threads, output to `log`; its peak RSS in MB (Linux: VmHWM)."""
+def _run(python: str, module: str, args: list[str], threads: int, log: Path) -> float:
+    """Run `python -m module args` alone with `threads` threads, output to `log`; its peak RSS in MiB."""
     env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    peak = 0.0
+    peak_file = log.with_suffix(".peak")
     with log.open("w", encoding="utf-8") as out:
-        job = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-        status = Path(f"/proc/{job.pid}/status")
-        while job.poll() is None:
-            peak = max(peak, _high_water_mb(status))
-            time.sleep(0.2)
-    if job.returncode != 0:
+        command = memory.measured_command(python, module, args, peak_file)
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
+    if done.returncode != 0:
         tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
-        raise Seq2SeqError(f"{' '.join(command[:4])} ... failed (exit {job.returncode}):\n{tail}")
-    return peak
-
-
-def _high_water_mb(status: Path) -> float:
-    try:
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:  # gone, or not Linux
-        pass
-    return 0.0
+        raise Seq2SeqError(f"{python} -m {module} ... failed (exit {done.returncode}):\n{tail}")
+    return memory.read_peak(peak_file)

@@ -3,7 +3,7 @@
 Both implementations are trained by `seq2seq.training.trainer.Trainer.train_step` (autocast forward,
 label-smoothed loss, backward, gradient clipping, AdamW and schedule step), so only the model and the
 batching differ: s2s gets the trainer's length-bucketed token batches, the reference gets consecutive
-sentences of a random order. Used by bench.py.
+sentences of a random order (`reference.py`).
 """
 
 from __future__ import annotations
@@ -14,30 +14,31 @@ import math
 import random
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import nn
 
+from scripts.bench.options import Options
+from scripts.bench.reference import ReferenceTransformer
+from scripts.bench.tables import format_table
 from seq2seq.batching import token_batches
-from seq2seq.config import Config, ModelConfig
+from seq2seq.config import Config, ModelConfig, load_config
 from seq2seq.data.parallel import Batch, ParallelData
-from seq2seq.data.prepared import ensure_prepared, load_prepared, prepared_dir
+from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepared_corpus_dir
 from seq2seq.data.tokenizer import (
     PAD,
     TokenizerPair,
     load_tokenizers,
-    prepare_tokenizers,
     tokenizer_checksums,
+    train_or_load_tokenizers,
 )
 from seq2seq.device import autocast_dtype
 from seq2seq.models.build import build_model
 from seq2seq.models.encoder_decoder import count_parameters
-from seq2seq.models.layers import sinusoidal_positions
 from seq2seq.rundir import RunDir, data_checksums
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.trainer import Trainer
@@ -46,7 +47,6 @@ from seq2seq.training.validation import ValidSet
 log = logging.getLogger(__name__)
 
 BASE_SIZES = {"d_model": 512, "heads": 8, "ffn_dim": 2048, "encoder_layers": 6, "decoder_layers": 6}
-MODEL_NAMES = ("recipe", "base")
 DTYPE_NAMES = {None: "fp32", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 FLOP_FORMULA = (
     "6 x [(N_enc + N_kv) x S + (N_dec + D x V) x T]"
@@ -73,81 +73,17 @@ class TrainResult:
     utilization: float  # flop_per_s / measured matmul FLOP/s of the same dtype
 
 
-class ReferenceTransformer(nn.Module):
-    """The plain PyTorch baseline: embeddings + sinusoidal positions + `nn.Transformer` + output layer.
-
-    Sizes, dropouts, pre/post-norm and weight sharing follow the s2s `ModelConfig`.
-    """
-
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
-        super().__init__()
-        d = cfg.d_model
-        self.tgt_tokens = nn.Embedding(tgt_vocab, d, padding_idx=PAD)
-        shared = cfg.share_all_embeddings
-        self.src_tokens = self.tgt_tokens if shared else nn.Embedding(src_vocab, d, padding_idx=PAD)
-        self.register_buffer("positions", sinusoidal_positions(cfg.max_positions, d), persistent=False)
-        self.scale, self.dropout = math.sqrt(d), nn.Dropout(cfg.dropout)
-        with warnings.catch_warnings():  # the nested-tensor fast path is for inference only anyway
-            warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
-            self.transformer = nn.Transformer(
-                d_model=d,
-                nhead=cfg.heads,
-                num_encoder_layers=cfg.encoder_layers,
-                num_decoder_layers=cfg.decoder_layers,
-                dim_feedforward=cfg.ffn_dim,
-                dropout=cfg.dropout,
-                batch_first=True,
-                norm_first=cfg.norm == "pre",
-            )
-        _match_dropouts(self.transformer, cfg)
-        self.output = nn.Linear(d, tgt_vocab, bias=False)
-        if cfg.tie_output:
-            self.output.weight = self.tgt_tokens.weight
-
-    def _embed(self, tokens: nn.Embedding, ids: Tensor) -> Tensor:
-        """ids (B, T) -> (B, T, D)."""
-        return self.dropout(tokens(ids) * self.scale + self.positions[: ids.size(1)])
-
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits (B, T, V) for src (B, S) and tgt_in (B, T), right-padded with PAD.
-
-        nn.Transformer masks have the opposite polarity to s2s: True = may NOT attend.
-        """
-        src_pad, tgt_pad = src == PAD, tgt_in == PAD  # (B, S), (B, T)
-        t = tgt_in.size(1)
-        causal = torch.ones(t, t, dtype=torch.bool, device=src.device).triu(1)  # (T, T) True = future
-        x = self.transformer(
-            self._embed(self.src_tokens, src),
-            self._embed(self.tgt_tokens, tgt_in),
-            tgt_mask=causal,
-            src_key_padding_mask=src_pad,
-            tgt_key_padding_mask=tgt_pad,
-            memory_key_padding_mask=src_pad,
-            tgt_is_causal=True,
-        )  # (B, T, D)
-        return self.output(x)
-
-
-def _match_dropouts(transformer: nn.Transformer, cfg: ModelConfig) -> None:
-    """nn.Transformer has one dropout rate; set attention and activation dropout as s2s has them."""
-    for layer in [*transformer.encoder.layers, *transformer.decoder.layers]:
-        layer.dropout.p = cfg.activation_dropout  # between the two feed-forward linears
-        layer.self_attn.dropout = cfg.attention_dropout
-        if hasattr(layer, "multihead_attn"):
-            layer.multihead_attn.dropout = cfg.attention_dropout
-
-
 def load_corpus(cfg: Config, run_dir: str | None, scratch: Path) -> tuple[TokenizerPair, ParallelData]:
     """The recipe's training pairs, tokenized by the run's tokenizer or one trained into `scratch`."""
     d = cfg.data
     tok_dir = RunDir(run_dir).tokenizer_dir if run_dir is not None else scratch
     if run_dir is None:
-        prepare_tokenizers(cfg.tokenizer, d.train_src, d.train_tgt, tok_dir)
+        train_or_load_tokenizers(cfg.tokenizer, d.train_src, d.train_tgt, tok_dir)
     tokenizers = load_tokenizers(tok_dir, cfg.tokenizer.joint)
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(d, prepared_dir=str(scratch.parent / "prepared")))
     tokenizer_sums = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
-    ensure_prepared(cfg, tok_dir, data_checksums(cfg), tokenizer_sums)
-    return tokenizers, load_prepared(prepared_dir(cfg))
+    ensure_prepared_corpus(cfg, tok_dir, data_checksums(cfg), tokenizer_sums)
+    return tokenizers, load_prepared(prepared_corpus_dir(cfg))
 
 
 def model_config(cfg: ModelConfig, name: str) -> ModelConfig:
@@ -253,7 +189,7 @@ def make_trainer(cfg: Config, model: nn.Module, tokenizers: TokenizerPair, devic
     """A trainer for `model` with no data of its own: only its `train_step` is used."""
     no_valid = ValidSet(ParallelData.from_lists([], []), [], [])
     return Trainer(
-        cfg, RunDir(run), model, tokenizers, ParallelData.from_lists([], []), no_valid, DistInfo(), device
+        cfg, RunDir(run), model, tokenizers, {}, ParallelData.from_lists([], []), no_valid, DistInfo(), device
     )
 
 
@@ -309,27 +245,20 @@ def measure_peaks(size: int, device: torch.device, train_dtype: torch.dtype | No
     return {DTYPE_NAMES[d]: round(matmul_flop_per_s(size, d, device)) for d in dtypes}
 
 
-def run_train_section(
-    cfg: Config,
-    run_dir: str | None,
-    models: list[str],
-    warmup: int,
-    steps: int,
-    device: torch.device,
-    matmul_size: int,
-) -> dict[str, Any]:
+def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Matmul peaks, then s2s and nn.Transformer for each model; everything as plain data."""
-    peaks = measure_peaks(matmul_size, device, autocast_dtype(device, cfg.train.precision))
-    t, count = cfg.train, warmup + steps
+    cfg = load_config(opts.config)
+    peaks = measure_peaks(opts.matmul_size, device, autocast_dtype(device, cfg.train.precision))
+    t, count = cfg.train, opts.warmup + opts.steps
     results: list[TrainResult] = []
     with tempfile.TemporaryDirectory() as scratch:
-        tokenizers, data = load_corpus(cfg, run_dir, Path(scratch) / "tokenizer")
+        tokenizers, data = load_corpus(cfg, opts.run_dir, Path(scratch) / "tokenizer")
         batch_sets = {
             "s2s": bucketed_batches(data, t.max_tokens, t.seed, count),
             "nn.Transformer": sentence_batches(data, t.max_tokens, t.seed, count),
         }
-        setup = Setup(tokenizers, warmup, device, peaks, Path(scratch))
-        for name in models:
+        setup = Setup(tokenizers, opts.warmup, device, peaks, Path(scratch))
+        for name in opts.models:
             model_cfg = dataclasses.replace(cfg, model=model_config(cfg.model, name))
             for impl, indices in batch_sets.items():
                 log.info("training the %s model with %s for %d steps", name, impl, count)
@@ -337,7 +266,7 @@ def run_train_section(
                 results.append(bench_model(model_cfg, name, impl, batches, setup))
     return {
         "sentences": len(data),
-        "matmul_size": matmul_size,
+        "matmul_size": opts.matmul_size,
         "matmul_flop_per_s": peaks,
         "results": [dataclasses.asdict(r) for r in results],
         "s2s_over_reference_tgt_tokens_per_s": _ratios(results),
@@ -350,3 +279,36 @@ def _ratios(results: list[TrainResult]) -> dict[str, float]:
     rate = {(r.model, r.impl): r.tgt_tokens_per_s for r in results}
     models = dict.fromkeys(r.model for r in results)
     return {m: round(rate[m, "s2s"] / rate[m, "nn.Transformer"], 3) for m in models}
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    return [
+        r["model"],
+        r["impl"],
+        r["dtype"],
+        f"{r['params'] / 1e6:.1f}M",
+        f"{r['sentences_per_batch']:.1f}",
+        f"{r['padded_tokens_per_batch']:.0f}",
+        f"{100 * r['padding']:.1f}",
+        f"{r['tgt_tokens_per_s']:.0f}",
+        f"{r['src_tgt_tokens_per_s']:.0f}",
+        f"{r['flop_per_s'] / 1e9:.1f}",
+        f"{100 * r['utilization']:.1f}",
+    ]
+
+
+def report(section: dict[str, Any]) -> str:
+    """The train table, the matmul peaks and the s2s / nn.Transformer ratios."""
+    header = ["model", "impl", "dtype", "params", "sent/batch", "tok/batch", "pad%", "tgt tok/s"]
+    header += ["src+tgt tok/s", "GFLOP/s", "util%"]
+    size = section["matmul_size"]
+    peaks = ", ".join(f"{k} {v / 1e9:.1f}" for k, v in section["matmul_flop_per_s"].items())
+    ratios = ", ".join(f"{k} {v:.2f}x" for k, v in section["s2s_over_reference_tgt_tokens_per_s"].items())
+    return "\n".join(
+        [
+            f"== train ({section['sentences']} sentences; util% = model FLOP/s / matmul FLOP/s, same dtype)",
+            format_table(header, [_row(r) for r in section["results"]], left=3),
+            f"matmul {size}x{size} GFLOP/s: {peaks}",
+            f"s2s / nn.Transformer tgt tok/s: {ratios}",
+        ]
+    )

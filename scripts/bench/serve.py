@@ -1,7 +1,5 @@
 """Load test of `s2s serve`: N concurrent clients, one sentence per request, against offline translation.
 
-    python scripts/bench_serve.py runs/multi30k_de_en --src data/multi30k/test_2016_flickr.de
-
 In one run: the same lines are translated offline (`Translator.translate`, as `s2s translate` does,
 timed after the model is loaded; once before and once after the server, and the ratio is taken
 against the faster of the two), then a server is started on 127.0.0.1 (a free port) with the same
@@ -9,13 +7,13 @@ beam and threads, a few requests warm it up, single requests one at a time give 
 and N client threads send every line once as its own request, each client waiting for its answer
 before sending the next. It prints sentences/s of both and their ratio, latency percentiles, and how
 many answers differ from the offline translation or never came. Traffic goes to 127.0.0.1 only;
-the load phase stops at --time-limit seconds.
+the load phase stops at `--time-limit` seconds. The `serve` extra must be installed.
 """
 
 from __future__ import annotations
 
-import argparse
 import http.client
+import importlib.util
 import json
 import re
 import signal
@@ -26,11 +24,15 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import torch
 
+from scripts.bench.options import Options
+from scripts.bench.workers import ROOT
 from seq2seq.data.textio import read_lines
+from seq2seq.translate.options import DecodeOverrides
+from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 
 SERVING = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)/")
@@ -68,7 +70,7 @@ class Report:
 
 def offline(translator: Translator, lines: list[str], beam: int) -> tuple[list[str], float]:
     """Translations of `lines` in one batched call, and its sentences per second."""
-    settings = translator.settings(beam=beam)
+    settings = translator.options(DecodeOverrides(beam=beam)).search
     budget = translator.config.decode.max_tokens
     translator.translate(lines[:WARMUP_REQUESTS], settings, budget)
     start = time.perf_counter()
@@ -80,14 +82,14 @@ def start_server(run_dir: Path, beam: int, threads: int, window_ms: float) -> tu
     command = [sys.executable, "-m", "seq2seq", "serve", str(run_dir), "--host", "127.0.0.1", "--port", "0"]
     options = ["--device", "cpu", "--beam", str(beam), "--threads", str(threads), "--max-lines", "1"]
     options += ["--batch-window-ms", str(window_ms)]
-    server = subprocess.Popen([*command, *options], stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen([*command, *options], stderr=subprocess.PIPE, text=True, cwd=ROOT)
     assert server.stderr is not None
     for line in server.stderr:
         sys.stderr.write(line)
         if found := SERVING.search(line):
             threading.Thread(target=copy_lines, args=(server.stderr,), daemon=True).start()
             return server, int(found.group(1))
-    raise SystemExit(f"the server did not start (exit code {server.wait()})")
+    raise RuntimeError(f"the server did not start (exit code {server.wait()})")
 
 
 def copy_lines(stream: TextIO) -> None:
@@ -160,35 +162,32 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--src", type=Path, default=Path("data/multi30k/test_2016_flickr.de"))
-    parser.add_argument("--limit", type=int, default=1000, help="first N non-empty lines")
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads, offline and in the server")
-    parser.add_argument("--window-ms", type=float, default=5.0, help="the server's --batch-window-ms")
-    parser.add_argument("--rounds", type=int, default=3, help="offline then server, this many times")
-    parser.add_argument("--time-limit", type=float, default=300.0, help="seconds per load phase")
-    parser.add_argument("--json", type=Path, help="also write the report here")
-    args = parser.parse_args()
+def missing(opts: Options) -> str | None:
+    """Why this section cannot run here, or None."""
+    if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
+        return "the serve extra is not installed here (pip install -e '.[serve]')"
+    return None
 
-    lines = [line for line in read_lines(args.src) if line.strip()][: args.limit]
-    torch.set_num_threads(args.threads)
-    translator = Translator.load(args.run_dir, device="cpu")
-    server, port = start_server(args.run_dir, args.beam, args.threads, args.window_ms)
-    offline_rates, server_rates, latencies, wrong, missing = [], [], [], 0, 0
+
+def run(opts: Options, device: torch.device) -> dict[str, Any]:
+    """Offline and server rounds, alternated, on the CPU, with this process's threads."""
+    assert opts.run_dir is not None  # options.parse insists
+    lines = [line for line in read_lines(opts.src) if line.strip()]
+    lines = lines[: opts.limit] if opts.limit else lines
+    threads = torch.get_num_threads()
+    translator = Translator.load(opts.run_dir, placement=Placement("cpu"))
+    server, port = start_server(Path(opts.run_dir), opts.serve_beam, threads, opts.window_ms)
+    offline_rates, server_rates, latencies, wrong, lost = [], [], [], 0, 0
     try:
-        idle = idle_latency_ms(port, lines, args.beam)
-        for k in range(args.rounds):  # alternated, so a disturbance hits one phase of one round
-            reference, offline_rate = offline(translator, lines, args.beam)
-            result = load(port, lines, args.clients, args.beam, args.time_limit)
+        idle = idle_latency_ms(port, lines, opts.serve_beam)
+        for k in range(opts.rounds):  # alternated, so a disturbance hits one phase of one round
+            reference, offline_rate = offline(translator, lines, opts.serve_beam)
+            result = load(port, lines, opts.clients, opts.serve_beam, opts.time_limit)
             offline_rates.append(offline_rate)
             server_rates.append(result.answered / result.seconds)
             latencies += result.latencies_ms
             wrong += sum(1 for i, text in result.answers.items() if text != reference[i])
-            missing += len(lines) - result.answered
+            lost += len(lines) - result.answered
             print(
                 f"round {k + 1}: offline {offline_rate:.2f} sent/s, server {server_rates[-1]:.2f} sent/s",
                 file=sys.stderr,
@@ -197,30 +196,36 @@ def main() -> None:
         server.send_signal(signal.SIGTERM)
         exit_code = server.wait(60)
     offline_rate, rate = statistics.median(offline_rates), statistics.median(server_rates)
-    report = Report(
-        sentences=len(lines),
-        clients=args.clients,
-        beam=args.beam,
-        threads=args.threads,
-        window_ms=args.window_ms,
-        rounds=args.rounds,
-        offline_sent_per_s=round(offline_rate, 2),
-        server_sent_per_s=round(rate, 2),
-        ratio=round(rate / offline_rate, 3),
-        p50_ms=round(percentile(latencies, 50), 1),
-        p95_ms=round(percentile(latencies, 95), 1),
-        p99_ms=round(percentile(latencies, 99), 1),
-        idle_ms=round(idle, 1),
-        wrong=wrong,
-        missing=missing,
-        server_exit_code=exit_code,
+    return asdict(
+        Report(
+            sentences=len(lines),
+            clients=opts.clients,
+            beam=opts.serve_beam,
+            threads=threads,
+            window_ms=opts.window_ms,
+            rounds=opts.rounds,
+            offline_sent_per_s=round(offline_rate, 2),
+            server_sent_per_s=round(rate, 2),
+            ratio=round(rate / offline_rate, 3),
+            p50_ms=round(percentile(latencies, 50), 1),
+            p95_ms=round(percentile(latencies, 95), 1),
+            p99_ms=round(percentile(latencies, 99), 1),
+            idle_ms=round(idle, 1),
+            wrong=wrong,
+            missing=lost,
+            server_exit_code=exit_code,
+        )
     )
-    print("| what | result |\n|---|---|")
-    for key, value in asdict(report).items():
-        print(f"| {key} | {value} |")
-    if args.json:
-        args.json.write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
 
 
-if __name__ == "__main__":
-    main()
+def report(section: dict[str, Any]) -> str:
+    """The report as a two-column markdown table."""
+    rows = [f"| {key} | {value} |" for key, value in section.items()]
+    return "\n".join(
+        [
+            "== serve (offline and server sent/s: medians over the rounds)",
+            "| what | result |",
+            "|---|---|",
+            *rows,
+        ]
+    )

@@ -1,34 +1,31 @@
-"""Decoding speed and memory: greedy and beam 5, with the incremental cache and without it.
+"""Decoding speed and memory: each beam, with the incremental cache and without it.
 
-Every mode runs in a fresh process (`bench.py --worker SPEC`, one JSON line out), so the peak
-resident memory it reports is its own: the resident set right after the model is loaded, the peak
-while loading, and the peak while decoding. On CUDA the same three come from
-`torch.cuda.memory_allocated` / `max_memory_allocated`. Used by bench.py.
+Every mode runs in a fresh process (workers.py), so the memory it reports is its own (memory.py):
+the resident set right after the model is loaded, the peak while loading, and the peak while
+decoding. On CUDA the same three come from `torch.cuda.memory_allocated` / `max_memory_allocated`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import resource
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from scripts.bench import memory, workers
+from scripts.bench.options import Options
+from scripts.bench.tables import format_table
 from seq2seq.batching import token_batches
 from seq2seq.data.textio import read_lines
 from seq2seq.decoding.bulk import decode_ids
 from seq2seq.rundir import RunDir
+from seq2seq.translate.options import DecodeOverrides
+from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 
-BEAM = 5
 WARMUP_SENTENCES = 8  # decoded once, untimed, before the measured run
-BENCH_SCRIPT = Path(__file__).with_name("bench.py")
 MIB = 2**20
 
 
@@ -49,6 +46,7 @@ class WorkerSpec:
 @dataclass
 class DecodeResult:
     search: str  # greedy | beam5
+    beam: int
     use_cache: bool
     fraction: float
     sentences: int
@@ -70,38 +68,14 @@ def source_lines(path: str, limit: int) -> list[str]:
     return lines[:limit] if limit > 0 else lines
 
 
-def _proc_status_mib(field: str) -> float | None:
-    """A kB field of /proc/self/status (VmRSS, VmHWM) in MiB; None where there is no /proc."""
-    status = Path("/proc/self/status")
-    if not status.is_file():
-        return None
-    for line in status.read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return None
-
-
 def memory_now_mib(device: torch.device) -> float:
-    """CUDA memory allocated, or the resident set size now (the peak so far where there is no /proc)."""
-    if device.type == "cuda":
-        return torch.cuda.memory_allocated(device) / MIB
-    rss = _proc_status_mib("VmRSS")
-    return rss if rss is not None else memory_peak_mib(device)
+    """CUDA memory allocated, or the resident set size now."""
+    return torch.cuda.memory_allocated(device) / MIB if device.type == "cuda" else memory.own_rss_mib()
 
 
 def memory_peak_mib(device: torch.device) -> float:
-    """Peak CUDA memory allocated, or peak resident set size, since the last `reset_memory_peak`.
-
-    On Linux this reads VmHWM rather than `ru_maxrss`: a child's ru_maxrss starts at the peak of
-    the parent that spawned it (the image it replaced at exec), VmHWM only counts its own pages.
-    """
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / MIB
-    hwm = _proc_status_mib("VmHWM")
-    if hwm is not None:
-        return hwm
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return maxrss / MIB if sys.platform == "darwin" else maxrss / 1024  # bytes on macOS, kB elsewhere
+    """Peak CUDA memory allocated, or peak resident set size, since the last `reset_memory_peak`."""
+    return torch.cuda.max_memory_allocated(device) / MIB if device.type == "cuda" else memory.own_peak_mib()
 
 
 def reset_memory_peak(device: torch.device) -> str:
@@ -109,25 +83,28 @@ def reset_memory_peak(device: torch.device) -> str:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
         return "decode"
-    try:
-        Path("/proc/self/clear_refs").write_text("5")  # 5 = reset the peak RSS (VmHWM)
-    except OSError:
-        return "process"
-    return "decode"
+    return "decode" if memory.reset_peak() else "process"
+
+
+def measure(raw: dict[str, Any]) -> dict[str, Any]:
+    """The worker's side (workers.py): one decoding measurement of a `WorkerSpec` given as plain data."""
+    return dataclasses.asdict(run_worker(WorkerSpec(**raw)))
 
 
 def run_worker(spec: WorkerSpec) -> DecodeResult:
     """Load the run, decode a few sentences untimed and then all of them timed; measure memory."""
     if spec.threads:
         torch.set_num_threads(spec.threads)
-    translator = Translator.load(spec.run_dir, "best", spec.device)
+    translator = Translator.load(spec.run_dir, ["best"], Placement(spec.device))
     device = translator.device
     after_load, load_peak = memory_now_mib(device), memory_peak_mib(device)
     peak_scope = reset_memory_peak(device)
     lines = source_lines(spec.src, spec.limit)
     lines = lines[: max(1, round(len(lines) * spec.fraction))]
     sources = [ids[: translator.max_source_tokens] for ids in translator.tokenizers.src.encode(lines)]
-    settings = translator.settings(beam=spec.beam, use_cache=spec.use_cache)
+    settings = dataclasses.replace(
+        translator.options(DecodeOverrides(beam=spec.beam)).search, use_cache=spec.use_cache
+    )
     max_tokens = translator.config.decode.max_tokens
 
     def decode(batch: list[list[int]]) -> int:
@@ -140,6 +117,7 @@ def run_worker(spec: WorkerSpec) -> DecodeResult:
     seconds = time.perf_counter() - start  # decode_ids returns host lists: the device is done
     return DecodeResult(
         search="greedy" if spec.beam == 1 else f"beam{spec.beam}",
+        beam=spec.beam,
         use_cache=spec.use_cache,
         fraction=spec.fraction,
         sentences=len(sources),
@@ -157,18 +135,17 @@ def run_worker(spec: WorkerSpec) -> DecodeResult:
 
 
 def spawn_worker(spec: WorkerSpec) -> DecodeResult:
-    """Run one measurement in a fresh `bench.py --worker` process and read its JSON line."""
-    command = [sys.executable, str(BENCH_SCRIPT), "--worker", json.dumps(dataclasses.asdict(spec))]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"decode worker failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return DecodeResult(**json.loads(done.stdout.strip().splitlines()[-1]))
+    """Run one measurement in a fresh worker process (the worker's own peak RSS is dropped: the
+    decode peak, `peak_mib`, is the one that counts here)."""
+    result = workers.spawn("decode", dataclasses.asdict(spec))
+    del result["peak_rss_mib"]
+    return DecodeResult(**result)
 
 
-def worker_specs(base: WorkerSpec) -> list[WorkerSpec]:
-    """Greedy and beam, cached and uncached, on all sentences; cached beam also on the first 25%, 50%."""
-    modes = [(1, True, 1.0), (1, False, 1.0), (BEAM, True, 1.0), (BEAM, False, 1.0)]
-    modes += [(BEAM, True, 0.25), (BEAM, True, 0.5)]
+def worker_specs(base: WorkerSpec, beams: tuple[int, ...], fractions: tuple[float, ...]) -> list[WorkerSpec]:
+    """Each beam cached and uncached on all sentences; the largest beam, cached, also on `fractions`."""
+    modes = [(b, cache, 1.0) for b in beams for cache in (True, False)]
+    modes += [(max(beams), True, f) for f in fractions]
     return [dataclasses.replace(base, beam=b, use_cache=c, fraction=f) for b, c, f in modes]
 
 
@@ -180,11 +157,14 @@ def check_decode_inputs(run_dir: str, src: str) -> None:
     source_lines(src, 1)
 
 
-def run_decode_section(run_dir: str, src: str, limit: int, threads: int, device: str) -> dict[str, Any]:
+def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Every decoding mode in its own process; results and cached/uncached speed-ups as plain data."""
-    count = len(source_lines(src, limit))
-    base = WorkerSpec(run_dir, src, limit, 1, True, 1.0, threads, device)
-    results = [spawn_worker(spec) for spec in worker_specs(base)]
+    assert opts.run_dir is not None  # options.parse insists
+    check_decode_inputs(opts.run_dir, opts.src)
+    src = opts.src
+    count = len(source_lines(src, opts.limit))
+    base = WorkerSpec(opts.run_dir, src, opts.limit, 1, True, 1.0, torch.get_num_threads(), str(device))
+    results = [spawn_worker(spec) for spec in worker_specs(base, opts.beams, opts.fractions)]
     rate = {(r.search, r.use_cache): r.sentences_per_s for r in results if r.fraction == 1.0}
     searches = dict.fromkeys(r.search for r in results)
     return {
@@ -195,3 +175,40 @@ def run_decode_section(run_dir: str, src: str, limit: int, threads: int, device:
             s: round(rate[s, True] / rate[s, False], 3) for s in searches
         },
     }
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    return [
+        r["search"],
+        "yes" if r["use_cache"] else "no",
+        str(r["sentences"]),
+        str(r["batches"]),
+        f"{r['seconds']:.2f}",
+        f"{r['sentences_per_s']:.1f}",
+        f"{r['tgt_tokens_per_s']:.0f}",
+        f"{r['after_load_mib']:.0f}",
+        f"{r['load_peak_mib']:.0f}",
+        f"{r['peak_mib']:.0f}",
+    ]
+
+
+def report(section: dict[str, Any]) -> str:
+    """The decode table, the cached / uncached ratios and the largest cached beam's peak as batches grow."""
+    results = section["results"]
+    header = ["search", "cache", "sents", "batches", "seconds", "sent/s", "tgt tok/s"]
+    header += ["MiB loaded", "MiB load peak", "MiB decode peak"]
+    ratios = ", ".join(f"{k} {v:.2f}x" for k, v in section["cached_over_uncached_sentences_per_s"].items())
+    widest = max(results, key=lambda r: r["beam"])["search"]
+    grown = [r for r in results if r["search"] == widest and r["use_cache"]]
+    grown.sort(key=lambda r: r["fraction"])
+    growth = ", ".join(f"{r['sentences']} sents/{r['batches']} batches {r['peak_mib']:.0f}" for r in grown)
+    scope = "since the load" if results[0]["peak_scope"] == "decode" else "whole process"
+    return "\n".join(
+        [
+            f"== decode ({section['sentences']} sentences of {section['src']}; "
+            f"memory = {results[0]['memory']}, decode peak {scope})",
+            format_table(header, [_row(r) for r in results], left=2),
+            f"cached / uncached sent/s: {ratios}",
+            f"{widest} cached decode peak MiB as batches grow: {growth}",
+        ]
+    )

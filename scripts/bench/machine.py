@@ -1,0 +1,49 @@
+"""The one description of what the numbers were measured on, and when."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo, or what `platform` knows."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def memory_gib() -> float | None:
+    """Total memory of the machine in GiB (None where there is no /proc/meminfo)."""
+    meminfo = Path("/proc/meminfo")
+    if not meminfo.is_file():
+        return None
+    kib = int(meminfo.read_text().split("MemTotal:", 1)[1].split()[0])
+    return round(kib / 2**20, 1)
+
+
+def describe(device: torch.device) -> dict[str, object]:
+    """CPU, cores, memory, GPU, device, torch/python versions, torch threads and the date."""
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": memory_gib(),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "device": str(device),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+
+
+def one_line(machine: dict[str, object]) -> str:
+    """`cpu ... | cores 2 | ...`, leaving out what is unknown."""
+    return " | ".join(f"{k} {v}" for k, v in machine.items() if v is not None)

@@ -1,0 +1,143 @@
+"""The command line of `python -m scripts.bench`, parsed once into one typed value."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve")
+MODEL_NAMES = ("recipe", "base")
+
+
+class UsageError(ValueError):
+    """A mistake in the command line; reported as `error: ...` with exit code 2, before any work."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything the sections read; each takes the fields it uses."""
+
+    config: str  # the recipe: train, fairseq and data sections
+    run_dir: str | None  # a trained run: decode, engines, serve (and train's tokenizer)
+    src: str
+    ref: str | None
+    limit: int  # first N non-empty lines of --src (0 = all)
+    sections: tuple[str, ...]
+    beams: tuple[int, ...]  # decode and engines
+    fractions: tuple[float, ...]  # decode: the largest beam, cached, also on these leading shares
+    repeat: int
+    fairseq_python: str | None
+    fairseq_steps: int
+    models: tuple[str, ...]
+    threads: int
+    warmup: int
+    steps: int
+    matmul_size: int
+    device: str
+    pairs: tuple[int, ...]  # data: corpus sizes
+    work: str | None  # data: where corpora and runs go (default: a temporary directory)
+    ddp: bool  # data: also torchrun with 2 ranks on the largest corpus
+    clients: int  # serve
+    serve_beam: int
+    window_ms: float
+    rounds: int
+    time_limit: float
+    json: Path | None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.bench", description="Benchmark s2s: " + ", ".join(SECTIONS) + "."
+    )
+    p.add_argument("--config", default="configs/multi30k_de_en.yaml", help="recipe: train, fairseq, data")
+    p.add_argument("--run-dir", help="trained run: decode, engines, serve; train uses its tokenizer")
+    p.add_argument("--src", default="data/multi30k/test_2016_flickr.de", help="source lines to decode")
+    p.add_argument("--ref", help="references of --src: BLEU of each engine in the engines section")
+    p.add_argument("--limit", type=int, default=0, help="decode only the first N lines (0 = all)")
+    p.add_argument(
+        "--sections",
+        help=f"comma-separated, of {','.join(SECTIONS)} (default: train and fairseq; with --run-dir "
+        "also decode and engines; engines and fairseq where installed)",
+    )
+    p.add_argument("--beams", default="1,5", help="decode, engines: beam sizes (1 = greedy)")
+    p.add_argument("--fractions", default="0.25,0.5", help="decode: largest beam also on these shares")
+    p.add_argument("--repeat", type=int, default=3, help="engines: rounds over each setting (fastest counts)")
+    p.add_argument("--fairseq-python", help="fairseq: a python that imports fairseq (default: this one)")
+    p.add_argument("--fairseq-steps", type=int, default=80, help="fairseq: training steps of each trainer")
+    p.add_argument("--models", default="recipe,base", help="train: comma-separated, of recipe,base")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
+    p.add_argument("--warmup", type=int, default=3, help="train: steps before the timed window")
+    p.add_argument("--steps", type=int, default=10, help="train: timed training steps")
+    p.add_argument("--matmul-size", type=int, default=2048, help="train: square matmul for peak FLOP/s")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    p.add_argument("--pairs", default="507500,2030000", help="data: corpus sizes (pairs, comma-separated)")
+    p.add_argument("--work", help="data: where corpora and runs go (default: a temporary directory)")
+    p.add_argument("--no-ddp", action="store_true", help="data: skip the torchrun measurement")
+    p.add_argument("--clients", type=int, default=32, help="serve: concurrent clients")
+    p.add_argument("--serve-beam", type=int, default=5, help="serve: beam size")
+    p.add_argument("--window-ms", type=float, default=5.0, help="serve: the server's --batch-window-ms")
+    p.add_argument("--rounds", type=int, default=3, help="serve: offline then server, this many times")
+    p.add_argument("--time-limit", type=float, default=300.0, help="serve: seconds per load phase")
+    p.add_argument("--json", type=Path, help="write all results to this file")
+    return p
+
+
+def _items(value: str, option: str, valid: tuple[str, ...] = ()) -> tuple[str, ...]:
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    bad = [v for v in items if valid and v not in valid]
+    if bad or (valid and not items):
+        raise UsageError(f"{option}: {','.join(bad) or 'nothing'} given; choose from {','.join(valid)}")
+    return items
+
+
+def _numbers(value: str, option: str, kind: type[int] | type[float]) -> tuple:
+    try:
+        return tuple(kind(v) for v in _items(value, option))
+    except ValueError:
+        raise UsageError(f"{option}: {value!r} is not a comma-separated list of numbers") from None
+
+
+def parse(argv: list[str] | None) -> Options:
+    """Parse and check the command line; a mistake raises `UsageError` before any work."""
+    a = _parser().parse_args(argv)
+    default = "train,decode,engines,fairseq" if a.run_dir else "train,fairseq"
+    opts = Options(
+        config=a.config,
+        run_dir=a.run_dir,
+        src=a.src,
+        ref=a.ref,
+        limit=a.limit,
+        sections=_items(a.sections or default, "--sections", SECTIONS),
+        beams=_numbers(a.beams, "--beams", int),
+        fractions=_numbers(a.fractions, "--fractions", float),
+        repeat=a.repeat,
+        fairseq_python=a.fairseq_python,
+        fairseq_steps=a.fairseq_steps,
+        models=_items(a.models, "--models", MODEL_NAMES),
+        threads=a.threads,
+        warmup=a.warmup,
+        steps=a.steps,
+        matmul_size=a.matmul_size,
+        device=a.device,
+        pairs=_numbers(a.pairs, "--pairs", int),
+        work=a.work,
+        ddp=not a.no_ddp,
+        clients=a.clients,
+        serve_beam=a.serve_beam,
+        window_ms=a.window_ms,
+        rounds=a.rounds,
+        time_limit=a.time_limit,
+        json=a.json,
+    )
+    if opts.warmup < 0 or opts.steps < 1 or opts.limit < 0 or opts.threads < 0 or opts.matmul_size < 1:
+        raise UsageError("--warmup, --limit, --threads must be >= 0; --steps, --matmul-size >= 1")
+    if opts.repeat < 1 or opts.fairseq_steps < 8 or not opts.beams or min(opts.beams) < 1:
+        raise UsageError("--repeat must be >= 1, --fairseq-steps >= 8, --beams each >= 1")
+    if not all(0 < f < 1 for f in opts.fractions) or min(opts.pairs, default=0) < 1:
+        raise UsageError("--fractions must each be in (0, 1) and --pairs each >= 1")
+    if opts.clients < 1 or opts.serve_beam < 1 or opts.rounds < 1 or opts.time_limit <= 0:
+        raise UsageError("--clients, --serve-beam, --rounds must be >= 1 and --time-limit > 0")
+    if {"decode", "engines", "serve"} & set(opts.sections) and not opts.run_dir:
+        raise UsageError("--sections decode/engines/serve need --run-dir RUN (a trained run directory)")
+    return opts

@@ -1,0 +1,105 @@
+"""The options and arguments of the `s2s` commands, declared once (typer `Annotated` types).
+
+The command line's vocabulary, kept apart so that `seq2seq.cli` reads as its commands; only
+`seq2seq.cli` imports this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from typer import Argument, Option
+
+# Options shared by `translate` and `evaluate`.
+Beam = Annotated[int | None, Option(help="Beam size (1 = greedy).", min=1)]
+LengthPenalty = Annotated[float | None, Option(help="GNMT length penalty alpha.", min=0)]
+MaxTokens = Annotated[int | None, Option(help="Source tokens per batch.", min=1)]
+MaxLenA = Annotated[
+    float | None, Option(help="Longest output = A x source tokens + B (decode.max_len_a).", min=0)
+]
+MaxLenB = Annotated[int | None, Option(help="See --max-len-a (decode.max_len_b).", min=0)]
+MinLen = Annotated[int | None, Option(help="Shortest output in tokens (decode.min_len).", min=0)]
+NoRepeatNgram = Annotated[
+    int | None, Option(help="Never repeat an n-gram of this size (decode.no_repeat_ngram).", min=0)
+]
+Sampling = Annotated[bool, Option(help="Draw each token at random instead of searching (back-translation).")]
+Temperature = Annotated[float, Option(help="Sampling temperature.", min=1e-6)]
+TopK = Annotated[int, Option(help="Sample among the k most likely tokens (0 = all).", min=0)]
+TopP = Annotated[
+    float, Option(help="Sample among the smallest set of tokens with mass p.", min=1e-6, max=1.0)
+]
+Seed = Annotated[int | None, Option(help="Seed for --sampling (same seed, same output).", min=0)]
+Quantize = Annotated[
+    str | None, Option(help="int8: dynamic int8 linear layers on the CPU (faster, -0.1 BLEU).")
+]
+Precision = Annotated[str, Option(help="auto (bf16 on GPUs, fp32 on CPU), fp32, bf16 or fp16 (GPU).")]
+CheckpointName = Annotated[
+    list[str] | None,
+    Option(help="best, last, a name in checkpoints/, or a path; repeat for an ensemble [default: best]."),
+]
+DecodeDevice = Annotated[str, Option(help="auto, cpu, cuda or cuda:N.")]
+Verbose = Annotated[bool, Option("--verbose", "-v", help="Log progress details.")]
+RunDirArg = Annotated[Path, Argument(help="Run directory made by `s2s train`.")]
+
+# `s2s translate`
+Input = Annotated[Path | None, Option("-i", "--input", help="Source text (default: stdin).")]
+Output = Annotated[Path | None, Option("-o", "--output", help="Translations (default: stdout).")]
+NBest = Annotated[int, Option(help="Hypotheses per line, tab-separated, each with its score.", min=1)]
+Scores = Annotated[bool, Option(help="Append each hypothesis' score after a tab.")]
+KeepUnk = Annotated[bool, Option(help="Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")]
+Engine = Annotated[
+    str, Option(help="s2s (PyTorch), or ctranslate2: RUN_DIR is then a directory made by `s2s export`.")
+]
+
+# `s2s evaluate`
+EvalRunDir = Annotated[
+    Path | None,
+    Argument(help="Run directory: translate --src with it; with --hyp, only adds its learning curves."),
+]
+Hyps = Annotated[
+    list[Path] | None,
+    Option(help="Hypotheses to score; repeat to compare systems (the first is the baseline)."),
+]
+Refs = Annotated[list[Path] | None, Option(help="References, aligned by line; repeat for more.")]
+Src = Annotated[
+    Path | None, Option(help="Source text: translated with RUN_DIR; with --hyp, shown in the report.")
+]
+Out = Annotated[Path | None, Option(help="Translations of --src [default: RUN_DIR/SRC.CHECKPOINT.hyp].")]
+JsonFile = Annotated[
+    Path | None, Option("--json", help="Write scores, signatures, checksums and settings here.")
+]
+ReportDir = Annotated[
+    Path | None, Option(help="Write a self-contained HTML report to DIR/index.html (needs matplotlib).")
+]
+Tokenize = Annotated[str, Option(help="BLEU tokenizer: 13a, intl, char, zh, spm, flores200, none...")]
+Lowercase = Annotated[bool, Option(help="Case-insensitive BLEU and chrF (TER always is, as in sacrebleu).")]
+ChrfPlus = Annotated[bool, Option("--chrf-plus", help="Score chrF++ (with word bigrams) instead of chrF.")]
+Bootstrap = Annotated[int, Option(help="Paired bootstrap resamples when comparing systems.", min=1)]
+Task = Annotated[
+    str | None,
+    Option(
+        help="translate (BLEU, chrF, TER), classify (accuracy, macro-F1) or tag (token accuracy, "
+        "span F1) [default: RUN_DIR's model.task, else translate]."
+    ),
+]
+
+# `s2s serve`
+Host = Annotated[str, Option(help="Address to listen on (0.0.0.0: every interface).")]
+Port = Annotated[int, Option(help="Port (0: a free one, named in the log).", min=0, max=65535)]
+Threads = Annotated[int, Option(help="CPU threads for torch (0 = torch's default).", min=0)]
+BatchWindow = Annotated[
+    float, Option(help="Decode once no request came for this long (10 such windows at most).", min=0)
+]
+MaxLines = Annotated[int, Option(help="Lines per request.", min=1)]
+MaxChars = Annotated[int, Option(help="Characters per line.", min=1)]
+MaxBodyBytes = Annotated[int, Option(help="Bytes per request body.", min=1)]
+MaxBeam = Annotated[int, Option(help="Largest beam or n-best a request may ask for.", min=1)]
+Timeout = Annotated[
+    float, Option(help="Seconds a request may wait and decode before it gets 408.", min=0.001)
+]
+CorsOrigins = Annotated[
+    list[str] | None,
+    Option(help="Let pages from this origin call the API (repeat; * = any) [default: none]."),
+]
+LogRequests = Annotated[bool, Option("--verbose", "-v", help="Log every request.")]

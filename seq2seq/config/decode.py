@@ -1,0 +1,39 @@
+"""The `decode` section: the defaults of `s2s translate`, `s2s evaluate` and `s2s serve`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seq2seq.config.rules import broken
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Defaults for `s2s translate` and `s2s evaluate` (each can be overridden on the command line)."""
+
+    beam: int = 5
+    length_penalty: float = 1.0  # GNMT alpha; 0 = plain sum of log-probabilities
+    max_len_a: float = 1.5  # max output length = a * source length + b
+    max_len_b: int = 10
+    min_len: int = 1
+    no_repeat_ngram: int = 0  # never repeat an n-gram of this size in one translation (0 = off)
+    max_tokens: int = 4000  # source tokens per decoding batch
+
+    def problems(self, *, max_positions: int) -> list[str]:
+        """Every broken rule of this section; `max_positions` is model.max_positions."""
+        return broken(
+            [
+                (self.beam < 1, "decode.beam: must be >= 1"),
+                (self.length_penalty < 0, "decode.length_penalty: must be >= 0"),
+                (
+                    self.max_len_a < 0 or self.max_len_b < 0,
+                    "decode.max_len_a: max_len_a and max_len_b must be >= 0",
+                ),
+                (
+                    not 0 <= self.min_len < max_positions - 1,
+                    "decode.min_len: must be >= 0 and < model.max_positions - 1",
+                ),
+                (self.max_tokens < 1, "decode.max_tokens: must be >= 1"),
+                (self.no_repeat_ngram < 0, "decode.no_repeat_ngram: must be >= 0"),
+            ]
+        )

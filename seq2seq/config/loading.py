@@ -1,0 +1,178 @@
+"""The strict loader: YAML and `--set a.b=v` overrides in, a validated `Config` out, and back to YAML.
+
+Unknown keys (named by their dotted path, with the closest valid key), wrong types and the value rules
+of every section are all collected first and reported in one `ConfigError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import math
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from seq2seq.config.schema import Config
+from seq2seq.errors import ConfigError
+
+MAX_INT = 2**31  # every integer setting fits a C int (SentencePiece, torch)
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config, apply `a.b=value` overrides, and validate everything at once."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
+    except UnicodeDecodeError as e:
+        line = path.read_bytes().count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{path}: line {line} is not valid UTF-8 (save the config as UTF-8)") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    for item in overrides or []:
+        apply_override(raw, item)
+    return config_from_dict(raw)
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Set `section.key=value` in a raw config dict; the value is parsed as YAML, then type-checked."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like section.key=value")
+    dotted, value = item.split("=", 1)
+    *parents, leaf = dotted.strip().split(".")
+    node = raw
+    for name in parents:
+        node = node.setdefault(name, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {item!r}: {name} is not a section")
+    try:
+        node[leaf] = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError:
+        raise ConfigError(f"override {item!r}: the value is not valid YAML") from None
+
+
+def config_from_dict(raw: dict[str, Any]) -> Config:
+    """Build a `Config` from plain data, raising one `ConfigError` that lists every problem.
+
+    The value rules run only on a config whose keys and types are all valid (they read the values).
+    """
+    errors: list[str] = []
+    cfg = _build(Config, raw, "", errors)
+    if not errors:
+        errors.extend(cfg.problems())
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
+    return cfg
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    """Plain nested dict, suitable for YAML and for checkpoints: one file is a string, several a list."""
+    return dataclasses.asdict(cfg, dict_factory=lambda items: {k: _plain(v) for k, v in items})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return value[0] if len(value) == 1 else list(value)
+    return value
+
+
+def config_differences(
+    old: dict[str, Any], new: dict[str, Any], sections: Sequence[str]
+) -> list[tuple[str, Any, Any]]:
+    """(dotted key, old value, new value) for each key of `sections` whose value differs.
+
+    A key `old` lacks (written before the key existed) counts as unchanged.
+    """
+    return [
+        (f"{section}.{key}", old.get(section, {}).get(key, value), value)
+        for section in sections
+        for key, value in new[section].items()
+        if old.get(section, {}).get(key, value) != value
+    ]
+
+
+def save_config(cfg: Config, path: Path) -> None:
+    """Write `cfg` as YAML (atomically), in the form `load_config` reads back to an equal `Config`."""
+    from seq2seq.files import write_text
+
+    write_text(path, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+
+
+def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
+    """An instance of the dataclass `cls` from `raw`, appending each unknown key or bad value to `errors`."""
+    if not isinstance(raw, dict):
+        errors.append(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {type(raw).__name__}")
+        return cls()
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean {prefix}{close[0]}?)" if close else f" (valid keys: {', '.join(names)})"
+            errors.append(f"{prefix}{key}: unknown key{hint}")
+    values = {}
+    for name in names:
+        if name not in raw:
+            continue
+        kind = hints[name]
+        if dataclasses.is_dataclass(kind):
+            values[name] = _build(kind, raw[name], f"{prefix}{name}.", errors)
+        else:
+            values[name] = _coerce(raw[name], kind, f"{prefix}{name}", errors)
+    return cls(**values)
+
+
+def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
+    """`value` as the field type `kind`, or `value` itself with the reason appended to `errors`."""
+    origin = typing.get_origin(kind)
+    if origin is Literal:
+        choices = typing.get_args(kind)
+        if value not in choices:
+            errors.append(f"{key}: {value!r} is not one of {', '.join(map(str, choices))}")
+        return value
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) >= MAX_INT:
+                errors.append(f"{key}: {value} is out of range (|value| < {MAX_INT})")
+            return value
+    elif kind is float:
+        number = _as_float(value)
+        if number is not None:
+            if not math.isfinite(number):
+                errors.append(f"{key}: must be a finite number, got {value!r}")
+            return number
+    elif kind is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+    elif kind == tuple[str, ...]:  # one file or a list of files
+        items = value if isinstance(value, list) else [value]
+        if items and all(isinstance(v, str) and v for v in items):
+            return tuple(items)
+        errors.append(f"{key}: expected a file name or a non-empty list of file names, got {value!r}")
+        return ()
+    name = getattr(kind, "__name__", str(kind))
+    errors.append(f"{key}: expected {name}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _as_float(value: Any) -> float | None:
+    """A YAML number as a float (an int counts), or None when it is not one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):  # YAML 1.1 reads `3e-4` (no dot) as a string
+        with contextlib.suppress(ValueError):
+            return float(value)
+    return None

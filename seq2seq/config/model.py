@@ -1,0 +1,108 @@
+"""The `model` section: the Transformer family, its task, sizes and regularization.
+
+The family's rules (decoder-only, reader) need a few facts from other sections; `problems` takes
+them as values, so each rule still sits beside the fields it guards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from seq2seq.config.rules import Rule, broken
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Transformer family, sizes and regularization."""
+
+    arch: Literal["encoder_decoder", "decoder_only", "encoder_only"] = "encoder_decoder"
+    task: Literal["translate", "classify", "tag"] = "translate"  # classify, tag: encoder_only readers
+    prefix_lm: bool = False  # decoder_only: source positions see the whole source (not only the past)
+    pooling: Literal["cls", "mean"] = "cls"  # classify: read the <cls> state, or the mean of the tokens
+    d_model: int = 256
+    heads: int = 4
+    ffn_dim: int = 1024
+    encoder_layers: int = 3
+    decoder_layers: int = 3
+    dropout: float = 0.1  # residual and embedding dropout
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    norm: Literal["pre", "post"] = "pre"
+    max_positions: int = 1024
+    share_all_embeddings: bool = True  # source = target embedding = output (needs a joint vocabulary)
+    tie_output: bool = True  # target embedding = output projection
+
+    def problems(self, *, max_len: int, joint_vocab: bool, best_metric: str) -> list[str]:
+        """Every broken rule of this section.
+
+        `max_len` is data.max_len, `joint_vocab` tokenizer.joint, `best_metric` train.best_metric.
+        """
+        return broken(
+            [
+                (
+                    self.d_model % max(self.heads, 1) != 0 or self.heads < 1,
+                    f"model.d_model: {self.d_model} is not divisible by model.heads={self.heads}",
+                ),
+                (
+                    (self.d_model // max(self.heads, 1)) % 2 != 0,
+                    "model.d_model: d_model / heads must be even",
+                ),
+                (self.d_model % 2 != 0, "model.d_model: must be even (sinusoidal positions)"),
+                (self.encoder_layers < 1, "model.encoder_layers: must be >= 1"),
+                *self._decoder_only_rules(max_len, joint_vocab),
+                *self._reader_rules(joint_vocab, best_metric),
+                (self.decoder_layers < 1, "model.decoder_layers: must be >= 1"),
+                (self.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
+                (self.max_positions < max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
+                (self.max_positions > 65536, "model.max_positions: must be <= 65536"),
+                (
+                    self.share_all_embeddings and not joint_vocab,
+                    "model.share_all_embeddings: needs tokenizer.joint: true "
+                    "(separate vocabularies cannot share)",
+                ),
+                *[
+                    (not 0 <= p < 1, f"model.{name}: must be in [0, 1)")
+                    for name, p in [
+                        ("dropout", self.dropout),
+                        ("attention_dropout", self.attention_dropout),
+                        ("activation_dropout", self.activation_dropout),
+                    ]
+                ],
+            ]
+        )
+
+    def _decoder_only_rules(self, max_len: int, joint_vocab: bool) -> list[Rule]:
+        """A decoder-only model reads source and target as one sequence of one vocabulary."""
+        if self.arch != "decoder_only":
+            return [(self.prefix_lm, "model.prefix_lm: only for model.arch: decoder_only")]
+        longest = 2 * (max_len + 2)
+        return [
+            (not joint_vocab, "model.arch: decoder_only needs tokenizer.joint: true (one vocabulary)"),
+            (
+                self.max_positions < longest,
+                f"model.max_positions: a decoder-only model holds source and target: must be >= {longest} "
+                "(2 x (data.max_len + 2))",
+            ),
+        ]
+
+    def _reader_rules(self, joint_vocab: bool, best_metric: str) -> list[Rule]:
+        """Translation is for the writing families; classify and tag for the encoder-only reader."""
+        reads = self.task != "translate"
+        return [
+            (
+                reads != (self.arch == "encoder_only"),
+                f"model.task: {self.task} with model.arch: {self.arch}; an encoder_only model classifies "
+                "or tags (task: classify | tag), the other families translate (task: translate)",
+            ),
+            (reads and not joint_vocab, f"model.task: {self.task} needs tokenizer.joint: true"),
+            (
+                reads and best_metric == "bleu",
+                f"train.best_metric: bleu scores translations; for task {self.task} use accuracy or loss",
+            ),
+            (
+                not reads and best_metric == "accuracy",
+                "train.best_metric: accuracy is for task: classify or tag",
+            ),
+            (self.pooling != "cls" and self.task != "classify", "model.pooling: only for task: classify"),
+        ]

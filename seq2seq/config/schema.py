@@ -1,0 +1,68 @@
+"""The root of the schema: one `Config` of six parts, and the rules that read them together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seq2seq.config.data import DataConfig
+from seq2seq.config.decode import DecodeConfig
+from seq2seq.config.model import ModelConfig
+from seq2seq.config.tokenizer import TokenizerConfig
+from seq2seq.config.train import TrainConfig
+from seq2seq.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Config:
+    """One training run: where it lives and how every stage is configured."""
+
+    run_dir: str = ""
+    data: DataConfig = field(default_factory=DataConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    def problems(self) -> list[str]:
+        """Every broken value rule, section by section in the order above.
+
+        A rule that reads two sections sits with the section whose key it names, which gets the other
+        section's fact as a value (the model's family rules need data.max_len, tokenizer.joint and
+        train.best_metric; decode.min_len needs model.max_positions).
+        """
+        return [
+            *(["run_dir: required (the directory this run writes to)"] if not self.run_dir else []),
+            *self.data.problems(),
+            *self.tokenizer.problems(),
+            *self.model.problems(
+                max_len=self.data.max_len,
+                joint_vocab=self.tokenizer.joint,
+                best_metric=self.train.best_metric,
+            ),
+            *self.train.problems(),
+            *self.decode.problems(max_positions=self.model.max_positions),
+        ]
+
+
+def data_files(cfg: Config) -> dict[str, str]:
+    """Every text file the data section names, keyed by its key (`train_src`, `train_src.1`, ...).
+
+    The first file of a list has the plain key, so a run with one training file keeps its names.
+    """
+    files = {}
+    for key, paths in (("train_src", cfg.data.train_src), ("train_tgt", cfg.data.train_tgt)):
+        for i, path in enumerate(paths):
+            files[f"{key}.{i}" if i else key] = path
+    return files | {"valid_src": cfg.data.valid_src, "valid_tgt": cfg.data.valid_tgt}
+
+
+def check_data_files(cfg: Config) -> None:
+    """Every data file named in the config exists (only training needs them)."""
+    missing = [
+        f"data.{name}: file not found: {path}"
+        for name, path in data_files(cfg).items()
+        if not Path(path).is_file()
+    ]
+    if missing:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(missing))

@@ -1,0 +1,39 @@
+"""The `tokenizer` section: the SentencePiece model(s) trained on the training corpus."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from seq2seq.config.rules import broken
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """SentencePiece model trained on the training corpus and stored in the run directory."""
+
+    type: Literal["bpe", "unigram"] = "bpe"
+    vocab_size: int = 8000
+    joint: bool = True  # one vocabulary for source and target
+    character_coverage: float = 1.0
+    split_digits: bool = False
+    byte_fallback: bool = False  # unknown characters become UTF-8 byte pieces instead of <unk>
+    max_sentences: int = 2_000_000  # sentences sampled for training the tokenizer
+
+    def problems(self) -> list[str]:
+        """Every broken rule of this section; the ranges are SentencePiece's, refused here, before a run."""
+        return broken(
+            [
+                (not 8 <= self.vocab_size <= 1_000_000, "tokenizer.vocab_size: must be in [8, 1000000]"),
+                (
+                    self.byte_fallback and self.vocab_size <= 260,
+                    "tokenizer.vocab_size: byte_fallback needs more than 260 (256 byte pieces, "
+                    "4 special ids, and the corpus' characters)",
+                ),
+                (
+                    not 0.98 <= self.character_coverage <= 1,
+                    "tokenizer.character_coverage: must be in [0.98, 1] (SentencePiece's range)",
+                ),
+                (self.max_sentences < 1, "tokenizer.max_sentences: must be >= 1"),
+            ]
+        )

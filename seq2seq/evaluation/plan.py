@@ -1,0 +1,152 @@
+"""What `s2s evaluate` does, without its command line: check the files, decide the task once,
+translate --src with the run when no --hyp is given, and score, into one whole `Evaluation`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from seq2seq.config import Config, DecodeConfig
+from seq2seq.errors import EvaluateError
+from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
+from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
+from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
+from seq2seq.files import check_outputs, write_text
+from seq2seq.rundir import RunDir
+from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.translator import Translator, run_inputs
+
+log = logging.getLogger(__name__)
+TASKS = ("translate", "classify", "tag")
+
+
+@dataclass(frozen=True)
+class EvaluateFiles:
+    """The files `s2s evaluate` reads and writes, as its command line names them."""
+
+    run_dir: Path | None = None  # translates --src; with --hyp, only gives its learning curves
+    hyps: tuple[Path, ...] = ()  # given hypotheses (the first is the baseline); none: translate --src
+    refs: tuple[Path, ...] = ()
+    src: Path | None = None
+    out: Path | None = None  # the translations of --src
+    json_file: Path | None = None
+    report: Path | None = None  # a directory for index.html
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """What `s2s evaluate` will do, decided and checked before anything is read or translated."""
+
+    files: EvaluateFiles  # `out` filled in when --src is translated
+    task: str  # translate, classify or tag
+    decoding: DecodeOptions  # how --src is translated (when it is)
+
+
+def plan_evaluation(files: EvaluateFiles, task: str | None, asked: DecodeOverrides) -> EvaluationPlan:
+    """Check the mode and the outputs, and decide the task, reading the run's config once."""
+    run = check_evaluate_mode(files)
+    decoding = decode_options(asked, run.decode if run is not None else DecodeConfig())
+    if not files.hyps:
+        files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
+    report = files.report / "index.html" if files.report else None
+    check_outputs(
+        {"--out": files.out, "--json": files.json_file, "--report": report},
+        {
+            "--src": files.src,
+            **{f"--ref #{i + 1}": p for i, p in enumerate(files.refs)},
+            **{f"--hyp #{i + 1}": p for i, p in enumerate(files.hyps)},
+            **run_inputs(files.run_dir, decoding.checkpoints),
+        },
+    )
+    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding)
+
+
+def check_evaluate_mode(files: EvaluateFiles) -> Config | None:
+    """Scores given hypotheses (--hyp), or translates --src with RUN_DIR, then scores; the run's config."""
+    if files.hyps and files.out is not None:
+        raise EvaluateError("--out names the translations of --src; with --hyp nothing is translated")
+    if not files.hyps and files.run_dir is None:
+        raise EvaluateError("give --hyp FILE to score hypotheses, or RUN_DIR --src FILE to translate them")
+    if not files.hyps and files.src is None:
+        raise EvaluateError(f"to translate with {files.run_dir}, give the source text with --src FILE")
+    # a wrong path fails now, with a message that says so
+    return RunDir(files.run_dir).load_config() if files.run_dir is not None else None
+
+
+def default_out(files: EvaluateFiles, checkpoints: tuple[str, ...]) -> Path:
+    """RUN_DIR/SRC.CHECKPOINT.hyp: the translations of --src, named after the weights that made them."""
+    assert files.run_dir is not None and files.src is not None  # check_evaluate_mode's rule
+    return files.run_dir / f"{files.src.name}.{'+'.join(Path(c).stem for c in checkpoints)}.hyp"
+
+
+def evaluation_task(task: str | None, run: Config | None, run_dir: Path | None) -> str:
+    """What the hypotheses are: --task, else what the run's model does, else translations."""
+    if task is None:
+        return run.model.task if run is not None else "translate"
+    if task not in TASKS:
+        raise EvaluateError(f"--task {task!r}: choose translate, classify or tag")
+    if run is not None and run.model.task != task:
+        raise EvaluateError(f"--task {task}, but {run_dir} was trained for {run.model.task}")
+    return task
+
+
+def scoring_options(
+    task: str, metrics: MetricOptions, references: list[TextFile]
+) -> MetricOptions | ReaderMetricOptions:
+    """BLEU, chrF and TER for translations; a reader's scores, over the first reference's labels."""
+    if task == "translate":
+        return metrics
+    return ReaderMetricOptions(task, tuple(sorted({r.strip() for r in references[0].lines} - {""})))
+
+
+def run_evaluation(
+    plan: EvaluationPlan, metrics: MetricOptions, placement: Placement, samples: int
+) -> tuple[Evaluation, Translator | None]:
+    """Read, translate (without --hyp) and score; also the translator, for the report's attention maps."""
+    files = plan.files
+    metrics.bleu()  # an unknown tokenizer fails now, not after translating
+    if files.report is not None:
+        from seq2seq.evaluation.report import new_figure
+
+        new_figure(1, 1)  # a missing matplotlib fails now, not after translating
+    source = TextFile.read(files.src) if files.src else None
+    references = read_references(files.refs, source)
+    options = scoring_options(plan.task, metrics, references)
+    if files.hyps:
+        return evaluate_files(files.hyps, references, options, source, samples, MadeBy(files.run_dir)), None
+    assert files.run_dir is not None and source is not None and files.out is not None  # the plan's rules
+    translator = Translator.load(files.run_dir, plan.decoding.checkpoints, placement)
+    decode = translate_timed(translator, source, files.out, plan.decoding)
+    log.info("translations written to %s", files.out)
+    made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
+    return evaluate_files([files.out], references, options, source, samples, made_by), translator
+
+
+def translate_timed(
+    translator: Translator, source: TextFile, out: Path, decoding: DecodeOptions
+) -> DecodeRun:
+    """Translate every line of `source` into `out`, timing the translation alone (for the record)."""
+    start = time.perf_counter()
+    texts = [t.texts[0] for t in translator.translate(source.lines, decoding.search, decoding.max_tokens)]
+    seconds = time.perf_counter() - start
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text(out, "".join(f"{t}\n" for t in texts))
+    return DecodeRun(
+        {
+            **dataclasses.asdict(decoding.search),
+            "max_tokens": decoding.max_tokens,
+            "device": str(translator.device),
+            "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
+            "quantize": translator.quantize,
+        },
+        sentences=len(texts),
+        source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),
+        target_tokens=sum(map(len, translator.tokenizers.tgt.encode(texts))),
+        seconds=seconds,
+    )

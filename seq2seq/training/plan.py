@@ -1,0 +1,111 @@
+"""What `s2s train` and `s2s prepare` will do, decided before anything is written: the plan.
+
+A plan is the config loaded and checked, its paths made absolute, the probes that would otherwise fail
+an hour into training run now, and the command's mode. Making one reads files and writes none, on
+every rank; the run directory is claimed next (`seq2seq.training.setup.claim`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.checkpoint import InitSource, check_can_init, init_source
+from seq2seq.config import Config, check_data_files, load_config
+from seq2seq.data.encode import check_aligned
+from seq2seq.data.parallel import read_parallel
+from seq2seq.device import autocast_dtype, resolve_device
+from seq2seq.errors import RunDirError
+from seq2seq.rundir import Mode, RunDir
+from seq2seq.training.board import check_available as check_tensorboard
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One command's plan for one run directory."""
+
+    cfg: Config  # paths absolute, so the saved config works from anywhere
+    run: RunDir
+    config_file: Path  # the YAML file given (`--overwrite` must not delete it)
+    mode: Mode
+    init: InitSource | None  # fine-tuning (train.init_from): where the weights come from; not on resume
+
+
+@dataclass(frozen=True)
+class ValidText:
+    """The validation files' lines, read (and checked) once, before anything is written."""
+
+    src_path: str
+    tgt_path: str
+    src: list[str]
+    tgt: list[str]
+
+
+def run_mode(resume: bool, overwrite: bool) -> Mode:
+    """The mode `s2s train --resume/--overwrite` asks for."""
+    if resume and overwrite:
+        raise RunDirError("choose one of --resume and --overwrite")
+    return "resume" if resume else "overwrite" if overwrite else "new"
+
+
+def plan_training(
+    config_file: Path, overrides: list[str], device: str | None, mode: Mode
+) -> tuple[RunPlan, ValidText]:
+    """`s2s train`'s plan and its validation text; `device` overrides train.device.
+
+    Fails now, not after the tokenizer or an hour of training: a device or precision this machine
+    lacks, tensorboard missing, training files that do not align, unreadable validation files, a
+    fine-tuning source that does not fit the config.
+    """
+    cfg = checked_config(config_file, [*overrides, *([f"train.device={device}"] if device else [])])
+    autocast_dtype(resolve_device(cfg.train.device), cfg.train.precision)
+    if cfg.train.tensorboard:
+        check_tensorboard()
+    check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))
+    d = cfg.data
+    valid = ValidText(d.valid_src, d.valid_tgt, *read_parallel(d.valid_src, d.valid_tgt))
+    return _plan(cfg, config_file, mode), valid
+
+
+def plan_preparation(config_file: Path, overrides: list[str]) -> RunPlan:
+    """`s2s prepare`'s plan: a run that has started keeps its tokenizer and must keep its data."""
+    cfg = checked_config(config_file, overrides)
+    check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))
+    started = RunDir(cfg.run_dir).checkpoint_file("last").is_file()
+    return _plan(cfg, config_file, "resume" if started else "new")
+
+
+def checked_config(config_file: Path, overrides: list[str]) -> Config:
+    """The config with `--set` overrides, its data files present, its paths absolute."""
+    cfg = load_config(config_file, overrides)
+    check_data_files(cfg)
+    return resolve_paths(cfg)
+
+
+def resolve_paths(cfg: Config) -> Config:
+    """Data paths (and `train.init_from`) as absolute paths, so the saved config works from anywhere."""
+    data = cfg.data
+
+    def absolute(path: str) -> str:
+        return str(Path(path).resolve()) if path else ""
+
+    return dataclasses.replace(
+        cfg,
+        data=dataclasses.replace(
+            data,
+            train_src=tuple(map(absolute, data.train_src)),
+            train_tgt=tuple(map(absolute, data.train_tgt)),
+            valid_src=absolute(data.valid_src),
+            valid_tgt=absolute(data.valid_tgt),
+            prepared_dir=absolute(data.prepared_dir),
+        ),
+        train=dataclasses.replace(cfg.train, init_from=absolute(cfg.train.init_from)),
+    )
+
+
+def _plan(cfg: Config, config_file: Path, mode: Mode) -> RunPlan:
+    init = init_source(cfg) if cfg.train.init_from and mode != "resume" else None
+    if init is not None:
+        check_can_init(init, cfg)
+    return RunPlan(cfg, RunDir(cfg.run_dir), config_file, mode, init)

@@ -1,0 +1,92 @@
+"""How a command decodes: what its command line (or a server request) asks, merged once with the run's
+`decode` config into one frozen `DecodeOptions`.
+
+`decode_options` is the only place the rules live: an n-best above the beam raises the beam;
+sampling draws one hypothesis (beam 1, and no --beam N or --nbest N); a sampling knob without
+--sampling is a mistake; the weights default to the best checkpoint, the batch budget to
+`decode.max_tokens`. `s2s translate`, `s2s evaluate` and `s2s serve` (each request too) share it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TypeVar
+
+from seq2seq.config import DecodeConfig
+from seq2seq.decoding.bulk import config_search
+from seq2seq.decoding.search import SearchSettings
+from seq2seq.errors import Seq2SeqError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class DecodeOverrides:
+    """What the command line asks of decoding; a None field is left to the run's `decode` config."""
+
+    beam: int | None = None
+    nbest: int = 1
+    length_penalty: float | None = None
+    max_len_a: float | None = None
+    max_len_b: int | None = None
+    min_len: int | None = None
+    no_repeat_ngram: int | None = None
+    sampling: bool = False  # draw each token at random instead of searching
+    temperature: float = 1.0  # the sampling knobs below apply only with `sampling`
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
+    max_tokens: int | None = None  # source tokens per batch
+    checkpoints: tuple[str, ...] = ()  # best, last, a name in checkpoints/ or a path; several: an ensemble
+
+
+RUN_DEFAULTS = DecodeOverrides()  # nothing asked: the run's decode config as it is
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How one command decodes, every rule applied: the search's settings, the batch budget, the weights."""
+
+    search: SearchSettings
+    max_tokens: int  # source tokens per batch (before the beam's expansion)
+    checkpoints: tuple[str, ...]  # at least one
+
+
+def decode_options(asked: DecodeOverrides, decode: DecodeConfig) -> DecodeOptions:
+    """The run's `decode` config with what was asked on top, checked against every rule."""
+    check_sampling(asked)
+    base = config_search(decode)
+    beam = 1 if asked.sampling else given(asked.beam, base.beam)
+    search = dataclasses.replace(
+        base,
+        beam=max(beam, asked.nbest),  # n-best hypotheses need a beam at least as wide
+        nbest=asked.nbest,
+        length_penalty=given(asked.length_penalty, base.length_penalty),
+        max_len_a=given(asked.max_len_a, base.max_len_a),
+        max_len_b=given(asked.max_len_b, base.max_len_b),
+        min_len=given(asked.min_len, base.min_len),
+        no_repeat_ngram=given(asked.no_repeat_ngram, base.no_repeat_ngram),
+        sampling=asked.sampling,
+        temperature=asked.temperature,
+        top_k=asked.top_k,
+        top_p=asked.top_p,
+        seed=asked.seed,
+    )
+    return DecodeOptions(search, given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",))
+
+
+def check_sampling(asked: DecodeOverrides) -> None:
+    """Sampling draws one hypothesis per line; its knobs mean nothing without it."""
+    if asked.sampling:
+        if (asked.beam or 1) > 1 or asked.nbest > 1:
+            raise Seq2SeqError(
+                "--sampling draws one translation per line: use it without --beam N or --nbest N"
+            )
+    elif (asked.temperature, asked.top_k, asked.top_p, asked.seed) != (1.0, 0, 1.0, None):
+        raise Seq2SeqError("--temperature, --top-k, --top-p and --seed apply to --sampling; add it")
+
+
+def given(value: T | None, default: T) -> T:
+    """`value` when the command line gave it, else the config's `default`."""
+    return default if value is None else value

@@ -1,0 +1,90 @@
+"""`s2s translate`'s streams: check stdin/stdout, load a run safely, and write lines as they decode."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import BinaryIO, Protocol, TextIO
+
+from seq2seq.data.textio import stream_line_chunks
+from seq2seq.decoding.search import SearchSettings
+from seq2seq.errors import DataError
+from seq2seq.files import check_outputs
+from seq2seq.rundir import RunDir
+from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.translator import Translation, Translator, run_inputs
+
+
+class LineTranslator(Protocol):
+    """What the output loop needs of an engine: `Translator` or the CTranslate2 one."""
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        settings: SearchSettings,
+        max_tokens: int,
+        first_line: int = 1,
+        keep_unk: bool = False,
+    ) -> list[Translation]: ...
+
+
+def check_std_streams(input: Path | None, output: Path | None) -> None:
+    """A closed stdin or stdout (`<&-`, `>&-`) is a clear error, not a crash in the middle of the job."""
+    if input is None and sys.stdin is None:
+        raise DataError("stdin is closed: give the source text with -i FILE")
+    if output is None and sys.stdout is None:
+        raise DataError("stdout is closed: write the translations to a file with -o FILE")
+    if output is None and input is not None and _stdout_is(input):
+        raise DataError(
+            f"stdout is the input file {input} (`> {input.name}` empties it, `>> {input.name}` makes "
+            "s2s read its own output): write the translations to another file"
+        )
+
+
+def _stdout_is(path: Path) -> bool:
+    """Whether stdout is redirected to the regular file `path` (a terminal or pipe never is)."""
+    try:
+        out = os.fstat(1)
+        return stat.S_ISREG(out.st_mode) and os.path.samestat(out, os.stat(path))
+    except OSError:
+        return False
+
+
+def load_run_translator(
+    run_dir: Path, asked: DecodeOverrides, placement: Placement, input: Path | None, output: Path | None
+) -> tuple[Translator, DecodeOptions]:
+    """RUN_DIR's translator and the options asked of it, once OUTPUT is known not to replace an input."""
+    options = decode_options(asked, RunDir(run_dir).load_config().decode)
+    check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, options.checkpoints)})
+    return Translator.load(run_dir, options.checkpoints, placement), options
+
+
+def format_translation(result: Translation, with_scores: bool) -> str:
+    """One output line: the hypotheses, tab-separated, each followed by its score when asked."""
+    fields = [f"{t}\t{s:.4f}" if with_scores else t for t, s in zip(result.texts, result.scores)]
+    return "\t".join(fields) + "\n"
+
+
+def translate_stream(
+    translator: LineTranslator,
+    options: DecodeOptions,
+    source: BinaryIO,
+    source_name: str,
+    sink: TextIO,
+    keep_unk: bool,
+    with_scores: bool,
+    on_chunk: Callable[[int], None],
+) -> None:
+    """Translate SOURCE chunk by chunk into SINK, one line per input line, flushed after each chunk
+    (so a reader downstream sees lines as they decode); `on_chunk` gets each chunk's line count."""
+    done = 0
+    for chunk in stream_line_chunks(source, source_name):
+        results = translator.translate(chunk, options.search, options.max_tokens, done + 1, keep_unk)
+        sink.writelines(format_translation(result, with_scores) for result in results)
+        sink.flush()
+        done += len(chunk)
+        on_chunk(len(chunk))

@@ -1,0 +1,45 @@
+"""How tests run s2s: the CLI in-process (`run_cli`) or as a process (`run_process`), and file digests
+to show that a command changed nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import Result
+from typer.testing import CliRunner
+
+from seq2seq.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+
+
+def run_cli(*args: str, input: str | bytes | None = None) -> Result:
+    """`s2s ARGS` in this process, `input` as stdin; `.output` holds stdout and stderr together."""
+    return CliRunner().invoke(app, list(args), input=input)
+
+
+def run_process(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """`python -m seq2seq ARGS` as a child process (one thread), its stdout and stderr captured as bytes:
+    for what only a real process shows (exit codes from signals, tracebacks, closed streams)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "seq2seq", *args], capture_output=True, cwd=ROOT, env=env)
+
+
+def cli_translate(run: Path, lines: list[str], *args: str) -> list[str]:
+    """What `s2s translate RUN --device cpu ARGS` prints for `lines`, one string per line."""
+    result = run_cli("translate", str(run), "--device", "cpu", *args, input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.output
+    return result.stdout.split("\n")[: len(lines)]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree_digest(directory: Path) -> dict[str, str]:
+    """sha256 of every file under `directory`, by relative path."""
+    return {str(p.relative_to(directory)): digest(p) for p in sorted(directory.rglob("*")) if p.is_file()}

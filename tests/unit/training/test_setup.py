@@ -1,0 +1,118 @@
+"""The setup path of `s2s train` and `s2s prepare`: plan -> claim -> prepare inputs, each check once."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seq2seq import files
+from seq2seq.errors import DataError, RunDirError
+from seq2seq.training import setup
+from seq2seq.training.distributed import DistInfo
+from seq2seq.training.plan import plan_preparation, plan_training, run_mode
+from seq2seq.training.setup import claim, prepare_inputs
+from seq2seq.training.trainer import train
+from tests.conftest import tiny_config_dict
+
+
+def write_config(tmp_path: Path) -> tuple[Path, dict]:
+    raw = tiny_config_dict(tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return config, raw
+
+
+def test_resume_and_overwrite_together_are_refused():
+    with pytest.raises(RunDirError, match="choose one of --resume and --overwrite"):
+        run_mode(resume=True, overwrite=True)
+    assert [run_mode(False, False), run_mode(True, False), run_mode(False, True)] == [
+        "new",
+        "resume",
+        "overwrite",
+    ]
+
+
+def test_a_refused_plan_writes_nothing(tmp_path):
+    config, raw = write_config(tmp_path)
+    Path(raw["data"]["train_tgt"]).write_text("ONE\n", encoding="utf-8")
+    with pytest.raises(DataError, match="must align"):
+        plan_training(config, [], None, "new")
+    assert not Path(raw["run_dir"]).exists()
+
+
+def test_training_reads_the_validation_files_in_its_plan_and_prepare_never_does(tmp_path):
+    config, raw = write_config(tmp_path)
+    plan, valid = plan_training(config, [], "cpu", "new")
+    assert plan.mode == "new" and plan.cfg.train.device == "cpu" and plan.init is None
+    assert valid.src == Path(raw["data"]["valid_src"]).read_text().splitlines()
+    Path(raw["data"]["valid_tgt"]).write_text("ONE\n", encoding="utf-8")
+    assert plan_preparation(config, []).mode == "new"  # `s2s prepare` does not validate
+    with pytest.raises(DataError, match="must align"):
+        plan_training(config, [], None, "new")
+
+
+def test_prepare_plans_to_resume_a_started_run(tmp_path):
+    config, raw = write_config(tmp_path)
+    (Path(raw["run_dir"]) / "checkpoints").mkdir(parents=True)
+    (Path(raw["run_dir"]) / "checkpoints" / "last.pt").write_bytes(b"")
+    assert plan_preparation(config, []).mode == "resume"
+
+
+def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
+    config, raw = write_config(tmp_path)
+    hashed: collections.Counter[str] = collections.Counter()
+
+    def counting(path: Path) -> str:
+        hashed[Path(path).name] += 1
+        return files.file_sha256(path)
+
+    for module in ("seq2seq.rundir", "seq2seq.data.tokenizer"):
+        monkeypatch.setattr(f"{module}.file_sha256", counting)
+    plan, valid = plan_training(config, [], None, "new")
+    with claim(plan, DistInfo()) as claimed:
+        inputs = prepare_inputs(claimed, valid, DistInfo())
+    assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
+    assert len(inputs.valid.src_lines) == 20
+    assert hashed == {"train.src": 1, "train.tgt": 1, "valid.src": 1, "valid.tgt": 1, "spm.model": 1}
+
+
+def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
+    config, _ = write_config(tmp_path)
+    plan, valid = plan_training(config, ["train.max_steps=1", "train.valid_every=1"], "cpu", "new")
+    with claim(plan, DistInfo()) as claimed:
+        train(plan, prepare_inputs(claimed, valid, DistInfo()), DistInfo())
+    hashed: collections.Counter[str] = collections.Counter()
+
+    def counting(path: Path) -> str:
+        hashed[Path(path).name] += 1
+        return files.file_sha256(path)
+
+    for module in ("seq2seq.rundir", "seq2seq.data.tokenizer"):
+        monkeypatch.setattr(f"{module}.file_sha256", counting)
+    plan, valid = plan_training(config, [], "cpu", "resume")
+    with claim(plan, DistInfo()) as claimed:
+        inputs = prepare_inputs(claimed, valid, DistInfo())
+    assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
+    assert hashed["spm.model"] == 1  # compared with last.pt's, then recorded: the same hash
+
+
+def test_overwrite_removes_the_old_run_only_after_the_claim_checks(tmp_path, monkeypatch):
+    config, raw = write_config(tmp_path)
+    plan, _ = plan_training(config, [], None, "new")
+    with claim(plan, DistInfo()):
+        pass
+    last = plan.run.checkpoint_dir / "last.pt"
+    last.parent.mkdir()
+    last.write_bytes(b"the old run")
+
+    def unreadable(cfg: object) -> dict[str, str]:
+        raise PermissionError(13, "Permission denied", raw["data"]["train_src"])
+
+    monkeypatch.setattr(setup, "data_checksums", unreadable)
+    overwrite, _ = plan_training(config, [], None, "overwrite")
+    with pytest.raises(PermissionError), claim(overwrite, DistInfo()):
+        pass
+    assert last.read_bytes() == b"the old run" and plan.run.config_file.is_file()
