@@ -66,7 +66,6 @@ def shard_batches(batches: list[np.ndarray], rank: int, world: int) -> list[np.n
     return batches[rank::world]
 
 
-
 def pad(seqs: Sequence[Sequence[int]]) -> Tensor:
     """(B, max_len) long tensor, right-padded with PAD."""
     return pad_sequence(

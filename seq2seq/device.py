@@ -25,10 +25,6 @@ def resolve_device(name: str) -> torch.device:
             raise Seq2SeqError(
                 f"device {name!r} requested but only {torch.cuda.device_count()} GPU(s) are visible"
             )
-    if device.type == "cuda":
-        # fp32 matmuls on tensor cores (TF32) where precision is fp32
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
     return device
 
 
@@ -43,10 +39,29 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     if precision == "auto":
         if device.type != "cuda":
             return None
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if has_native_bf16(device) else torch.float16
     if precision == "fp16" and device.type != "cuda":
         raise Seq2SeqError("precision fp16 needs a CUDA GPU; use bf16 or fp32 on the CPU")
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def has_native_bf16(device: torch.device) -> bool:
+    """Whether the GPU computes in bf16 itself (Ampere, compute capability 8.0, and later).
+
+    Not `torch.cuda.is_bf16_supported()`: that also counts bf16 emulated on older GPUs (V100, T4),
+    slower than fp16 with a loss scaler there.
+    """
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
+def prefer_safe_attention_kernels() -> None:
+    """Keep training's masked attention off the cuDNN backend of `scaled_dot_product_attention`.
+
+    Its backward pass with an explicit mask (the encoder's padding, cross-attention) has given NaN
+    gradients on Hopper GPUs; the flash, memory-efficient and math kernels remain. Process-wide,
+    for the training process (inference does no backward pass).
+    """
+    torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 @contextlib.contextmanager

@@ -117,6 +117,17 @@ class ParallelData:
             return self.stored_costs
         return (np.maximum(self.src.lengths(), self.tgt.lengths()) + 1).astype(np.int32)
 
+    def target_tokens(self) -> np.ndarray:
+        """(N,) real (non-PAD) targets each example gives the loss: a batch's `num_tgt_tokens`, per example.
+
+        A translation's target is its pieces and <eos>; a reader's are its labels other than PAD.
+        """
+        if self.task == "translate":
+            return self.tgt.lengths() + 1
+        real = np.zeros(len(self.tgt.ids) + 1, dtype=np.int64)
+        np.cumsum(self.tgt.ids != PAD, out=real[1:])
+        return real[self.tgt.offsets[1:]] - real[self.tgt.offsets[:-1]]
+
     def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
         """One padded batch of these pairs, with the teacher-forcing shift.
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import torch
 from tqdm import tqdm
 
 from seq2seq.config import TrainConfig
 from seq2seq.rundir import RunDir
 from seq2seq.training.board import TensorBoard
-from seq2seq.training.distributed import DistInfo, all_reduce_sum
+from seq2seq.training.distributed import DistInfo
 from seq2seq.training.throughput import ThroughputMeter
 from seq2seq.training.validation import ValidResult
 
@@ -21,8 +20,8 @@ log = logging.getLogger("seq2seq.training.trainer")
 class TrainLog:
     """Records of one run; rank 0 writes them (other ranks take part in the sums)."""
 
-    def __init__(self, run: RunDir, cfg: TrainConfig, info: DistInfo, device: torch.device) -> None:
-        self.run, self.cfg, self.info, self.device = run, cfg, info, device
+    def __init__(self, run: RunDir, cfg: TrainConfig, info: DistInfo) -> None:
+        self.run, self.cfg, self.info = run, cfg, info
         self.board: TensorBoard | None = None  # opened at the first record, after a resume has rewound
 
     def record(self, record: dict[str, Any]) -> None:
@@ -49,16 +48,21 @@ class TrainLog:
             batches_per_epoch,
         )
 
-    def interval_loss(self, loss_sum: float, tokens: int) -> float:
-        """The label-smoothed loss per target token since the last log line, over all ranks."""
-        tokens = all_reduce_sum(tokens, self.info, self.device)
-        return all_reduce_sum(loss_sum, self.info, self.device) / max(tokens, 1)
-
     def interval(
-        self, step: int, epoch: int, loss: float, lr: float, meter: ThroughputMeter, bar: tqdm
+        self,
+        step: int,
+        epoch: int,
+        loss: float,
+        lr: float,
+        meter: ThroughputMeter,
+        bar: tqdm,
+        skipped: int = 0,
     ) -> None:
-        """The log line and train record of a log interval (`meter` is read on every rank)."""
-        rates = meter.rates(self.info, self.device)
+        """The log line and train record of a log interval (`meter` is read on every rank).
+
+        `skipped`: steps the fp16 loss scaler skipped in the interval (their loss overflowed).
+        """
+        rates = meter.rates(self.info)
         if not self.info.is_main:
             return
         record = {
@@ -70,16 +74,19 @@ class TrainLog:
             **rates,
             "elapsed_s": round(meter.elapsed(), 2),
         }
+        if skipped:
+            record["skipped_steps"] = skipped
         self.record(record)
         bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rates['tgt_tokens_per_s']:.0f}")
         log.info(
-            "step %d | epoch %d | loss %.4f | lr %.2e | %.0f tgt tok/s | padding %.1f%%",
+            "step %d | epoch %d | loss %.4f | lr %.2e | %.0f tgt tok/s | padding %.1f%%%s",
             step,
             epoch,
             loss,
             lr,
             rates["tgt_tokens_per_s"],
             100 * rates["padding"],
+            f" | {skipped} step(s) skipped by the fp16 loss scaler" if skipped else "",
         )
 
     def validation(

@@ -32,6 +32,7 @@ def sequence_loss(logits: Tensor, targets: Tensor, label_smoothing: float = 0.0)
     )
 
 
+@torch.compiler.disable  # the chunk count follows the batch's shape: compiled, it would recompile per shape
 def linear_cross_entropy(
     hidden: Tensor, weight: Tensor, targets: Tensor, label_smoothing: float = 0.0, chunk_rows: int = 0
 ) -> Tensor:
@@ -40,45 +41,59 @@ def linear_cross_entropy(
     hidden (B, T, D) are the states the output projection `weight` (V, D) reads. Under autocast
     the projection runs in the autocast dtype, as `nn.Linear` would; the softmax runs in fp32.
     `chunk_rows` tokens at a time (default: 32 MB of fp32 logits).
+
+    Under `torch.compile` the model before it is compiled and this loss runs eagerly (a loop over
+    chunks whose count is the batch's tokens would make the compiler specialize on every batch
+    shape). Where no gradient is wanted (`no_grad`, validation) only the loss is computed.
     """
     rows = chunk_rows or max(CHUNK_BYTES // (4 * weight.size(0)), 1)
-    return _LinearCrossEntropy.apply(hidden, weight, targets, label_smoothing, rows)
+    if torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad):
+        return _LinearCrossEntropy.apply(hidden, weight, targets, label_smoothing, rows)
+    return _chunked_loss(hidden, weight, targets, label_smoothing, rows, with_grads=False)[0]
 
 
-class _LinearCrossEntropy(torch.autograd.Function):
-    """The loss and, in the same pass over each chunk, its gradients for the hidden states and weight.
+def _chunked_loss(
+    hidden: Tensor, weight: Tensor, targets: Tensor, smoothing: float, rows: int, with_grads: bool
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """The summed loss and, `with_grads`, its gradients for `hidden` and `weight`, chunk by chunk.
 
     The gradient of label-smoothed cross-entropy for the logits is `softmax - q`, q being the
     smoothed one-hot target (zero on padding), so each chunk's logits turn into their gradient in
-    place and are multiplied out at once: what is kept for backward is (B, T, D) + (V, D), not
-    (B, T, V). Under `no_grad` (validation) the gradients are skipped.
+    place and are multiplied out at once: what is kept is (B, T, D) + (V, D), never (B, T, V).
     """
+    flat = hidden.reshape(-1, hidden.size(-1))  # (N, D)
+    flat_targets = targets.reshape(-1)  # (N,)
+    grad_hidden = torch.empty_like(flat) if with_grads else None
+    grad_weight = torch.zeros_like(weight, dtype=torch.float32) if with_grads else None
+    total = torch.zeros((), dtype=torch.float32, device=hidden.device)
+    vocab = weight.size(0)
+    for start in range(0, flat.size(0), rows):
+        h, t = flat[start : start + rows], flat_targets[start : start + rows]  # (n, D), (n,)
+        real = (t != PAD).unsqueeze(1)  # (n, 1)
+        logp = F.linear(h, weight).float().log_softmax(-1)  # (n, V)
+        picked = logp.gather(1, t.unsqueeze(1))  # (n, 1)
+        nll = -((1 - smoothing) * picked + (smoothing / vocab) * logp.sum(1, keepdim=True))
+        total += nll.masked_fill(~real, 0).sum()
+        if not with_grads:
+            continue
+        grad = logp.exp_().sub_(smoothing / vocab)  # (n, V): softmax - q, without q's one-hot part
+        grad.scatter_add_(1, t.unsqueeze(1), torch.full_like(picked, smoothing - 1))
+        grad.masked_fill_(~real, 0)
+        grad_hidden[start : start + rows] = torch.mm(grad, weight.to(grad.dtype)).to(flat.dtype)
+        grad_weight += torch.mm(grad.t(), h.to(grad.dtype)).float()
+    return total, (grad_hidden.view_as(hidden) if with_grads else None), grad_weight
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """The loss, with its gradients computed in the same pass over each chunk (`_chunked_loss`)."""
 
     @staticmethod
     def forward(ctx, hidden: Tensor, weight: Tensor, targets: Tensor, smoothing: float, rows: int) -> Tensor:
-        flat = hidden.reshape(-1, hidden.size(-1))  # (N, D)
-        flat_targets = targets.reshape(-1)  # (N,)
-        want_grads = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        grad_hidden = torch.empty_like(flat) if want_grads else None
-        grad_weight = torch.zeros_like(weight, dtype=torch.float32) if want_grads else None
-        total = torch.zeros((), dtype=torch.float32, device=hidden.device)
-        vocab, ctx.weight_dtype = weight.size(0), weight.dtype
-        for start in range(0, flat.size(0), rows):
-            h, t = flat[start : start + rows], flat_targets[start : start + rows]  # (n, D), (n,)
-            real = (t != PAD).unsqueeze(1)  # (n, 1)
-            logp = F.linear(h, weight).float().log_softmax(-1)  # (n, V)
-            picked = logp.gather(1, t.unsqueeze(1))  # (n, 1)
-            nll = -((1 - smoothing) * picked + (smoothing / vocab) * logp.sum(1, keepdim=True))
-            total += nll.masked_fill(~real, 0).sum()
-            if not want_grads:
-                continue
-            grad = logp.exp_().sub_(smoothing / vocab)  # (n, V): softmax - q, without q's one-hot part
-            grad.scatter_add_(1, t.unsqueeze(1), torch.full_like(picked, smoothing - 1))
-            grad.masked_fill_(~real, 0)
-            grad_hidden[start : start + rows] = torch.mm(grad, weight.to(grad.dtype)).to(flat.dtype)
-            grad_weight += torch.mm(grad.t(), h.to(grad.dtype)).float()
-        if want_grads:
-            ctx.save_for_backward(grad_hidden.view_as(hidden), grad_weight)
+        total, grad_hidden, grad_weight = _chunked_loss(
+            hidden, weight, targets, smoothing, rows, with_grads=True
+        )
+        ctx.weight_dtype = weight.dtype
+        ctx.save_for_backward(grad_hidden, grad_weight)
         return total
 
     @staticmethod

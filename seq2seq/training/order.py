@@ -1,7 +1,12 @@
-"""The order training sees its examples in: token-bucketed batches, shuffled per epoch, one share per rank."""
+"""The order training sees its examples in: token-bucketed batches, shuffled per epoch, one share per rank.
+
+The order is a function of the seed, the epoch and the number of processes, so every rank can work
+out every other rank's share: a step's token count over all ranks is known without asking them.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -18,28 +23,52 @@ class Position(Protocol):
     next_batch: int
 
 
-class BatchOrder:
-    """Each epoch's batches (example indices) for this rank, reproducible from the seed and epoch."""
+@dataclass(frozen=True)
+class Step:
+    """One optimizer step's work for this rank, and the real target tokens of the step on all ranks."""
 
-    def __init__(self, costs: np.ndarray, cfg: TrainConfig, info: DistInfo) -> None:
-        self.costs, self.cfg, self.info = costs, cfg, info
-        self._cache: tuple[int, list[np.ndarray]] | None = None
+    batches: list[np.ndarray]  # example indices, one array per accumulation step
+    total_tokens: int
+
+
+class BatchOrder:
+    """Each epoch's batches (example indices) for this rank, reproducible from the seed and epoch.
+
+    `costs` (N,) are the padded lengths batching goes by, `targets` (N,) the real target tokens of
+    each example (`ParallelData.target_tokens`).
+    """
+
+    def __init__(self, costs: np.ndarray, targets: np.ndarray, cfg: TrainConfig, info: DistInfo) -> None:
+        self.costs, self.targets, self.cfg, self.info = costs, targets, cfg, info
+        self._cache: tuple[int, list[np.ndarray], np.ndarray] | None = None
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         """This rank's batches for `epoch`, in training order (the last epoch's are kept)."""
+        return self._epoch(epoch)[0]
+
+    def _epoch(self, epoch: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """This rank's batches of `epoch`, and the target tokens of each batch position over all ranks."""
         if self._cache is None or self._cache[0] != epoch:
             batches = token_batches(self.costs, self.cfg.max_tokens, self.cfg.seed, epoch)
-            self._cache = (epoch, shard_batches(batches, self.info.rank, self.info.world))
-        return self._cache[1]
+            shares = [shard_batches(batches, rank, self.info.world) for rank in range(self.info.world)]
+            tokens = np.sum([self._tokens(share) for share in shares], axis=0)  # (batches per rank,)
+            self._cache = (epoch, shares[self.info.rank], tokens)
+        return self._cache[1], self._cache[2]
 
-    def next_group(self, at: Position) -> list[np.ndarray]:
+    def _tokens(self, share: list[np.ndarray]) -> np.ndarray:
+        """(len(share),) real target tokens of each batch."""
+        starts = np.cumsum([0, *map(len, share[:-1])])
+        return np.add.reduceat(self.targets[np.concatenate(share)], starts)
+
+    def next_step(self, at: Position) -> Step:
         """The batches of the next optimizer step (one per accumulation step); advances `at`."""
-        batches = self.batches(at.epoch)
-        group = batches[at.next_batch : at.next_batch + self.cfg.accum_steps]
-        at.next_batch += len(group)
+        batches, tokens = self._epoch(at.epoch)
+        end = at.next_batch + self.cfg.accum_steps
+        step = Step(batches[at.next_batch : end], int(tokens[at.next_batch : end].sum()))
+        at.next_batch += len(step.batches)
         if at.next_batch >= len(batches):
             at.epoch, at.next_batch = at.epoch + 1, 0
-        return group
+        return step
 
     def describe(self) -> str:
         """What the order of an epoch's batches depends on, besides the data."""

@@ -22,7 +22,7 @@ log = logging.getLogger("seq2seq.training.trainer")
 
 
 def choose_cpu_precision(
-    progress: Progress, step: Callable[[torch.dtype | None], None], info: DistInfo, device: torch.device
+    progress: Progress, step: Callable[[torch.dtype | None], None], info: DistInfo
 ) -> torch.dtype | None:
     """The autocast dtype of the run: bf16 if timing `step` (`probe_step`) says so, else None (fp32).
 
@@ -35,7 +35,7 @@ def choose_cpu_precision(
             dtype, reason = faster_cpu_dtype(step)
             log.info("precision auto on this CPU: %s", reason)
             bf16 = float(dtype is torch.bfloat16)
-        progress.precision = "bf16" if broadcast_from_main(bf16, info, device) else "fp32"
+        progress.precision = "bf16" if broadcast_from_main(bf16, info) else "fp32"
     return torch.bfloat16 if progress.precision == "bf16" else None
 
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
-import torch.distributed as dist
 
-from seq2seq.training.distributed import DistInfo
+from seq2seq.training.distributed import DistInfo, all_gather_object
 
 
 def gather_rng_states(info: DistInfo, device: torch.device) -> list[torch.Tensor]:
@@ -15,11 +12,7 @@ def gather_rng_states(info: DistInfo, device: torch.device) -> list[torch.Tensor
     mine = torch.get_rng_state()
     if device.type == "cuda":
         mine = torch.cat([mine, torch.cuda.get_rng_state(device)])
-    if not info.enabled:
-        return [mine]
-    states: list[Any] = [None] * info.world
-    dist.all_gather_object(states, mine)
-    return states
+    return all_gather_object(mine, info)
 
 
 def set_rng_state(state: torch.Tensor, device: torch.device) -> None:

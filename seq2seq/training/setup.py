@@ -27,11 +27,10 @@ from seq2seq.data.tokenizer import (
     tokenizer_checksums,
     train_or_load_tokenizers,
 )
-from seq2seq.device import resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
 from seq2seq.special import CLS_PIECE, SEP_PIECE
-from seq2seq.training.distributed import DistInfo, any_rank, local_device_name
+from seq2seq.training.distributed import DistInfo, any_rank
 from seq2seq.training.plan import RunPlan, ValidText
 from seq2seq.training.validation import ValidSet
 
@@ -73,7 +72,7 @@ def claim(plan: RunPlan, info: DistInfo) -> Iterator[Claim]:
     """
     with contextlib.ExitStack() as held:
         claimed = Claim(plan, {}, {})
-        with shared_failure(info, plan.cfg):
+        with shared_failure(info):
             if info.is_main:
                 held.enter_context(plan.run.locked())  # one trainer per run directory
                 claimed = _check_and_save(plan)
@@ -106,7 +105,7 @@ def _replace_old_run(run: RunDir) -> None:
 
 def prepare_inputs(claim: Claim, valid: ValidText, info: DistInfo) -> RunInputs:
     """`s2s train`: rank 0 makes the tokenizer and the prepared corpus; every rank loads the inputs."""
-    with shared_failure(info, claim.plan.cfg):
+    with shared_failure(info):
         if info.is_main:
             _prepare_corpus(claim, _prepare_tokenizers(claim), workers=0)
     return _load_inputs(claim.plan, valid)
@@ -114,7 +113,7 @@ def prepare_inputs(claim: Claim, valid: ValidText, info: DistInfo) -> RunInputs:
 
 def prepare_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
     """`s2s train --tokenizer-only`: rank 0 makes the tokenizer; every rank loads it."""
-    with shared_failure(info, claim.plan.cfg):
+    with shared_failure(info):
         if info.is_main:
             _prepare_tokenizers(claim)
     return load_tokenizers(claim.plan.run.tokenizer_dir, claim.plan.cfg.tokenizer.joint)
@@ -125,7 +124,7 @@ def prepare_corpus(claim: Claim, workers: int) -> Path:
 
     `workers` encoding processes (0: one per core; `seq2seq.data.prepared`).
     """
-    with shared_failure(DistInfo(), claim.plan.cfg):
+    with shared_failure(DistInfo()):
         _prepare_corpus(claim, _prepare_tokenizers(claim), workers)
     return prepared_corpus_dir(claim.plan.cfg)
 
@@ -178,15 +177,14 @@ def _load_inputs(plan: RunPlan, valid: ValidText) -> RunInputs:
 
 
 @contextlib.contextmanager
-def shared_failure(info: DistInfo, cfg: Config) -> Iterator[None]:
+def shared_failure(info: DistInfo) -> Iterator[None]:
     """A user error raised in the block (by rank 0) is raised on every rank, after they all agree."""
     error: Exception | None = None
     try:
         yield
     except (Seq2SeqError, OSError) as e:
         error = e
-    device = resolve_device(local_device_name(cfg.train.device, info))
-    (failed,) = any_rank([error is not None], info, device)
+    (failed,) = any_rank([error is not None], info)
     if error is not None:
         raise error
     if failed:

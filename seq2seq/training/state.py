@@ -43,7 +43,8 @@ class Progress:
     best: float | None = None  # best validation score so far (lower is better; BLEU is negated)
     bad_validations: int = 0  # validations in a row without improvement
     interval_loss: float = 0.0  # label-smoothed loss summed since the last log line
-    interval_tokens: int = 0
+    interval_tokens: int = 0  # target tokens of the steps counted in `interval_loss`
+    interval_skipped: int = 0  # steps the fp16 loss scaler skipped since the last log line
     train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
     best_metric: str = ""  # what `best` measures
     inference: str = "raw"  # weights that validated better last time: "raw", or "ema" (the average)
@@ -117,7 +118,7 @@ class TrainingState:
         self._apply_train_config(cfg)
         self.progress = p = Progress(**state["progress"])
         if not info.is_main:  # rank 0 carries the interval sums of all ranks
-            p.interval_loss, p.interval_tokens = 0.0, 0
+            p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
         if p.best_metric != cfg.best_metric:
             p.best, p.bad_validations, p.best_metric = None, 0, cfg.best_metric
         if state["world"] == info.world:

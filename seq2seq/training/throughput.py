@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-import torch
-
 from seq2seq.data.parallel import Batch
 from seq2seq.training.distributed import DistInfo, all_reduce_sum
 
@@ -26,11 +24,11 @@ class ThroughputMeter:
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
 
-    def rates(self, info: DistInfo, device: torch.device) -> dict[str, float]:
+    def rates(self, info: DistInfo) -> dict[str, float]:
         """Throughput over all ranks since the previous call; resets the counters."""
         now = time.perf_counter()
         seconds = max(now - self.last, 1e-9)
-        src, tgt, padded = (all_reduce_sum(v, info, device) for v in (self.src, self.tgt, self.padded))
+        src, tgt, padded = (all_reduce_sum(v, info) for v in (self.src, self.tgt, self.padded))
         self.last, self.src, self.tgt, self.padded = now, 0, 0, 0
         return {
             "tgt_tokens_per_s": round(tgt / seconds, 1),

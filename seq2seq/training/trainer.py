@@ -16,7 +16,6 @@ import time
 
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from seq2seq.checkpoint import checkpoint_inputs, load_checkpoint, save_training_state
@@ -25,7 +24,7 @@ from seq2seq.data.manifest import describe, read_manifest
 from seq2seq.data.parallel import Batch, ParallelData
 from seq2seq.data.prepared import load_prepared
 from seq2seq.data.tokenizer import TokenizerPair
-from seq2seq.device import autocast, autocast_dtype, resolve_device
+from seq2seq.device import autocast, autocast_dtype, prefer_safe_attention_kernels, resolve_device
 from seq2seq.models.build import Model
 from seq2seq.rundir import RunDir
 from seq2seq.training.distributed import (
@@ -34,6 +33,7 @@ from seq2seq.training.distributed import (
     any_rank,
     barrier,
     broadcast_from_main,
+    data_parallel,
     local_device_name,
 )
 from seq2seq.training.divergence import check_finite
@@ -75,21 +75,22 @@ class Trainer:
         self.cfg, self.tcfg, self.run, self.info = cfg, cfg.train, run, info
         self.device = resolve_device(device_name)
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
+        if self.device.type == "cuda":
+            prefer_safe_attention_kernels()
         self.model = model.to(self.device)
         self.objective = TrainingLoss(self.model, self.tcfg.label_smoothing)  # what DDP/compile wrap
         self.net: nn.Module = self.objective
         if info.enabled:
-            self.net = DistributedDataParallel(
-                self.net, device_ids=[self.device.index] if self.device.type == "cuda" else None
-            )
+            self.net = data_parallel(self.net, self.device)
         if self.tcfg.compile:
             self.net = torch.compile(self.net, dynamic=True)
         self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
-        self.order = BatchOrder(train_data.costs(), self.tcfg, info)
+        self.order = BatchOrder(train_data.costs(), train_data.target_tokens(), self.tcfg, info)
         batching = self.order.describe()
         self.state = TrainingState.start(self.model, self.tcfg, self.device, self.dtype, batching)
-        self.records = TrainLog(run, self.tcfg, info, self.device)
-        self._loss_acc = torch.zeros((), device=self.device)  # interval loss not yet moved to `progress`
+        self.records = TrainLog(run, self.tcfg, info)
+        # the interval's loss, tokens and skipped steps, on the device until a log line or checkpoint
+        self._interval = torch.zeros(3, dtype=torch.float64, device=self.device)
         self.step_lr = self.state.optimizer.param_groups[0]["lr"]
         self.origin = checkpoint_inputs(cfg, tokenizer_sums)  # the same in every checkpoint of the run
         self.stop = StopRequest()
@@ -102,15 +103,17 @@ class Trainer:
 
     # ---- one optimizer step -----------------------------------------------------------------------
 
-    def train_step(self, batches: list[Batch]) -> torch.Tensor:
+    def train_step(self, batches: list[Batch], total_tokens: int | None = None) -> torch.Tensor:
         """Accumulate gradients over `batches`, then take one optimizer step.
 
-        The loss is normalized by the real target tokens of all batches on all ranks, so the update is
-        the same however the work is split. Returns the summed label-smoothed loss (a 0-dim tensor).
+        The loss is normalized by `total_tokens`, the real target tokens of the step's batches on all
+        ranks (`BatchOrder.next_step` knows it without asking them; by default this process's), so the
+        update is the same however the work is split. Returns the summed label-smoothed loss (0-dim).
+        Nothing here waits for the device.
         """
         s = self.state
-        local_tokens = sum(b.num_tgt_tokens for b in batches)
-        total_tokens = all_reduce_sum(local_tokens, self.info, self.device)
+        if total_tokens is None:
+            total_tokens = sum(b.num_tgt_tokens for b in batches)
         loss_sum = torch.zeros((), device=self.device)
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
@@ -149,20 +152,20 @@ class Trainer:
         )
         if self.tcfg.precision == "auto" and self.device.type == "cpu":
             probe = functools.partial(probe_step, self.objective, self.data, t.max_tokens, self.device)
-            self.dtype = choose_cpu_precision(p, probe, self.info, self.device)
+            self.dtype = choose_cpu_precision(p, probe, self.info)
         self.records.effective_batch(len(self.order.batches(p.epoch)))
         meter = ThroughputMeter()
         validated_at = -1
         clock = time.perf_counter() - p.train_seconds
         with self.stop.installed():
             while not self._finished():
-                group = [self.data.batch(indices) for indices in self.order.next_group(p)]
+                step = self.order.next_step(p)
+                group = [self.data.batch(indices) for indices in step.batches]
                 if self.device.type == "cuda":
                     group = [b.pin_memory() for b in group]
                 meter.add(group)
-                self._loss_acc += self.train_step(group)
+                self._count(self.train_step(group, step.total_tokens), sum(b.num_tgt_tokens for b in group))
                 p.step += 1
-                p.interval_tokens += sum(b.num_tgt_tokens for b in group)
                 bar.update(1)
                 if p.step % t.log_every == 0:
                     self._log_interval(bar, meter)
@@ -171,9 +174,7 @@ class Trainer:
                     validated_at = p.step
                 p.train_seconds = time.perf_counter() - clock
                 out_of_time = bool(t.max_minutes) and p.train_seconds >= 60 * t.max_minutes
-                interrupted, out_of_time = any_rank(
-                    [self.stop.requested, out_of_time], self.info, self.device
-                )
+                interrupted, out_of_time = any_rank([self.stop.requested, out_of_time], self.info)
                 if interrupted or out_of_time:
                     self.stop.requested = interrupted  # on every rank, so all save together
                     if out_of_time:
@@ -198,18 +199,38 @@ class Trainer:
             return True
         return False
 
-    def _flush_loss(self) -> None:
-        """Move the on-device loss sum into `progress` (one host sync, only when logging or saving)."""
-        self.progress.interval_loss += float(self._loss_acc)
-        self._loss_acc.zero_()
+    def _count(self, loss: torch.Tensor, tokens: int) -> None:
+        """Add a step's summed loss and its (this rank's) target tokens to the interval, on the device.
+
+        With fp16, a step whose loss overflowed is one the loss scaler skips (its gradients are not
+        finite either): it is counted as skipped, not as a diverged loss.
+        """
+        if self.state.scaler.is_enabled():
+            counted = loss.isfinite()
+            self._interval[0] += torch.where(counted, loss, 0.0)
+            self._interval[1] += counted * tokens
+            self._interval[2] += ~counted
+        else:
+            self._interval[0] += loss
+            self._interval[1] += tokens
+
+    def _flush_interval(self) -> None:
+        """Move the on-device interval sums into `progress` (one host sync, only when logging or saving)."""
+        p = self.progress
+        loss, tokens, skipped = self._interval.tolist()
+        p.interval_loss += loss
+        p.interval_tokens += int(tokens)
+        p.interval_skipped += int(skipped)
+        self._interval.zero_()
 
     def _log_interval(self, bar: tqdm, meter: ThroughputMeter) -> None:
         p = self.progress
-        self._flush_loss()
-        loss = self.records.interval_loss(p.interval_loss, p.interval_tokens)
-        check_finite(loss, self.model, p.step, self.tcfg)
-        self.records.interval(p.step, p.epoch, loss, self.step_lr, meter, bar)
-        p.interval_loss, p.interval_tokens = 0.0, 0
+        self._flush_interval()
+        tokens, skipped = (int(all_reduce_sum(n, self.info)) for n in (p.interval_tokens, p.interval_skipped))
+        loss = all_reduce_sum(p.interval_loss, self.info) / max(tokens, 1)  # per target token, all ranks
+        check_finite(loss, self.model, p.step, self.tcfg, every_step_skipped=tokens == 0 < skipped)
+        self.records.interval(p.step, p.epoch, loss, self.step_lr, meter, bar, skipped)
+        p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
 
     def _validate_and_save(self) -> None:
         """Rank 0 validates and saves; the decision to stop early is shared with every rank.
@@ -229,7 +250,7 @@ class Trainer:
             p.best = score if improved else p.best
             p.bad_validations = 0 if improved else p.bad_validations + 1
             self.records.validation(p.step, p.epoch, p.inference, results, improved)
-        p.bad_validations = int(broadcast_from_main(p.bad_validations, self.info, self.device))
+        p.bad_validations = int(broadcast_from_main(p.bad_validations, self.info))
         self._save(is_best=improved)
 
     def _validate(self, model: Model) -> ValidResult:
@@ -256,15 +277,16 @@ class Trainer:
 
         Never a diverged state: the loss summed over all ranks and the weights are checked first.
         """
-        self._flush_loss()
+        self._flush_interval()
         p = self.progress
         if self.info.enabled:
             # the saved interval sums cover all ranks; rank 0 carries them from here on
-            p.interval_loss = all_reduce_sum(p.interval_loss, self.info, self.device)
-            p.interval_tokens = int(all_reduce_sum(p.interval_tokens, self.info, self.device))
+            p.interval_loss = all_reduce_sum(p.interval_loss, self.info)
+            p.interval_tokens = int(all_reduce_sum(p.interval_tokens, self.info))
+            p.interval_skipped = int(all_reduce_sum(p.interval_skipped, self.info))
         check_finite(p.interval_loss, self.model, p.step, self.tcfg)
         if self.info.enabled and not self.info.is_main:
-            p.interval_loss, p.interval_tokens = 0.0, 0
+            p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
         state = self.state.to_checkpoint(self.info, self.device, self.origin)
         if self.info.is_main:
             keep = self.tcfg.keep_checkpoints

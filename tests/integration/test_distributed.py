@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import socket
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 import yaml
 from torch.testing import assert_close
@@ -17,9 +21,12 @@ from torch.testing import assert_close
 from seq2seq.config import Config, config_from_dict
 from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepared_corpus_dir
 from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, train_or_load_tokenizers
+from seq2seq.errors import Seq2SeqError
 from seq2seq.models.build import build_model
 from seq2seq.rundir import RunDir, data_checksums
+from seq2seq.training import distributed
 from seq2seq.training.distributed import DistInfo, init_distributed, shutdown
+from seq2seq.training.setup import shared_failure
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict
@@ -41,7 +48,7 @@ def make_trainer(cfg: Config, info: DistInfo, tok_dir: Path) -> Trainer:
     return Trainer(cfg, RunDir(cfg.run_dir), model, toks, {}, data, ValidSet(data, [], []), info, "cpu")
 
 
-def worker(rank: int, port: int, raw: dict, tok_dir: str, out: str, mode: str) -> None:
+def join_group(rank: int, port: int) -> None:
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
@@ -50,17 +57,57 @@ def worker(rank: int, port: int, raw: dict, tok_dir: str, out: str, mode: str) -
         LOCAL_RANK=str(rank),
     )
     torch.set_num_threads(1)
+
+
+class CollectiveCount:
+    """Counts the collectives run on the default (gradient) process group, by name."""
+
+    NAMES = ("all_reduce", "broadcast", "all_gather_object", "barrier", "_broadcast_coalesced")
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.real = {name: getattr(dist, name) for name in self.NAMES}
+
+    def __enter__(self) -> CollectiveCount:
+        for name, real in self.real.items():
+            setattr(dist, name, self._counted(name, real))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, real in self.real.items():
+            setattr(dist, name, real)
+
+    def _counted(self, name, real):
+        def call(*args, **kwargs):
+            group = args[0] if name == "_broadcast_coalesced" else kwargs.get("group")
+            if (
+                group is None
+                or group is dist.group.WORLD
+                or group == dist.distributed_c10d._get_default_group()
+            ):
+                self.calls[name] += 1
+            return real(*args, **kwargs)
+
+        return call
+
+
+def worker(rank: int, port: int, raw: dict, tok_dir: str, out: str, mode: str) -> None:
+    join_group(rank, port)
     info = init_distributed("cpu")
     try:
         trainer = make_trainer(config_from_dict(raw), info, Path(tok_dir))
+        result: dict = {}
         if mode == "one_step":
-            batches = trainer.order.batches(0)
-            trainer.train_step([trainer.data.batch(batches[0])])
-            seen = [batches[0].tolist()]
+            step = trainer.order.next_step(trainer.progress)
+            trainer.train_step([trainer.data.batch(b) for b in step.batches], step.total_tokens)
+            result["seen"] = [b.tolist() for b in step.batches]
         else:
-            seen = [b.tolist() for b in trainer.order.batches(0)]
-            trainer.fit()
-        torch.save({"model": trainer.model.state_dict(), "seen": seen}, Path(out) / f"rank{rank}.pt")
+            result["seen"] = [b.tolist() for b in trainer.order.batches(0)]
+            with CollectiveCount() as count:
+                trainer.fit()
+            result["default_group_calls"] = dict(count.calls)
+        result["model"] = trainer.model.state_dict()
+        torch.save(result, Path(out) / f"rank{rank}.pt")
     finally:
         shutdown(info)
 
@@ -80,14 +127,18 @@ def setup(tmp_path):
 
 def spawn(raw: dict, tok_dir: Path, out: Path, mode: str) -> list[dict]:
     mp.spawn(worker, args=(free_port(), raw, str(tok_dir), str(out), mode), nprocs=WORLD, join=True)
-    return [torch.load(out / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
+    return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
 
-def test_one_ddp_step_equals_one_step_on_the_union_of_batches(setup, tmp_path):
+@pytest.mark.parametrize("accum_steps", [1, 2])
+def test_one_ddp_step_equals_one_step_on_the_union_of_batches(setup, tmp_path, accum_steps):
+    """Each rank normalizes by the step's tokens on all ranks, which the batch order gives it without
+    asking the others."""
     raw, cfg, tok_dir = setup
+    raw["train"]["accum_steps"] = accum_steps
     ranks = spawn(raw, tok_dir, tmp_path, "one_step")
     single = make_trainer(cfg, DistInfo(), tok_dir)
-    single.train_step([single.data.batch(r["seen"][0]) for r in ranks])
+    single.train_step([single.data.batch(batch) for r in ranks for batch in r["seen"]])
     for name, value in single.model.state_dict().items():
         assert_close(ranks[0]["model"][name], value, atol=2e-6, rtol=1e-5)
 
@@ -99,6 +150,37 @@ def test_ranks_end_identical_and_see_disjoint_batches_covering_the_epoch(setup, 
         assert torch.equal(value, ranks[1]["model"][name]), name
     seen = [i for r in ranks for batch in r["seen"] for i in batch]
     assert sorted(seen) == list(range(len(make_trainer(cfg, DistInfo(), tok_dir).data)))
+    # the default group carries the gradients (inside DDP) and nothing else: no host sync per step,
+    # no re-sent buffers; the bookkeeping goes over the host's gloo group
+    assert [r["default_group_calls"] for r in ranks] == [{}, {}]
+
+
+def slow_setup_worker(rank: int, port: int, out: str) -> None:
+    """Rank 0 takes longer over its set-up than the gradient group's timeout allows a collective."""
+    join_group(rank, port)
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=2))  # torchrun's group, impatient
+    info = init_distributed("cpu")
+    try:
+        with shared_failure(info):
+            if info.is_main:
+                time.sleep(6)  # training the tokenizer, encoding the corpus
+        Path(out, f"rank{rank}.done").touch()
+    finally:
+        shutdown(info)
+
+
+def test_other_ranks_wait_for_rank_0_setup_beyond_the_gradient_timeout(tmp_path):
+    mp.spawn(slow_setup_worker, args=(free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+    assert sorted(p.name for p in tmp_path.glob("*.done")) == ["rank0.done", "rank1.done"]
+
+
+def test_an_explicit_gpu_under_torchrun_is_refused_before_any_group_forms(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with pytest.raises(Seq2SeqError, match="CUDA_VISIBLE_DEVICES"):
+        init_distributed("cuda:0")
+    assert not dist.is_initialized() and distributed._host_group is None
 
 
 def test_torchrun_trains_on_cpu(tmp_path):

@@ -135,3 +135,17 @@ def test_shards_are_disjoint_equal_in_count_and_cover_the_epoch(world):
     assert len({len(s) for s in shards}) == 1
     seen = [i for shard in shards for b in shard for i in b]
     assert sorted(seen) == list(range(301))
+
+
+@pytest.mark.parametrize("task", ["translate", "classify", "tag"])
+def test_target_tokens_count_each_examples_real_targets_as_a_batch_does(task):
+    src = [[5, 6, 7], [8], [9, 10]]
+    tgt = {
+        "translate": [[11, 12], [13, 14, 15, 16], []],
+        "classify": [[3], [4], [3]],
+        "tag": [[3, PAD, 4], [PAD], [4, 4]],
+    }[task]
+    data = ParallelData.from_lists(src, tgt, task=task)
+    counts = data.target_tokens()
+    assert counts.tolist() == [data.batch([i]).num_tgt_tokens for i in range(len(src))]
+    assert int(counts.sum()) == data.batch([0, 1, 2]).num_tgt_tokens

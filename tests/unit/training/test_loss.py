@@ -1,11 +1,17 @@
+import contextlib
+import math
+from collections.abc import Callable
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from seq2seq.data.parallel import collate
 from seq2seq.data.tokenizer import PAD
-from seq2seq.training.loss import linear_cross_entropy, sequence_loss
+from seq2seq.training.loss import TrainingLoss, linear_cross_entropy, sequence_loss
+from tests.conftest import make_model, random_ids
 
 VOCAB = 17
 
@@ -72,3 +78,59 @@ def test_chunked_projection_loss_without_gradients_and_under_bf16_autocast():
     grads = torch.autograd.grad(loss, (hidden, weight))
     assert [g.dtype for g in grads] == [torch.float32, torch.float32]
     assert_close(grads, torch.autograd.grad(expected, (hidden, weight)), atol=0.05, rtol=0.05)
+
+
+class MatmulCount(TorchDispatchMode):
+    """Counts the matrix products run inside it."""
+
+    PRODUCTS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += func in self.PRODUCTS
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("grad_mode", ["no_grad", "no input needs a gradient"])
+def test_the_loss_without_gradients_runs_one_matmul_per_chunk(grad_mode):
+    """Validation's loss (under no_grad) computes no gradient: one product per chunk, not three."""
+    hidden, weight, targets = projection_case()
+    if grad_mode == "no input needs a gradient":
+        hidden, weight, mode = hidden.detach(), weight.detach(), contextlib.nullcontext()
+    else:
+        mode = torch.no_grad()
+    with mode, MatmulCount() as products:
+        linear_cross_entropy(hidden, weight, targets, 0.1, chunk_rows=5)
+    assert products.count == math.ceil(targets.numel() / 5)
+
+
+def test_the_loss_with_gradients_works_them_out_in_the_same_pass():
+    hidden, weight, targets = projection_case()
+    with MatmulCount() as products:
+        loss = linear_cross_entropy(hidden, weight, targets, 0.1, chunk_rows=5)
+    assert products.count == 3 * math.ceil(targets.numel() / 5)
+    assert loss.requires_grad
+
+
+def test_compiled_training_loss_compiles_once_for_every_batch_shape():
+    """Token bucketing changes (B, T) at almost every step: `torch.compile(dynamic=True)` must not
+    specialize on it (the chunk loop once made Dynamo compile anew for each shape)."""
+    graphs = []
+
+    def counting_backend(graph: torch.fx.GraphModule, inputs: list) -> Callable:
+        graphs.append(graph)
+        return graph.forward  # run what Dynamo captured, as captured
+
+    torch._dynamo.reset()
+    model = make_model(encoder_layers=1, decoder_layers=1).train()
+    compiled = torch.compile(TrainingLoss(model, 0.1), dynamic=True, backend=counting_backend)
+    counts = []
+    for rows, length in [(4, 7), (6, 9), (3, 12), (8, 5), (5, 11), (7, 6)]:
+        src, tgt = random_ids(rows, length + 1), random_ids(rows, length)
+        compiled(src, tgt, tgt).backward()
+        counts.append(len(graphs))
+    torch._dynamo.reset()
+    assert counts[-1] == counts[0] >= 1, counts

@@ -1,5 +1,6 @@
 import errno
 import json
+import math
 import os
 import re
 import signal
@@ -17,7 +18,7 @@ from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data.parallel import ParallelData
 from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.device import faster_cpu_dtype
-from seq2seq.errors import ConfigError, RunDirError
+from seq2seq.errors import ConfigError, RunDirError, TrainingDiverged
 from seq2seq.files import OutputError
 from seq2seq.models.build import build_model
 from seq2seq.rundir import RunDir
@@ -363,3 +364,43 @@ def test_the_precision_probe_leaves_no_trace(tmp_path):
     assert torch.equal(torch.get_rng_state(), rng)
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
+
+
+def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], **train: object) -> Trainer:
+    """A CPU trainer with the fp16 loss scaler switched on, whose loss overflows at the given steps
+    (1-based), as an fp16 forward pass does: the loss and every gradient turn to inf or NaN."""
+    cfg = config_from_dict(tiny_config_dict(tmp_path, valid_bleu=False, **train))
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
+    data = ParallelData.from_lists(
+        toks.src.encode(["red cat runs", "the big dog"]), toks.tgt.encode(["RUNS CAT RED", "DOG BIG"])
+    )
+    (tmp_path / "run").mkdir()
+    trainer = Trainer(
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, ValidSet(data, [], []), DistInfo(), "cpu"
+    )
+    trainer.state.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, enabled=True)
+    objective = trainer.net
+
+    def overflowing(src, tgt_in, tgt_out):
+        loss = objective(src, tgt_in, tgt_out)
+        return loss * float("inf") if trainer.progress.step + 1 in overflow_at else loss
+
+    trainer.net = overflowing
+    return trainer
+
+
+def test_a_step_the_fp16_loss_scaler_skips_is_not_a_divergence(tmp_path):
+    trainer = fp16_like_trainer(tmp_path, overflow_at={3}, max_steps=4, log_every=2, valid_every=100)
+    trainer.fit()
+    train = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "train"]
+    assert [(r["step"], r.get("skipped_steps", 0)) for r in train] == [(2, 0), (4, 1)]
+    assert all(math.isfinite(r["train_loss"]) for r in train)
+    assert all(torch.isfinite(w).all() for w in trainer.model.parameters())
+
+
+def test_every_step_overflowing_in_fp16_is_a_divergence(tmp_path):
+    trainer = fp16_like_trainer(tmp_path, overflow_at={1, 2, 3, 4}, max_steps=4, log_every=2, valid_every=100)
+    with pytest.raises(TrainingDiverged, match="overflowed in fp16"):
+        trainer.fit()
+    assert not (tmp_path / "run" / "checkpoints" / "last.pt").exists()
