@@ -51,7 +51,12 @@ def token_batches(
 
 
 def shard_batches(batches: list[np.ndarray], rank: int, world: int) -> list[np.ndarray]:
-    """The batches rank `rank` of `world` processes trains on: disjoint, together covering all.
+    """The batches rank `rank` of `world` processes trains on: disjoint, together covering all."""
+    return even_batches(batches, world)[rank::world]
+
+
+def even_batches(batches: list[np.ndarray], world: int) -> list[np.ndarray]:
+    """`batches` in a number that `world` divides, batch i going to rank i % world (`shard_batches`).
 
     Every rank must take the same number of steps, so the largest batches are split in two until
     the count divides evenly; no example is dropped or repeated.
@@ -63,7 +68,7 @@ def shard_batches(batches: list[np.ndarray], rank: int, world: int) -> list[np.n
             raise DataError(f"too few training examples to give each of {world} processes a batch")
         big = batches[largest]
         batches[largest : largest + 1] = [big[: len(big) // 2], big[len(big) // 2 :]]
-    return batches[rank::world]
+    return batches
 
 
 def pad(seqs: Sequence[Sequence[int]]) -> Tensor:

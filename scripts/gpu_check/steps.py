@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
@@ -18,8 +20,9 @@ TRAIN_RUN = {
     "max_steps": (800, 4),
     "log_every": (100, 2),
     "max_tokens": (8192, 256),
-    "max_minutes": (0.75, 0.5),
+    "max_minutes": (0.5, 0.5),
 }
+TEST_TIMEOUT_S = 60  # one CUDA test at most (pytest-timeout): a hung test fails alone
 TORCHRUN = {"max_steps": (100, 2), "log_every": (25, 1), "max_tokens": (8192, 256), "max_minutes": (0.5, 0.5)}
 BENCH_TRAIN = {"warmup": (10, 1), "steps": (40, 1), "matmul-size": (8192, 64)}
 DRY_MAX_TOKENS = 256  # the training benchmark's batches in the dry run (on the GPU: the recipe's)
@@ -55,8 +58,14 @@ def machine_command(check: Check, done: dict[str, StepResult]) -> Command:
 
 
 def tests_command(check: Check, done: dict[str, StepResult]) -> Command:
+    """pytest, verbose: each test's result is in the log as it ends, so a step stopped for time (with
+    no JUnit file written) still says which passed, which failed and which was running. One test may
+    take at most TEST_TIMEOUT_S where pytest-timeout is installed (it is on the GPU image)."""
     junit = f"--junitxml={check.out / 'cuda_tests.xml'}"
-    return python("-m", "pytest", "-q", "-m", "cuda", check.tests, "-p", "no:cacheprovider", junit)
+    command = python("-m", "pytest", "-v", "-m", "cuda", check.tests, "-p", "no:cacheprovider", junit)
+    if importlib.util.find_spec("pytest_timeout") is not None:
+        command.append(f"--timeout={TEST_TIMEOUT_S}")
+    return command
 
 
 def train_sets(check: Check, sizes: dict[str, tuple[Any, Any]]) -> list[str]:
@@ -103,7 +112,7 @@ def read_tests(check: Check, output: str) -> dict[str, Any]:
     """The names of the tests that passed, failed (with their message) and skipped (with the reason)."""
     path = check.out / "cuda_tests.xml"
     if not path.is_file():
-        return {}
+        return read_verbose_tests(output)
     outcome: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": []}
     for case in ElementTree.parse(path).getroot().iter("testcase"):
         name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}".lstrip(":")
@@ -116,6 +125,30 @@ def read_tests(check: Check, output: str) -> dict[str, Any]:
         else:
             outcome["passed"].append(name)
     return outcome
+
+
+VERBOSE_LINE = re.compile(r"^\S*?([^/\s]+)\.py::(\S+)(?: (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b)?")
+
+
+def read_verbose_tests(output: str) -> dict[str, Any]:
+    """What pytest -v printed before it was stopped: each finished test's result, and the one running."""
+    outcome: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": []}
+    running = None
+    for line in output.splitlines():
+        match = VERBOSE_LINE.match(line)
+        if match is None:
+            continue
+        name, result = f"{match[1]}::{match[2]}", match[3]
+        running = None if result else name
+        if result in ("PASSED", "XFAIL", "XPASS"):
+            outcome["passed"].append(name)
+        elif result in ("FAILED", "ERROR"):
+            outcome["failed"].append(f"{name}: failed (see gpu_check.log)")
+        elif result == "SKIPPED":
+            outcome["skipped"].append(name)
+    if running is not None:
+        outcome["failed"].append(f"{running}: still running when the step's time ran out")
+    return outcome if any(outcome.values()) else {}
 
 
 def read_run(run: str, copy_to: str) -> Callable[[Check, str], dict[str, Any]]:
@@ -167,11 +200,11 @@ class Step:
 
 
 STEPS = (  # the GPU budgets add up to the five minutes; torchrun (two GPUs only) gets what is left
-    Step("machine", 25, 30, machine_command, read_machine),
-    Step("cuda_tests", 100, 120, tests_command, read_tests),
-    Step("train_run", 80, 60, train_run_command, read_run("run", "train_metrics.jsonl")),
-    Step("bench_train", 55, 60, bench_train_command, read_json("bench_train.json")),
-    Step("bench_decode", 40, 40, bench_decode_command, read_json("bench_decode.json")),
+    Step("machine", 20, 30, machine_command, read_machine),
+    Step("cuda_tests", 135, 120, tests_command, read_tests),
+    Step("train_run", 65, 60, train_run_command, read_run("run", "train_metrics.jsonl")),
+    Step("bench_train", 45, 60, bench_train_command, read_json("bench_train.json")),
+    Step("bench_decode", 35, 40, bench_decode_command, read_json("bench_decode.json")),
     Step("torchrun", 60, 60, torchrun_command, read_run("run_ddp", "torchrun_metrics.jsonl")),
 )
 STEP_NAMES = tuple(s.name for s in STEPS)

@@ -124,9 +124,12 @@ class ParallelData:
         """
         if self.task == "translate":
             return self.tgt.lengths() + 1
-        real = np.zeros(len(self.tgt.ids) + 1, dtype=np.int64)
-        np.cumsum(self.tgt.ids != PAD, out=real[1:])
-        return real[self.tgt.offsets[1:]] - real[self.tgt.offsets[:-1]]
+        lengths = self.tgt.lengths()
+        starts = np.minimum(self.tgt.offsets[:-1], max(len(self.tgt.ids) - 1, 0))  # reduceat's bounds
+        counts = (
+            np.add.reduceat(self.tgt.ids != PAD, starts, dtype=np.int64) if len(self.tgt.ids) else lengths
+        )
+        return np.where(lengths > 0, counts, 0)  # reduceat gives an empty row its next element
 
     def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
         """One padded batch of these pairs, with the teacher-forcing shift.

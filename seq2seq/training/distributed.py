@@ -3,8 +3,10 @@
 Two process groups. The default one (NCCL on GPUs, gloo on the CPU) carries the gradients, inside
 DistributedDataParallel, and nothing else. A second, gloo, group carries the host's bookkeeping
 (stop flags, a failure in rank 0's set-up, sums for the log, the random states of a checkpoint):
-CPU numbers, so reading a result never waits for the GPU, and a timeout long enough for the other
-ranks to wait while rank 0 alone trains the tokenizer, prepares a large corpus, validates or saves.
+CPU numbers, so reading a result never waits for the GPU. A collective every rank reaches together
+waits at most COLLECTIVE_TIMEOUT (a rank that hangs stops the others); a `patient` one, where the
+other ranks wait while rank 0 alone trains the tokenizer, prepares a large corpus, validates or
+saves, waits up to HOST_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from seq2seq.device import resolve_device
 from seq2seq.errors import Seq2SeqError
 
-GRADIENT_TIMEOUT = datetime.timedelta(minutes=30)  # a gradient all-reduce: every rank is at it together
+COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)  # every rank is at it together: gradients, a step's flags
 # the other ranks wait this long for rank 0 alone: tokenizer training and encoding a corpus of tens of
 # millions of pairs take hours on one process (`s2s prepare` beforehand does it without holding GPUs)
 HOST_TIMEOUT = datetime.timedelta(hours=24)
@@ -45,7 +48,7 @@ class DistInfo:
         return self.world > 1
 
 
-def init_distributed(device_name: str, host_timeout: datetime.timedelta = HOST_TIMEOUT) -> DistInfo:
+def init_distributed(device_name: str) -> DistInfo:
     """Join the process group that `torchrun` describes in the environment; a no-op for one process.
 
     NCCL on GPUs, gloo on the CPU, and the gloo group for the host's bookkeeping. Each process uses
@@ -57,32 +60,33 @@ def init_distributed(device_name: str, host_timeout: datetime.timedelta = HOST_T
     if world == 1:
         return DistInfo()
     info = DistInfo(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
-    device_name = local_device_name(device_name, info)  # refuses cuda:N before anything waits
-    use_cuda = device_name.startswith("cuda")
-    if use_cuda:
-        torch.cuda.set_device(info.local_rank)
+    device = resolve_device(local_device_name(device_name, info))  # refused before anything waits
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if use_cuda else "gloo", timeout=GRADIENT_TIMEOUT)
-    _host_group = dist.new_group(backend="gloo", timeout=host_timeout)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=COLLECTIVE_TIMEOUT)
+    _host_group = dist.new_group(backend="gloo", timeout=HOST_TIMEOUT)
     return info
 
 
 def local_device_name(device_name: str, info: DistInfo) -> str:
-    """Under torchrun each process takes the GPU of its local rank (`auto` or `cuda`).
+    """Under torchrun each process takes the GPU of its local rank (`auto` or `cuda`), or the one GPU
+    it sees where each process is shown only its own (a scheduler's `--gpus-per-task=1`).
 
-    `cuda:N` there is an error: each process would take the same GPU N. Which GPUs a run uses is
-    chosen with CUDA_VISIBLE_DEVICES.
+    `cuda:N` among several visible GPUs is an error: each process would take the same GPU N. Which
+    GPUs a run uses is chosen with CUDA_VISIBLE_DEVICES.
     """
     if not info.enabled:
         return device_name
-    if device_name.startswith("cuda:"):
+    one_gpu_each = torch.cuda.is_available() and torch.cuda.device_count() == 1
+    if device_name.startswith("cuda:") and not (one_gpu_each and device_name == "cuda:0"):
         raise Seq2SeqError(
             f"device {device_name!r} under torchrun would put all {info.world} processes on one GPU; "
             "use --device cuda (each process takes the GPU of its local rank) and choose the GPUs with "
             "CUDA_VISIBLE_DEVICES"
         )
-    if device_name in ("auto", "cuda") and torch.cuda.is_available():
-        return f"cuda:{info.local_rank}"
+    if device_name in ("auto", "cuda", "cuda:0") and torch.cuda.is_available():
+        return "cuda:0" if one_gpu_each else f"cuda:{info.local_rank}"
     return device_name
 
 
@@ -103,30 +107,44 @@ def _host(values: list[float]) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float64)
 
 
+def _wait(work: dist.Work, patient: bool) -> None:
+    """Wait for a host collective: up to HOST_TIMEOUT where rank 0 may be working alone (`patient`)."""
+    work.wait(HOST_TIMEOUT if patient else COLLECTIVE_TIMEOUT)
+
+
 def all_reduce_sum(value: float, info: DistInfo) -> float:
     """The sum of `value` over every rank."""
     if not info.enabled:
         return value
     t = _host([value])
-    dist.all_reduce(t, group=_host_group)
+    _wait(dist.all_reduce(t, group=_host_group, async_op=True), patient=False)
     return float(t[0])
 
 
-def broadcast_from_main(value: float, info: DistInfo) -> float:
-    """Rank 0's `value`, on every rank."""
+def all_reduce_max(value: float, info: DistInfo) -> float:
+    """The largest `value` of any rank."""
     if not info.enabled:
         return value
     t = _host([value])
-    dist.broadcast(t, src=0, group=_host_group)
+    _wait(dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_host_group, async_op=True), patient=False)
     return float(t[0])
 
 
-def any_rank(flags: list[bool], info: DistInfo) -> list[bool]:
+def broadcast_from_main(value: float, info: DistInfo, patient: bool = False) -> float:
+    """Rank 0's `value`, on every rank (`patient`: rank 0 may have worked alone before sending it)."""
+    if not info.enabled:
+        return value
+    t = _host([value])
+    _wait(dist.broadcast(t, src=0, group=_host_group, async_op=True), patient)
+    return float(t[0])
+
+
+def any_rank(flags: list[bool], info: DistInfo, patient: bool = False) -> list[bool]:
     """Each flag is true on every rank if it is true on any (so all ranks stop together)."""
     if not info.enabled:
         return flags
     t = _host([float(f) for f in flags])
-    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_host_group)
+    _wait(dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_host_group, async_op=True), patient)
     return [bool(v) for v in t.tolist()]
 
 
@@ -139,9 +157,9 @@ def all_gather_object(obj: Any, info: DistInfo) -> list[Any]:
     return gathered
 
 
-def barrier(info: DistInfo) -> None:
+def barrier(info: DistInfo, patient: bool = False) -> None:
     if info.enabled:
-        dist.barrier(group=_host_group)
+        _wait(dist.barrier(group=_host_group, async_op=True), patient)
 
 
 def shutdown(info: DistInfo) -> None:

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from seq2seq.batching import shard_batches, token_batches
+from seq2seq.batching import even_batches, token_batches
 from seq2seq.config import TrainConfig
 from seq2seq.training.distributed import DistInfo
 
@@ -49,16 +49,20 @@ class BatchOrder:
     def _epoch(self, epoch: int) -> tuple[list[np.ndarray], np.ndarray]:
         """This rank's batches of `epoch`, and the target tokens of each batch position over all ranks."""
         if self._cache is None or self._cache[0] != epoch:
-            batches = token_batches(self.costs, self.cfg.max_tokens, self.cfg.seed, epoch)
-            shares = [shard_batches(batches, rank, self.info.world) for rank in range(self.info.world)]
-            tokens = np.sum([self._tokens(share) for share in shares], axis=0)  # (batches per rank,)
-            self._cache = (epoch, shares[self.info.rank], tokens)
+            world = self.info.world
+            batches = even_batches(
+                token_batches(self.costs, self.cfg.max_tokens, self.cfg.seed, epoch), world
+            )
+            tokens = (
+                self._tokens(batches).reshape(-1, world).sum(1)
+            )  # (batches per rank,): batch i is rank i % world's
+            self._cache = (epoch, batches[self.info.rank :: world], tokens)
         return self._cache[1], self._cache[2]
 
-    def _tokens(self, share: list[np.ndarray]) -> np.ndarray:
-        """(len(share),) real target tokens of each batch."""
-        starts = np.cumsum([0, *map(len, share[:-1])])
-        return np.add.reduceat(self.targets[np.concatenate(share)], starts)
+    def _tokens(self, batches: list[np.ndarray]) -> np.ndarray:
+        """(len(batches),) real target tokens of each batch."""
+        starts = np.cumsum([0, *map(len, batches[:-1])])
+        return np.add.reduceat(self.targets[np.concatenate(batches)], starts)
 
     def next_step(self, at: Position) -> Step:
         """The batches of the next optimizer step (one per accumulation step); advances `at`."""

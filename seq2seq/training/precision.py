@@ -35,7 +35,7 @@ def choose_cpu_precision(
             dtype, reason = faster_cpu_dtype(step)
             log.info("precision auto on this CPU: %s", reason)
             bf16 = float(dtype is torch.bfloat16)
-        progress.precision = "bf16" if broadcast_from_main(bf16, info) else "fp32"
+        progress.precision = "bf16" if broadcast_from_main(bf16, info, patient=True) else "fp32"
     return torch.bfloat16 if progress.precision == "bf16" else None
 
 

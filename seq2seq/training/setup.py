@@ -184,7 +184,7 @@ def shared_failure(info: DistInfo) -> Iterator[None]:
         yield
     except (Seq2SeqError, OSError) as e:
         error = e
-    (failed,) = any_rank([error is not None], info)
+    (failed,) = any_rank([error is not None], info, patient=True)  # rank 0 may take hours
     if error is not None:
         raise error
     if failed:

@@ -29,6 +29,7 @@ from seq2seq.models.build import Model
 from seq2seq.rundir import RunDir
 from seq2seq.training.distributed import (
     DistInfo,
+    all_reduce_max,
     all_reduce_sum,
     any_rank,
     barrier,
@@ -91,6 +92,7 @@ class Trainer:
         self.records = TrainLog(run, self.tcfg, info)
         # the interval's loss, tokens and skipped steps, on the device until a log line or checkpoint
         self._interval = torch.zeros(3, dtype=torch.float64, device=self.device)
+        self.skipped: torch.Tensor | None = None  # whether the fp16 loss scaler skipped the last step
         self.step_lr = self.state.optimizer.param_groups[0]["lr"]
         self.origin = checkpoint_inputs(cfg, tokenizer_sums)  # the same in every checkpoint of the run
         self.stop = StopRequest()
@@ -128,7 +130,11 @@ class Trainer:
         if self.tcfg.clip_norm > 0:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg.clip_norm)
         s.scaler.step(s.optimizer)
+        scale = s.scaler._scale.clone() if s.scaler.is_enabled() else None
         s.scaler.update()
+        # fp16: the scaler skipped the step (gradients not finite) where it lowered the scale; read on the
+        # device, no host sync (GradScaler only says so through get_scale(), which waits for the GPU)
+        self.skipped = None if scale is None else s.scaler._scale < scale
         self.step_lr = s.optimizer.param_groups[0]["lr"]  # what this step used, for the log
         s.scheduler.step()
         s.optimizer.zero_grad(set_to_none=True)
@@ -200,13 +206,13 @@ class Trainer:
         return False
 
     def _count(self, loss: torch.Tensor, tokens: int) -> None:
-        """Add a step's summed loss and its (this rank's) target tokens to the interval, on the device.
+        """Add the last step's summed loss and its (this rank's) target tokens to the interval, on the device.
 
-        With fp16, a step whose loss overflowed is one the loss scaler skips (its gradients are not
-        finite either): it is counted as skipped, not as a diverged loss.
+        With fp16, a step the loss scaler skipped (its gradients overflowed, on every rank alike) is
+        counted as skipped, its loss and tokens left out: neither a diverged loss nor a trained step.
         """
-        if self.state.scaler.is_enabled():
-            counted = loss.isfinite()
+        if self.skipped is not None:
+            counted = ~self.skipped
             self._interval[0] += torch.where(counted, loss, 0.0)
             self._interval[1] += counted * tokens
             self._interval[2] += ~counted
@@ -226,7 +232,8 @@ class Trainer:
     def _log_interval(self, bar: tqdm, meter: ThroughputMeter) -> None:
         p = self.progress
         self._flush_interval()
-        tokens, skipped = (int(all_reduce_sum(n, self.info)) for n in (p.interval_tokens, p.interval_skipped))
+        tokens = int(all_reduce_sum(p.interval_tokens, self.info))
+        skipped = int(all_reduce_max(p.interval_skipped, self.info))  # the same steps on every rank
         loss = all_reduce_sum(p.interval_loss, self.info) / max(tokens, 1)  # per target token, all ranks
         check_finite(loss, self.model, p.step, self.tcfg, every_step_skipped=tokens == 0 < skipped)
         self.records.interval(p.step, p.epoch, loss, self.step_lr, meter, bar, skipped)
@@ -250,7 +257,7 @@ class Trainer:
             p.best = score if improved else p.best
             p.bad_validations = 0 if improved else p.bad_validations + 1
             self.records.validation(p.step, p.epoch, p.inference, results, improved)
-        p.bad_validations = int(broadcast_from_main(p.bad_validations, self.info))
+        p.bad_validations = int(broadcast_from_main(p.bad_validations, self.info, patient=True))
         self._save(is_best=improved)
 
     def _validate(self, model: Model) -> ValidResult:
@@ -283,7 +290,7 @@ class Trainer:
             # the saved interval sums cover all ranks; rank 0 carries them from here on
             p.interval_loss = all_reduce_sum(p.interval_loss, self.info)
             p.interval_tokens = int(all_reduce_sum(p.interval_tokens, self.info))
-            p.interval_skipped = int(all_reduce_sum(p.interval_skipped, self.info))
+            p.interval_skipped = int(all_reduce_max(p.interval_skipped, self.info))
         check_finite(p.interval_loss, self.model, p.step, self.tcfg)
         if self.info.enabled and not self.info.is_main:
             p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
@@ -292,7 +299,7 @@ class Trainer:
             keep = self.tcfg.keep_checkpoints
             last_only = self.tcfg.keep_optimizer == "last"
             save_training_state(self.run, state, p.step, keep, is_best, numbered, last_only)
-        barrier(self.info)
+        barrier(self.info, patient=True)  # rank 0 has been writing the checkpoint
 
     def resume(self) -> None:
         """Continue from `last.pt` (`TrainingState.restore`); the metrics after its step are dropped."""

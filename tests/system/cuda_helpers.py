@@ -42,7 +42,9 @@ REVERSE_VOCAB = 24  # ids 4..23: twenty symbols
 @contextlib.contextmanager
 def ieee_fp32() -> Iterator[None]:
     """fp32 matrix products in full fp32 (no TF32) inside, whatever the process chose before."""
-    matmul = torch.backends.cuda.matmul  # the per-backend setting: it works after either API was used
+    # s2s never turns TF32 on; this holds the comparison to full fp32 whatever ran before. The per-backend
+    # setting (torch >= 2.9): torch refuses a mix with the legacy `allow_tf32 = True`, which nothing here sets
+    matmul = torch.backends.cuda.matmul
     before = matmul.fp32_precision
     matmul.fp32_precision = "ieee"
     try:

@@ -123,6 +123,10 @@ def test_a_step_out_of_time_is_stopped_with_its_children_and_the_budget_holds(tm
     assert done.returncode == 1, done.stdout[-3000:]
     steps = {s["name"]: s for s in json.loads((out / "steps.json").read_text())["steps"]}
     assert steps["cuda_tests"]["status"] == "timed out" and steps["cuda_tests"]["seconds"] < 8 + 6
+    assert (
+        "test_planted::test_sleeps: still running when the step's time ran out"
+        in (out / "summary.md").read_text()
+    )
     assert steps["train_run"] == steps["train_run"] | {"status": "not run", "note": "the check's 8 s ran out"}
     status = Path(f"/proc/{pid_file.read_text()}/status")
     assert not status.is_file() or "\nState:\tZ" in status.read_text()  # gone, or a zombie awaiting init

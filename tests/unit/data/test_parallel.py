@@ -137,14 +137,16 @@ def test_shards_are_disjoint_equal_in_count_and_cover_the_epoch(world):
     assert sorted(seen) == list(range(301))
 
 
-@pytest.mark.parametrize("task", ["translate", "classify", "tag"])
-def test_target_tokens_count_each_examples_real_targets_as_a_batch_does(task):
+@pytest.mark.parametrize("case", ["translate", "classify", "tag", "tag with an empty row"])
+def test_target_tokens_count_each_examples_real_targets_as_a_batch_does(case):
     src = [[5, 6, 7], [8], [9, 10]]
     tgt = {
         "translate": [[11, 12], [13, 14, 15, 16], []],
         "classify": [[3], [4], [3]],
         "tag": [[3, PAD, 4], [PAD], [4, 4]],
-    }[task]
+        "tag with an empty row": [[3, PAD, 4], [], [4, 4]],
+    }[case]
+    task = case.split()[0]
     data = ParallelData.from_lists(src, tgt, task=task)
     counts = data.target_tokens()
     assert counts.tolist() == [data.batch([i]).num_tgt_tokens for i in range(len(src))]

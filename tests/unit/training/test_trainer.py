@@ -366,9 +366,11 @@ def test_the_precision_probe_leaves_no_trace(tmp_path):
     assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
 
 
-def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], **train: object) -> Trainer:
-    """A CPU trainer with the fp16 loss scaler switched on, whose loss overflows at the given steps
-    (1-based), as an fp16 forward pass does: the loss and every gradient turn to inf or NaN."""
+def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], where: str = "loss", **train: object) -> Trainer:
+    """A CPU trainer with the fp16 loss scaler switched on, overflowing at the given steps (1-based):
+    `where` "loss", as an fp16 forward pass does (the loss and every gradient inf or NaN), or
+    "gradients", the usual case (a finite loss, here made 1000 times too large, whose backward pass
+    overflows)."""
     cfg = config_from_dict(tiny_config_dict(tmp_path, valid_bleu=False, **train))
     toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
@@ -384,23 +386,32 @@ def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], **train: object) ->
 
     def overflowing(src, tgt_in, tgt_out):
         loss = objective(src, tgt_in, tgt_out)
-        return loss * float("inf") if trainer.progress.step + 1 in overflow_at else loss
+        if trainer.progress.step + 1 not in overflow_at:
+            return loss
+        if where == "loss":
+            return loss * float("inf")
+        loss = loss * 1000
+        loss.register_hook(lambda grad: grad * float("inf"))
+        return loss
 
     trainer.net = overflowing
     return trainer
 
 
-def test_a_step_the_fp16_loss_scaler_skips_is_not_a_divergence(tmp_path):
-    trainer = fp16_like_trainer(tmp_path, overflow_at={3}, max_steps=4, log_every=2, valid_every=100)
+@pytest.mark.parametrize("where", ["loss", "gradients"])
+def test_a_step_the_fp16_loss_scaler_skips_is_counted_as_skipped(tmp_path, where):
+    """Not a divergence, and its loss is not in the interval's (in either case the scaler skipped it)."""
+    trainer = fp16_like_trainer(tmp_path, {3}, where, max_steps=4, log_every=2, valid_every=100)
     trainer.fit()
     train = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "train"]
     assert [(r["step"], r.get("skipped_steps", 0)) for r in train] == [(2, 0), (4, 1)]
     assert all(math.isfinite(r["train_loss"]) for r in train)
+    assert train[1]["train_loss"] < 2 * train[0]["train_loss"]  # not the skipped step's loss (x1000)
     assert all(torch.isfinite(w).all() for w in trainer.model.parameters())
 
 
 def test_every_step_overflowing_in_fp16_is_a_divergence(tmp_path):
-    trainer = fp16_like_trainer(tmp_path, overflow_at={1, 2, 3, 4}, max_steps=4, log_every=2, valid_every=100)
+    trainer = fp16_like_trainer(tmp_path, {1, 2, 3, 4}, max_steps=4, log_every=2, valid_every=100)
     with pytest.raises(TrainingDiverged, match="overflowed in fp16"):
         trainer.fit()
     assert not (tmp_path / "run" / "checkpoints" / "last.pt").exists()
