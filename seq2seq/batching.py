@@ -24,10 +24,13 @@ def token_batches(
 
     Examples are sorted by cost so a batch holds similar lengths (little padding). With a seed, ties
     are broken randomly and the batch order is shuffled, reproducibly for each (seed, epoch). Every
-    index appears in exactly one batch; an example costing more than `max_tokens` gets a batch alone.
-    Works on arrays (a sort and one small vectorized search per batch), never per example in Python.
+    index appears in exactly one batch; an example costing more than `max_tokens` gets a batch alone;
+    no batch is empty (no examples, no batches). Works on arrays (a sort and one small vectorized
+    search per batch), never per example in Python.
     """
     costs = np.asarray(costs)
+    if not len(costs):
+        return []
     order = np.argsort(costs, kind="stable")
     order = order.astype(np.int32) if len(order) < 2**31 else order  # half the memory it keeps
     ordered = costs[order]
@@ -72,7 +75,9 @@ def even_batches(batches: list[np.ndarray], world: int) -> list[np.ndarray]:
 
 
 def pad(seqs: Sequence[Sequence[int]]) -> Tensor:
-    """(B, max_len) long tensor, right-padded with PAD."""
+    """(B, max_len) long tensor, right-padded with PAD; no sequences give a (0, 0) tensor."""
+    if not seqs:
+        return torch.empty(0, 0, dtype=torch.long)
     return pad_sequence(
         [torch.tensor(s, dtype=torch.long) for s in seqs], batch_first=True, padding_value=PAD
     )

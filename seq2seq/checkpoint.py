@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from torch import Tensor
 
 from seq2seq.config import Config, config_differences, config_to_dict
 from seq2seq.errors import RunDirError
-from seq2seq.files import atomic_output, changed_files, check_outputs, disk_error
+from seq2seq.files import atomic_output, check_outputs, disk_error
 from seq2seq.rundir import CHECKPOINT_NAMES, RunDir
 
 
@@ -110,20 +111,50 @@ def checkpoint_inputs(cfg: Config, tokenizer_sums: dict[str, str]) -> dict[str, 
     return {"config": config_to_dict(cfg), "tokenizer_sha256": tokenizer_sums}
 
 
-def check_fits_run(state: dict[str, Any], path: Path, cfg: Config, tokenizer_sums: dict[str, str]) -> None:
-    """Refuse a checkpoint whose model, tokenizer settings or tokenizer files differ from the run's."""
-    saved = config_differences(state.get("config", {}), config_to_dict(cfg), ("model", "tokenizer"))
-    differences = [f"{key}: checkpoint {old!r}, run {value!r}" for key, old, value in saved]
-    differences += [
-        f"tokenizer/{name}: the checkpoint was trained with another tokenizer file"
-        for name in changed_files(state.get("tokenizer_sha256") or {}, tokenizer_sums)
+ORIGIN_SECTIONS = ("model", "tokenizer")  # what weights are bound to: the model (its task too), the tokenizer
+
+
+def origin_differences(state: dict[str, Any], cfg: Config, tokenizer_sums: dict[str, str]) -> list[str]:
+    """How the checkpoint's recorded origin differs from a run's config and tokenizer files (none: it
+    belongs there): each differing model or tokenizer setting (the task among them), each tokenizer
+    file (the label set too) with another checksum or on one side only."""
+    config, recorded = state.get("config"), state.get("tokenizer_sha256")
+    if not isinstance(config, dict) or not isinstance(recorded, dict):
+        return ["it records no config or tokenizer checksums, so nothing shows what it was trained with"]
+    differences = [
+        f"{key}: checkpoint {old!r}, run {value!r}"
+        for key, old, value in config_differences(config, config_to_dict(cfg), ORIGIN_SECTIONS)
     ]
-    if differences:
-        raise RunDirError(
-            f"{path} does not belong to this run:\n  "
-            + "\n  ".join(differences)
-            + "\nuse a checkpoint of this run, or the run directory the checkpoint came from"
-        )
+    for name in sorted(recorded.keys() | tokenizer_sums.keys()):
+        if name not in tokenizer_sums:
+            differences.append(f"tokenizer/{name}: the checkpoint was trained with it, the run has none")
+        elif name not in recorded:
+            differences.append(f"tokenizer/{name}: the run has it, the checkpoint was trained without it")
+        elif recorded[name] != tokenizer_sums[name]:
+            differences.append(f"tokenizer/{name}: the checkpoint was trained with another tokenizer file")
+    return differences
+
+
+def check_checkpoints_fit(
+    checkpoints: Sequence[tuple[Path, dict[str, Any]]], cfg: Config, tokenizer_sums: dict[str, str]
+) -> None:
+    """Refuse checkpoints that do not belong with a run (and so with each other), listing every
+    difference of each one; the one check for everything that combines weights with a run: translating,
+    ensembling, averaging and `train.init_from`."""
+    wrong = [
+        (path, d) for path, state in checkpoints if (d := origin_differences(state, cfg, tokenizer_sums))
+    ]
+    if not wrong:
+        return
+    listed = [f"{path} does not belong to this run:\n  " + "\n  ".join(d) for path, d in wrong]
+    raise RunDirError(
+        "\n".join(listed) + "\nuse checkpoints of this run, or the run directory they came from"
+    )
+
+
+def check_fits_run(state: dict[str, Any], path: Path, cfg: Config, tokenizer_sums: dict[str, str]) -> None:
+    """Refuse a checkpoint whose model, task, tokenizer settings or tokenizer files differ from the run's."""
+    check_checkpoints_fit([(path, state)], cfg, tokenizer_sums)
 
 
 @dataclass(frozen=True)
@@ -167,6 +198,22 @@ def check_can_init(source: InitSource, cfg: Config) -> None:
         )
 
 
+def check_same_tensors(weights: Sequence[tuple[Path, dict[str, Tensor]]]) -> None:
+    """Refuse weights to average that do not all have the same tensor names and shapes, listing (the
+    first few) differing tensors with the shape in each checkpoint."""
+    names = sorted(set().union(*(w.keys() for _, w in weights)))
+    differing = []
+    for name in names:
+        shapes = [tuple(w[name].shape) if name in w else "missing" for _, w in weights]
+        if len(set(shapes)) > 1:
+            found = ", ".join(f"{shape} in {path.name}" for shape, (path, _) in zip(shapes, weights))
+            differing.append(f"{name}: {found}")
+    if differing:
+        raise RunDirError(
+            "checkpoints of different models cannot be averaged:\n  " + "\n  ".join(differing[:5])
+        )
+
+
 @torch.no_grad()
 def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     """Element-wise mean of model state dicts with identical keys (checkpoint averaging)."""
@@ -181,8 +228,42 @@ def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     }
 
 
-def average_checkpoints(run: RunDir, last: int | None, output: str) -> tuple[Path, list[Path]]:
-    """Average the inference weights of the `last` newest numbered checkpoints (None: all) into one file."""
+def run_parts(run: RunDir, whole_checkpoints: bool = True) -> dict[str, Path]:
+    """What makes up a run, for `check_outputs`: its files, and its folders whole (tokenizer/,
+    checkpoints/, prepared/, tensorboard/), so that nothing new appears in them either. Without
+    `whole_checkpoints` (`s2s average`, which writes there) checkpoints/ protects only training's own."""
+    folders = [run.tokenizer_dir, run.path / "prepared", run.tensorboard_dir]
+    folders += [run.checkpoint_dir] if whole_checkpoints else []
+    return {**{f"the run's {p.name}/ folder": p for p in folders if p.is_dir()}, **run.own_files()}
+
+
+def average_output(run: RunDir, output: str) -> Path:
+    """Where `s2s average --output` writes: a name in checkpoints/, or a path (`.pt` added). A training
+    checkpoint's name (best, last, step_N) is refused however the path is spelled: those are training's."""
+    name = output.removesuffix(".pt")
+    path = Path(f"{name}.pt") if "/" in name else run.checkpoint_file(name)
+    for stem in (path.name, Path(os.path.realpath(path)).name):  # a link may name one too
+        stem = stem.removesuffix(".pt")
+        if stem in CHECKPOINT_NAMES or re.fullmatch(r"step_\d+", stem):
+            raise RunDirError(
+                f"--output {output} would replace a training checkpoint or pass for one ({stem}.pt: "
+                "best, last and step_N are training's names); choose another name"
+            )
+    if not name or name.endswith("/"):
+        raise RunDirError(f"--output {output!r}: give a name for the averaged checkpoint")
+    return path
+
+
+def average_checkpoints(
+    run: RunDir, tokenizer_sums: dict[str, str], last: int | None, output: str
+) -> tuple[Path, list[Path]]:
+    """Average the inference weights of the `last` newest numbered checkpoints (None: all) into one file.
+
+    Every one must belong to the run (`check_checkpoints_fit`: `tokenizer_sums` are the run's tokenizer
+    files today) and have the same tensors; the output may not be a training checkpoint's name, nor one
+    of `run_parts` (but a new or averaged file in checkpoints/).
+    """
+    cfg = run.load_config()
     available = run.numbered_checkpoints()
     if not available:
         raise RunDirError(f"no numbered checkpoints in {run.checkpoint_dir}")
@@ -191,14 +272,15 @@ def average_checkpoints(run: RunDir, last: int | None, output: str) -> tuple[Pat
         raise RunDirError(
             f"asked to average {last} checkpoints but {run.checkpoint_dir} has {len(available)}"
         )
-    output = output.removesuffix(".pt")
-    if output in CHECKPOINT_NAMES or re.fullmatch(r"step_\d+", output):
-        raise RunDirError(f"--output {output} would replace a training checkpoint; choose another name")
-    path = run.checkpoint_file(output) if "/" not in output else Path(f"{output}.pt")
+    path = average_output(run, output)
+    check_outputs({"--output": path}, run_parts(run, whole_checkpoints=False))
     used = available[-last:]
-    check_outputs({"--output": path}, run.own_files())
-    states = [load_checkpoint(p) for p in used]
-    averaged = average_state_dicts([inference_weights(s) for s in states])
-    kept = {k: states[-1][k] for k in ("config", "tokenizer_sha256") if k in states[-1]}
+    states = [(p, load_checkpoint(p)) for p in used]
+    check_checkpoints_fit(states, cfg, tokenizer_sums)
+    weights = [(p, inference_weights(s)) for p, s in states]
+    check_same_tensors(weights)
+    averaged = average_state_dicts([w for _, w in weights])
+    newest = states[-1][1]
+    kept = {k: newest[k] for k in ("config", "tokenizer_sha256")}
     atomic_save({"model": averaged, **kept, "averaged_from": [p.name for p in used]}, path)
     return path, used

@@ -104,7 +104,9 @@ def train(
         list[str] | None, Option("--set", help="Override a config key: --set train.lr=3e-4.")
     ] = None,
     resume: Annotated[bool, Option(help="Continue the run in run_dir from checkpoints/last.pt.")] = False,
-    overwrite: Annotated[bool, Option(help="Delete the run in run_dir and start over.")] = False,
+    overwrite: Annotated[
+        bool, Option(help="Replace the run in run_dir (put back if this fails before a first checkpoint).")
+    ] = False,
     tokenizer_only: Annotated[bool, Option(help="Train the tokenizer, then stop.")] = False,
     device: Annotated[str | None, Option(help="auto, cpu, cuda or cuda:N (overrides train.device).")] = None,
 ) -> None:
@@ -147,6 +149,9 @@ def prepare(
         list[str] | None, Option("--set", help="Override a config key: --set data.max_len=200.")
     ] = None,
     workers: Annotated[int, Option(help="Encoding processes (0 = one per CPU core).", min=0)] = 0,
+    overwrite: Annotated[
+        bool, Option(help="Replace the run in run_dir: a new tokenizer and corpus, no checkpoints.")
+    ] = False,
 ) -> None:
     """Tokenize the training corpus once into memory-mapped arrays (training the tokenizer first if
     needed) and print its statistics. `s2s train` reuses them while the data and tokenizer match."""
@@ -156,7 +161,7 @@ def prepare(
     from seq2seq.training.setup import claim, prepare_corpus
 
     with user_errors():
-        plan = plan_preparation(config, overrides or [])
+        plan = plan_preparation(config, overrides or [], overwrite)
         setup_logging(logging.INFO)
         with claim(plan, DistInfo()) as claimed:
             setup_logging(logging.INFO, plan.run.log_file)
@@ -233,8 +238,8 @@ def load_translator(
 
         if asked.checkpoints:
             raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
-        files = {f"part of the export {run_dir}": p for p in sorted(run_dir.rglob("*")) if p.is_file()}
-        check_outputs({"-o/--output": output}, {"-i/--input": input, **files})
+        # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
+        check_outputs({"-o/--output": output}, {"-i/--input": input, "the export": run_dir})
         translator = CT2Translator.load(run_dir, placement)
         return translator, translator.options(asked)
     if engine != "s2s":
@@ -337,10 +342,13 @@ def average(
 ) -> None:
     """Average the weights of the last N numbered checkpoints into one (use with --checkpoint averaged)."""
     from seq2seq.checkpoint import average_checkpoints
+    from seq2seq.data.tokenizer import tokenizer_checksums
 
     setup_logging(logging.INFO)
     with user_errors():
-        path, used = average_checkpoints(RunDir(run_dir), last, output)
+        run = RunDir(run_dir)
+        sums = tokenizer_checksums(run.tokenizer_dir, run.load_config().tokenizer.joint)
+        path, used = average_checkpoints(run, sums, last, output)
         log.info("averaged %s into %s", ", ".join(p.name for p in used), path)
 
 
@@ -397,7 +405,7 @@ def serve(
         application = create_app(translator, settings, run_dir.resolve().name, decode_thread=False)
         sock = listen(host, port)
         log.info("serving %s on %s (Ctrl-C stops)", run_dir, url(sock))
-        run_server(application, sock, verbose)
+        run_server(application, sock, verbose, limits.timeout_s)
         log.info("stopped")
 
 

@@ -1,7 +1,8 @@
 """Every file s2s writes: never onto one of the command's inputs, and always whole or not at all.
 
-- An output path that names an input (the same file, even through a link or another spelling) is
-  refused with a `Seq2SeqError` before anything is opened for writing (`check_outputs`).
+- An output path that names an input (the same file, even through a link or another spelling), or
+  lies inside an input directory (an export, a run's tokenizer or checkpoints), is refused with a
+  `Seq2SeqError` before anything is opened for writing (`check_outputs`).
 - Content goes to a hidden temporary file in the output's directory, is flushed to disk, and only
   then renamed over the output (`atomic_output`): an error, Ctrl-C, SIGTERM or a full disk leaves
   the old file as it was. A kill -9 can leave a hidden `.NAME.*.tmp` file behind, never a half file.
@@ -48,11 +49,24 @@ def same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def check_outputs(outputs: Mapping[str, Path | None], inputs: Mapping[str, Path | None]) -> None:
-    """Refuse an output that is one of the inputs, or two outputs that are one file.
+def lies_in(path: Path, directory: Path) -> bool:
+    """Whether `path` is `directory` or a path under it, however either is spelled (links, `..`),
+    and whether it exists or not: a hard link to a file under it counts too."""
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(directory))
+    if real == root or root in real.parents:
+        return True
+    if not path.is_file():
+        return False
+    return any(same_file(path, inside) for inside in directory.rglob("*") if inside.is_file())
 
-    Keys are how the user named each file (`--out`, `--ref`, `the run's config.yaml`), so the message
-    says which option to change.
+
+def check_outputs(outputs: Mapping[str, Path | None], inputs: Mapping[str, Path | None]) -> None:
+    """Refuse an output that is one of the inputs or lies inside an input directory, or two outputs
+    that are one file.
+
+    An input that is a directory (an export, a run's tokenizer/) is read as a whole, so nothing may be
+    written into it, not even a new file. Keys are how the user named each file (`--out`, `--ref`, `the
+    run's config.yaml`), so the message says which option to change.
     """
     # a device or pipe (/dev/stdout) is never replaced, so writing to it cannot destroy an input
     named_outputs = [
@@ -61,6 +75,11 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Mapping[str, Path 
     named_inputs = [(label, path) for label, path in inputs.items() if path is not None]
     for i, (label, path) in enumerate(named_outputs):
         for other_label, other in named_inputs:
+            if other.is_dir() and lies_in(path, other):
+                raise OutputError(
+                    f"{label} {path} lies in {other_label} {other}, which s2s reads and never writes "
+                    "into; choose an output path outside it"
+                )
             if same_file(path, other):
                 raise OutputError(
                     f"{label} {path} is also {other_label}: s2s never writes over a file it reads; "
@@ -129,10 +148,12 @@ def _disk_errors(path: Path, tmp_name: str | None = None) -> Iterator[None]:
 
 
 def _is_special(path: Path) -> bool:
+    """A device, pipe or socket: written to, never replaced (a directory is no such thing)."""
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _encoding(binary: bool) -> str | None:

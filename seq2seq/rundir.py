@@ -11,8 +11,11 @@
       train.log              the training log
       metrics.jsonl          one JSON object per log interval and per validation
       tensorboard/           the same metrics as TensorBoard events (train.tensorboard: true)
-      .s2s-run               marks the directory as s2s's own (only such a directory is ever cleared);
+      .s2s-run               marks the directory as s2s's own (only such a directory is ever replaced);
                              `s2s train` holds an OS lock on it, so a run has one trainer at a time
+      .s2s-previous/         while a command's changes can still be undone: journal.json (how), the
+                             previous run (`--overwrite`) or copies of the files the set-up rewrites
+                             (`RunChange`)
 
 The checkpoint files themselves are written and read by `seq2seq.checkpoint`.
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import re
 import shutil
@@ -44,6 +48,13 @@ CHECKPOINT_NAMES = ("best", "last")
 # tokenizer stage ran); resume: continue the run from last.pt; overwrite: replace the run.
 Mode = Literal["new", "resume", "overwrite"]
 RUN_FORMAT = 1  # the run-directory format this code writes, and the newest it reads
+MARKER = ".s2s-run"
+PREVIOUS = ".s2s-previous"  # what a command's changes are undone from (`RunChange`)
+JOURNAL = "journal.json"
+REWRITTEN = ("config.yaml", "inputs.json")  # the files a set-up replaces in a run it keeps
+APPENDED = ("train.log",)  # and the one it appends to
+
+log = logging.getLogger(__name__)
 
 
 class RunDir:
@@ -68,7 +79,7 @@ class RunDir:
 
     @property
     def marker_file(self) -> Path:
-        return self.path / ".s2s-run"
+        return self.path / MARKER
 
     @property
     def log_file(self) -> Path:
@@ -113,6 +124,7 @@ class RunDir:
             raise RunDirError(f"run directory not found: {self.path}")
         if not self.config_file.is_file():
             raise RunDirError(f"{self.path} is not an s2s run directory (no config.yaml)")
+        self._check_not_replaced()
         if (found := self.format_version()) > RUN_FORMAT:
             raise RunDirError(
                 f"{self.path} was made by a newer s2s (run format {found}; this s2s reads formats up to "
@@ -187,13 +199,16 @@ class RunDir:
     def locked(self) -> Iterator[None]:
         """Hold the run directory for this process (an OS lock, released on any exit, even kill -9).
 
-        Creates the directory and its marker; refuses a non-empty directory that s2s did not make,
-        and a directory another `s2s train` holds (naming its pid).
+        Creates the directory and its marker, and removes them again when nothing else was made there;
+        refuses a non-empty directory that s2s did not make, and a directory another `s2s train` holds
+        (naming its pid). The marker holds this process's pid while the lock is held and its earlier
+        content after, so a refused command leaves it as it was.
         """
         if self.path.is_dir() and any(self.path.iterdir()) and not self.marker_file.is_file():
             raise RunDirError(
                 f"{self.path} is not empty and is not an s2s run directory; choose another run_dir"
             )
+        made_dir, made_marker = not self.path.exists(), not self.marker_file.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.marker_file, os.O_RDWR | os.O_CREAT, 0o644)
@@ -208,21 +223,81 @@ class RunDir:
                     f"{self.path} is in use by another s2s train (pid {holder}); "
                     "wait for it to finish, or stop it first"
                 ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
+            before = os.pread(fd, 4096, 0)
+            _rewrite(fd, f"{os.getpid()}\n".encode())
+            try:
+                yield
+            finally:
+                _rewrite(fd, before)
+                if made_marker and [p.name for p in self.path.iterdir()] == [self.marker_file.name]:
+                    self.marker_file.unlink()  # the lock guarded nothing: leave nothing
+                    if made_dir:
+                        self.path.rmdir()
         finally:
             os.close(fd)
 
-    def clear(self) -> None:
-        """Delete everything in the run directory except the marker (which holds the lock)."""
-        for entry in self.path.iterdir():
-            if entry.name == self.marker_file.name:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+    # ---- changes that can be undone -------------------------------------------------------------------
+
+    @property
+    def previous_dir(self) -> Path:
+        return self.path / PREVIOUS
+
+    @contextlib.contextmanager
+    def changing(self, mode: Mode) -> Iterator[RunChange]:
+        """What the command in the block changes in the run is undone if the block fails too early.
+
+        Call with the run locked and every check passed, before the first write. On leaving the block
+        normally the changes are kept; on an error, Ctrl-C or SIGTERM they are kept only once the
+        run has a checkpoint of its own (`RunChange.settle`), else undone: a new or replaced run
+        goes, the previous one is back as it was.
+        """
+        self.previous_dir.mkdir()  # fails if it is there: `recover` first
+        change = RunChange(self, mode)
+        try:
+            change.begin()
+            yield change
+        except BaseException:
+            change.settle()
+            raise
+        change.keep()
+
+    def recover(self) -> None:
+        """Settle the changes of a command that was killed before it could (with the run locked)."""
+        if not self.previous_dir.exists():
+            return
+        change = RunChange.interrupted(self)
+        if change is None:  # killed before its journal was written, or while deleting what it kept
+            shutil.rmtree(self.previous_dir)
+            return
+        pid = change.journal["pid"]
+        if change.settle():
+            log.info("an earlier s2s train (pid %s) was stopped after its run's first checkpoint", pid)
+        elif change.mode == "overwrite":
+            log.warning(
+                "an earlier `s2s train --overwrite` (pid %s) was stopped before its new run had a "
+                "checkpoint: the previous run it had set aside is back in %s",
+                pid,
+                self.path,
+            )
+        else:
+            log.warning("an earlier s2s command (pid %s) stopped while setting up %s: undone", pid, self.path)
+
+    def started(self) -> bool:
+        """Whether the run has a last.pt, counting one that an interrupted `--overwrite` set aside
+        (`recover` puts it back)."""
+        aside = self.previous_dir / "run" / "checkpoints" / "last.pt"
+        return self.checkpoint_file("last").is_file() or aside.is_file()
+
+    def _check_not_replaced(self) -> None:
+        """A reader's check: refuse a run whose previous content an `--overwrite` has set aside."""
+        change = RunChange.interrupted(self)
+        if change is not None and change.mode == "overwrite" and not change.has_checkpoint():
+            raise RunDirError(
+                f"{self.path} is being replaced: `s2s train --overwrite` (pid {change.journal['pid']}) "
+                f"set the previous run aside in {self.previous_dir} and its new run has no checkpoint "
+                "yet; if that command has stopped, the next `s2s train` or `s2s prepare` of this run "
+                "directory puts the previous run back"
+            )
 
     def check_writable(self) -> None:
         """Fail now, not at the first checkpoint an hour from now, if checkpoints cannot be written."""
@@ -234,6 +309,162 @@ class RunDir:
             raise RunDirError(f"cannot write checkpoints to {self.checkpoint_dir}: {e.strerror}") from None
 
 
+class RunChange:
+    """One command's changes to a run directory, kept or undone as a whole.
+
+    `begin` sets the run's content aside in RUN/.s2s-previous before the command's first write:
+    `overwrite` moves the previous run into `run/` there; the other modes copy the files the set-up
+    rewrites into `saved/` and record every path and the log's size. The journal written there says
+    how to undo it, so that a command killed on the way is settled by the next (`RunDir.recover`); an
+    aside folder without a journal holds nothing to undo (it is written before anything moves, and
+    removed first when the changes are kept).
+    """
+
+    def __init__(self, run: RunDir, mode: Mode, journal: dict[str, Any] | None = None) -> None:
+        self.run, self.mode = run, mode
+        self.journal = journal or {"mode": mode, "pid": os.getpid()}
+        self.recorded = journal is not None  # the journal is on disk
+        self.done = False
+
+    @classmethod
+    def interrupted(cls, run: RunDir) -> RunChange | None:
+        """The change whose journal is in RUN/.s2s-previous, if there is one."""
+        path = run.previous_dir / JOURNAL
+        try:
+            journal = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            raise RunDirError(
+                f"{path} is unreadable ({e}); what an interrupted command set aside is in "
+                f"{run.previous_dir}: move out what you need and delete it"
+            ) from None
+        return cls(run, journal["mode"], journal)
+
+    def begin(self) -> None:
+        aside = self.run.previous_dir
+        names = sorted(e.name for e in _entries(self.run))
+        if self.mode == "overwrite":
+            self._record(moved=names)
+            (aside / "run").mkdir()
+            for name in names:
+                os.replace(self.run.path / name, aside / "run" / name)
+            return
+        (aside / "saved").mkdir()
+        saved = [name for name in REWRITTEN if (self.run.path / name).is_file()]
+        for name in saved:
+            shutil.copyfile(self.run.path / name, aside / "saved" / name)
+        sizes = {name: (self.run.path / name).stat().st_size for name in APPENDED if name in names}
+        self._record(paths=_paths(self.run.path), saved=saved, sizes=sizes)
+
+    def has_checkpoint(self) -> bool:
+        """Whether the run has a last.pt that was not there when the change began: its first."""
+        if not self.recorded or not self.run.checkpoint_file("last").is_file():
+            return False
+        if self.mode == "overwrite":  # RUN/checkpoints is the old run's until it is set aside
+            moved = self.journal["moved"]
+            return "checkpoints" not in moved or os.path.lexists(
+                self.run.previous_dir / "run" / "checkpoints"
+            )
+        return "checkpoints/last.pt" not in self.journal["paths"]
+
+    def settle(self) -> bool:
+        """After a failure: keep the changes if the run has a checkpoint of its own, else undo them.
+        Returns whether they were kept."""
+        if kept := self.has_checkpoint():
+            self.keep()
+        else:
+            self.undo()
+        return kept
+
+    def setup_done(self) -> None:
+        """The set-up path has finished. A resumed run's set-up is kept now (training changes the run in
+        place from here); a new run's stays undoable until its first checkpoint."""
+        if self.mode == "resume":
+            self.keep()
+
+    def keep(self) -> None:
+        if not self.done:
+            (self.run.previous_dir / JOURNAL).unlink(missing_ok=True)  # first: nothing to undo now
+            shutil.rmtree(self.run.previous_dir, ignore_errors=True)
+            self.done = True
+
+    def undo(self) -> None:
+        """Put the run back as it was; safe to repeat (a recovery may finish an undo that was killed).
+        Before its journal was written nothing had moved or changed."""
+        if self.recorded and not self.done and self.mode == "overwrite":
+            self._put_back()
+        elif self.recorded and not self.done:
+            self._restore()
+        self.keep()
+
+    def _put_back(self) -> None:
+        """`overwrite`: the new run's entries go, the previous run's come back."""
+        moved, kept = self.journal["moved"], self.run.previous_dir / "run"
+        for entry in _entries(self.run):  # the new run's, and the old run's not yet moved (they stay)
+            if entry.name not in moved or os.path.lexists(kept / entry.name):
+                _remove(entry)
+        for name in moved:
+            if os.path.lexists(kept / name):
+                os.replace(kept / name, self.run.path / name)
+
+    def _restore(self) -> None:
+        """The other modes: what the command made goes, the files it rewrote or appended to are back."""
+        _remove_unrecorded(self.run.path, set(self.journal["paths"]))
+        for name in self.journal["saved"]:
+            if (self.run.previous_dir / "saved" / name).is_file():
+                os.replace(self.run.previous_dir / "saved" / name, self.run.path / name)
+        for name, size in self.journal["sizes"].items():
+            path = self.run.path / name
+            if path.is_file() and path.stat().st_size > size:
+                os.truncate(path, size)
+
+    def _record(self, **entries: Any) -> None:
+        self.journal |= entries
+        write_text(self.run.previous_dir / JOURNAL, json.dumps(self.journal, indent=1) + "\n")
+        self.recorded = True
+
+
+def _rewrite(fd: int, content: bytes) -> None:
+    """Replace a file's content in place (the marker: a new inode would not be the locked one)."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, content, 0)
+
+
+def _entries(run: RunDir) -> list[Path]:
+    """The run directory's entries, except its marker and what is set aside."""
+    return [e for e in run.path.iterdir() if e.name not in (run.marker_file.name, PREVIOUS)]
+
+
+def _paths(root: Path) -> list[str]:
+    """Every path under `root` (files and folders, relative), except the marker and the aside folder."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if relative.split("/")[0] not in (MARKER, PREVIOUS):
+            found.append(relative)
+    return found
+
+
+def _remove_unrecorded(root: Path, recorded: set[str], directory: Path | None = None) -> None:
+    """Delete what lies under `root` but is not in `recorded` (what a command made)."""
+    for entry in (directory or root).iterdir():
+        relative = entry.relative_to(root).as_posix()
+        if relative in (MARKER, PREVIOUS):
+            continue
+        if relative not in recorded:
+            _remove(entry)
+        elif entry.is_dir() and not entry.is_symlink():
+            _remove_unrecorded(root, recorded, entry)
+
+
+def _remove(entry: Path) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+    else:
+        entry.unlink()
+
+
 COMPATIBLE_SECTIONS = ("data", "tokenizer", "model")
 
 
@@ -241,7 +472,7 @@ def check_run_dir(run: RunDir, cfg: Config, mode: Mode, config_file: Path) -> No
     """Check the run directory's state against the command's mode; writes nothing.
 
     Call with the run locked (`RunDir.locked`). A new run needs an empty (or tokenizer-only)
-    directory; `overwrite` may replace (`RunDir.clear`) an existing run, unless that would delete one
+    directory; `overwrite` may replace (`RunDir.changing`) an existing run, unless that would delete one
     of the command's inputs; `resume` needs last.pt and the same data, tokenizer and model config.
     """
     started = run.checkpoint_dir.is_dir() and any(run.checkpoint_dir.iterdir()) or run.metrics_file.exists()
@@ -265,7 +496,8 @@ def check_run_dir(run: RunDir, cfg: Config, mode: Mode, config_file: Path) -> No
 
 
 def _check_nothing_read_inside(run: RunDir, cfg: Config, config_file: Path) -> None:
-    """`--overwrite` clears the run directory: refuse when a file the command reads lies inside it."""
+    """`--overwrite` deletes the old run once the new one starts: refuse when a file the command reads
+    lies inside it."""
     root = run.path.resolve()
     init = {"train.init_from": Path(cfg.train.init_from)} if cfg.train.init_from else {}
     reads = {"the config file": config_file, **init} | {

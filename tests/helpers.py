@@ -7,6 +7,9 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from click.testing import Result
@@ -43,3 +46,32 @@ def digest(path: Path) -> str:
 def tree_digest(directory: Path) -> dict[str, str]:
     """sha256 of every file under `directory`, by relative path."""
     return {str(p.relative_to(directory)): digest(p) for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@contextmanager
+def endless_fifo(directory: Path, fill: bytes) -> Iterator[tuple[Path, list[int]]]:
+    """A named pipe in `directory` that yields `fill` without end (up to 64 MB), and `written`, whose
+    one item counts the bytes a reader took before it stopped: what `/dev/zero` is to a reader."""
+    path = directory / "endless"
+    os.mkfifo(path)
+    written = [0]
+
+    def write() -> None:
+        with open(path, "wb", buffering=0) as f:
+            try:
+                while written[0] < 64 << 20:
+                    written[0] += f.write(fill * (1 << 16))
+            except BrokenPipeError:  # the reader stopped
+                pass
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        yield path, written
+    finally:
+        thread.join(timeout=10)  # a reader that closed the pipe ends the writer at its next write
+        if thread.is_alive():  # one that never opened it: open it, so that the writer ends
+            with open(path, "rb") as f:
+                while f.read(1 << 20):
+                    pass
+            thread.join()

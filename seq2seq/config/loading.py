@@ -1,7 +1,9 @@
 """The strict loader: YAML and `--set a.b=v` overrides in, a validated `Config` out, and back to YAML.
 
 Unknown keys (named by their dotted path, with the closest valid key), wrong types and the value rules
-of every section are all collected first and reported in one `ConfigError`.
+of every section are all collected first and reported in one `ConfigError`. The document is bounded
+before it is used: its size, its nesting and what its aliases expand to (an anchor bomb) are refused
+while it is read, and error messages show values through a bounded repr.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import contextlib
 import dataclasses
 import difflib
 import math
+import reprlib
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +24,9 @@ from seq2seq.config.schema import Config
 from seq2seq.errors import ConfigError
 
 MAX_INT = 2**31  # every integer setting fits a C int (SentencePiece, torch)
+MAX_BYTES = 256 << 10  # a config is a few hundred lines; pure-Python YAML reads about 100 KB a second
+MAX_DEPTH = 32  # a config needs 4: the document, a section, a list of files, a file name
+MAX_VALUES = 100_000  # scalars and collections, with every alias expanded
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
@@ -29,14 +35,18 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        raw = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
-    except UnicodeDecodeError as e:
-        line = path.read_bytes().count(b"\n", 0, e.start) + 1
-        raise ConfigError(f"{path}: line {line} is not valid UTF-8 (save the config as UTF-8)") from None
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"{path} is over {MAX_BYTES // 1024} KiB: is it a config? (one is a few KB)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{path}: line {line} is not valid UTF-8 (save the config as UTF-8)") from None
+    raw = parse_yaml(text, str(path)) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     for item in overrides or []:
@@ -47,18 +57,91 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
 def apply_override(raw: dict[str, Any], item: str) -> None:
     """Set `section.key=value` in a raw config dict; the value is parsed as YAML, then type-checked."""
     if "=" not in item:
-        raise ConfigError(f"override {item!r} must look like section.key=value")
+        raise ConfigError(f"override {shown(item)} must look like section.key=value")
     dotted, value = item.split("=", 1)
     *parents, leaf = dotted.strip().split(".")
     node = raw
     for name in parents:
         node = node.setdefault(name, {})
         if not isinstance(node, dict):
-            raise ConfigError(f"override {item!r}: {name} is not a section")
+            raise ConfigError(f"override {shown(item)}: {_key(name)} is not a section")
+    if len(item) > MAX_BYTES:
+        raise ConfigError(f"override {shown(item)}: over {MAX_BYTES // 1024} KiB")
+    where = f"override {shown(item)}: the value"
+    node[leaf] = parse_yaml(value, where, depth=len(parents) + 1) if value.strip() else ""
+
+
+def parse_yaml(text: str, where: str, depth: int = 0) -> Any:
+    """Plain data from YAML `text` (safe types only), bounded: nesting deeper than `MAX_DEPTH` or
+    aliases that expand past `MAX_VALUES` values are refused while it is read, before any is built.
+
+    `depth` is how deep the document sits in the config (an override's value: below its sections).
+    """
+    loader = _BoundedLoader(text, depth)
     try:
-        node[leaf] = yaml.safe_load(value) if value.strip() else ""
-    except yaml.YAMLError:
-        raise ConfigError(f"override {item!r}: the value is not valid YAML") from None
+        return loader.get_single_data()
+    except _Unbounded as e:
+        raise ConfigError(f"{where}: {e}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where} is not valid YAML: {e}") from None
+    finally:
+        loader.dispose()
+
+
+class _Unbounded(Exception):
+    """The document nests or expands past the bounds."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that counts, as it composes, each node's depth and its size with aliases
+    expanded (what building it would cost), and stops at the bounds."""
+
+    def __init__(self, text: str, depth: int) -> None:
+        super().__init__(text)
+        self.depth, self.values = depth, 0
+        self.sizes: dict[int, int] = {}  # id(node) -> values in it, aliases expanded; set once composed
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            target = self.anchors.get(event.anchor)
+            if target is not None and id(target) not in self.sizes:
+                raise _Unbounded(f"line {line}: alias *{event.anchor} refers to a value that contains it")
+            self._count(self.sizes.get(id(target), 1), line)
+            return super().compose_node(parent, index)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Unbounded(f"line {line}: nested more than {MAX_DEPTH} levels deep")
+        before = self.values
+        self._count(1, line)
+        node = super().compose_node(parent, index)
+        self.sizes[id(node)] = self.values - before
+        self.depth -= 1
+        return node
+
+    def _count(self, values: int, line: int) -> None:
+        self.values += values
+        if self.values > MAX_VALUES:
+            raise _Unbounded(
+                f"line {line}: the aliases (*name) expand to more than {MAX_VALUES:,} values; "
+                "write the values out instead"
+            )
+
+
+_repr = reprlib.Repr()
+_repr.maxlevel, _repr.maxstring, _repr.maxother = 3, 60, 60
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 4
+
+
+def _key(key: Any) -> str:
+    """A key as a dotted path shows it: as written, unless it is long or not a string."""
+    return key if isinstance(key, str) and len(key) <= 60 else shown(key)
+
+
+def shown(value: Any) -> str:
+    """`repr(value)` cut short: what an error message may show of any value, in bounded time."""
+    return _repr.repr(value)
 
 
 def config_from_dict(raw: dict[str, Any]) -> Config:
@@ -119,7 +202,7 @@ def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f" (did you mean {prefix}{close[0]}?)" if close else f" (valid keys: {', '.join(names)})"
-            errors.append(f"{prefix}{key}: unknown key{hint}")
+            errors.append(f"{prefix}{_key(key)}: unknown key{hint}")
     values = {}
     for name in names:
         if name not in raw:
@@ -138,7 +221,7 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
     if origin is Literal:
         choices = typing.get_args(kind)
         if value not in choices:
-            errors.append(f"{key}: {value!r} is not one of {', '.join(map(str, choices))}")
+            errors.append(f"{key}: {shown(value)} is not one of {', '.join(map(str, choices))}")
         return value
     if kind is bool:
         if isinstance(value, bool):
@@ -152,7 +235,7 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
         number = _as_float(value)
         if number is not None:
             if not math.isfinite(number):
-                errors.append(f"{key}: must be a finite number, got {value!r}")
+                errors.append(f"{key}: must be a finite number, got {shown(value)}")
             return number
     elif kind is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -161,10 +244,10 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
         items = value if isinstance(value, list) else [value]
         if items and all(isinstance(v, str) and v for v in items):
             return tuple(items)
-        errors.append(f"{key}: expected a file name or a non-empty list of file names, got {value!r}")
+        errors.append(f"{key}: expected a file name or a non-empty list of file names, got {shown(value)}")
         return ()
     name = getattr(kind, "__name__", str(kind))
-    errors.append(f"{key}: expected {name}, got {type(value).__name__} {value!r}")
+    errors.append(f"{key}: expected {name}, got {type(value).__name__} {shown(value)}")
     return value
 
 

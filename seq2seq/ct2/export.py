@@ -15,17 +15,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from seq2seq.config import config_to_dict
+from seq2seq.config import Config, config_from_dict, config_to_dict
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import ConfigError, Seq2SeqError
 from seq2seq.files import OutputError, disk_error
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.special import PAD
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 
 log = logging.getLogger(__name__)
 
 EXPORT_INFO = "s2s.json"
+INFO_FIELDS = {"run_dir": str, "checkpoint": str, "quantize": (str, type(None)), "config": dict}
+MAX_INFO_BYTES = 1 << 20  # one is about 3 KB
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
 
 
@@ -39,6 +42,34 @@ def require_ctranslate2() -> Any:
     except ImportError:
         raise ExportError("CTranslate2 is not installed; install it with: pip install 's2s[ct2]'") from None
     return ctranslate2
+
+
+def read_export_info(export_dir: Path) -> tuple[dict[str, Any], Config]:
+    """An export's `s2s.json` and the run config it holds, checked before use: a missing, damaged or
+    foreign one is an `ExportError` naming the file and how to make the export again."""
+    path = Path(export_dir) / EXPORT_INFO
+    again = "make the export again with `s2s export RUN_DIR --to ctranslate2 NEW_DIR`"
+    if not path.is_file():
+        raise ExportError(
+            f"{export_dir} is not an s2s CTranslate2 export (no {EXPORT_INFO}); make one with "
+            "`s2s export RUN_DIR --to ctranslate2 OUT_DIR`"
+        )
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_INFO_BYTES + 1)
+        info = json.loads(raw) if len(raw) <= MAX_INFO_BYTES else None
+    except (OSError, ValueError, RecursionError) as e:
+        raise ExportError(f"{path} is unreadable ({e}): {again}") from None
+    if not isinstance(info, dict):
+        raise ExportError(f"{path} is not what `s2s export` writes (a JSON object): {again}")
+    wrong = [key for key, kinds in INFO_FIELDS.items() if key not in info or not isinstance(info[key], kinds)]
+    if wrong:
+        fields = ", ".join(wrong)
+        raise ExportError(f"{path} is not what `s2s export` writes ({fields}: missing or wrong): {again}")
+    try:
+        return info, config_from_dict(info["config"])
+    except ConfigError as e:
+        raise ExportError(f"{path} holds a config this s2s cannot use ({e}): {again}") from None
 
 
 def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: str | None) -> None:
@@ -123,8 +154,8 @@ def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer) -> Any:
         _norm(spec.encoder.layer_norm, weights, "enc_norm")
         _norm(spec.decoder.layer_norm, weights, "dec_norm")
     spec.decoder.projection.weight = weights["output.weight"]
-    spec.register_source_vocabulary(_vocabulary(src))
-    spec.register_target_vocabulary(_vocabulary(tgt))
+    spec.register_source_vocabulary(vocabulary(src))
+    spec.register_target_vocabulary(vocabulary(tgt))
     spec.config.add_source_eos = True  # s2s's sources end in </s>
     spec.config.layer_norm_epsilon = 1e-5  # torch's LayerNorm default
     return spec
@@ -150,8 +181,8 @@ def _norm(spec: Any, w: dict[str, Any], name: str) -> None:
     spec.gamma, spec.beta = w[f"{name}.weight"], w[f"{name}.bias"]
 
 
-def _vocabulary(tokenizer: Tokenizer) -> list[str]:
-    """The pieces in id order; `<blank>` is CTranslate2's name for padding."""
+def vocabulary(tokenizer: Tokenizer) -> list[str]:
+    """The pieces in id order, as the export names them: `<blank>` is CTranslate2's name for padding."""
     pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
-    pieces[0] = "<blank>"
+    pieces[PAD] = "<blank>"
     return pieces

@@ -1,6 +1,7 @@
 """The label set of an encoder-only reader: built from the training targets, kept in the run directory.
 
-`task: classify` reads one label per line; `task: tag` one tag per whitespace-separated source word.
+`task: classify` reads one label per line; `task: tag` one tag per word of the source, as its tokenizer
+splits it (`Tokenizer.words`: training, validation and translation count words the same way).
 A label's id is its index in the sorted label list plus one: id 0 is PAD, which the loss ignores
 (padding, the pieces after a word's first, and labels never seen in training).
 """
@@ -11,8 +12,9 @@ import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -25,6 +27,16 @@ log = logging.getLogger(__name__)
 
 LABELS_FILE = "labels.json"
 TASKS = ("classify", "tag")
+WORD_RULE = "a word begins after whitespace; zero-width and control characters make no word"
+
+
+class Words(Protocol):
+    """What splits a tagger's source lines into words: its tokenizer (`Tokenizer.words`), the one
+    definition of a word that the tags must fit."""
+
+    def words(self, line: str) -> list[str]: ...
+
+    def word_counts(self, lines: Sequence[str], threads: int = -1) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -73,19 +85,23 @@ class Labels:
     ) -> list[list[int]]:
         """What the model must predict for each source: the label, or one id per source piece.
 
-        For tags, a word's tag sits on its first piece (`word_start[id]`: the piece begins a word)
-        and every other piece is PAD, so the loss ignores it.
+        For tags, a word's tag sits on its first piece (`word_start[id]`: the piece begins a word,
+        as `Tokenizer.words` counts them) and every other piece is PAD, so the loss ignores it. A
+        blank tag line is all PAD: a pair with an empty side teaches nothing (training drops it).
         """
         encoded = self.encode(lines)
         if self.task == "classify":
             return encoded
         out = []
         for ids, tags, line in zip(sources, encoded, lines):
+            if not line.strip():
+                out.append([PAD] * len(ids))
+                continue
             starts = word_start[np.asarray(ids, dtype=np.int64)] if ids else np.zeros(0, bool)
             if int(starts.sum()) != len(tags):
                 raise DataError(
-                    f"the tokenizer splits {line.strip()[:80]!r} into {int(starts.sum())} words, not "
-                    f"the {len(tags)} its tag line has"
+                    f"the tokenizer splits the source of the tag line {line.strip()[:80]!r} into "
+                    f"{int(starts.sum())} words, not the {len(tags)} its tag line has ({WORD_RULE})"
                 )
             per_piece = np.full(len(ids), PAD, dtype=np.int64)
             per_piece[starts] = tags
@@ -101,41 +117,52 @@ class Labels:
 
 
 def label_names(
-    task: str, pairs: Iterable[tuple[str, str]], src_name: str | Path, tgt_name: str | Path
+    task: str,
+    pairs: Iterable[tuple[str, str]],
+    src_name: str | Path,
+    tgt_name: str | Path,
+    words: Words | None = None,
 ) -> set[str]:
     """The labels (or tags) of these (source line, label line) pairs, each pair checked on the way:
-    one label, or as many tags as the source has words.
+    one label, or as many tags as `words` finds words in the source.
 
     An error names the file and line. Pairs where either side is empty are skipped (training drops
-    them).
+    them). Without `words` the tags are not counted here: `Labels.targets` counts them against the
+    same tokenizer's words when it places them.
     """
     names: set[str] = set()
-    for number, (src, tgt) in enumerate(pairs, 1):
-        if not (src.strip() and tgt.strip()):
-            continue
+    numbered = enumerate(pairs, 1)
+    while chunk := list(islice(numbered, 4096)):  # one batched encoding per chunk
+        kept = [(number, src, tgt) for number, (src, tgt) in chunk if src.strip() and tgt.strip()]
         if task == "classify":
-            names.add(tgt.strip())
+            names.update(tgt.strip() for _, _, tgt in kept)
             continue
-        tags = tgt.split()
-        if len(tags) != len(src.split()):
-            raise DataError(
-                f"{tgt_name}:{number}: {len(tags)} tags for the {len(src.split())} words of "
-                f"{src_name}:{number}; give one tag per whitespace-separated word"
-            )
-        names.update(tags)
+        counts = words.word_counts([src for _, src, _ in kept]) if words else [None] * len(kept)
+        for (number, src, tgt), count in zip(kept, counts):
+            tags = tgt.split()
+            if count is not None and len(tags) != count:
+                found = " ".join(repr(w) for w in words.words(src)[:12])
+                raise DataError(
+                    f"{tgt_name}:{number}: {len(tags)} tags for the {count} words of {src_name}:{number} "
+                    f"({found}); give one tag per word ({WORD_RULE})"
+                )
+            names.update(tags)
     return names
 
 
-def check_targets(task: str, src_path: str | Path, tgt_path: str | Path) -> None:
+def check_targets(task: str, src_path: str | Path, tgt_path: str | Path, words: Words) -> None:
     """Every label line of `tgt_path` fits its line of `src_path` (see `label_names`)."""
-    label_names(task, _file_pairs(src_path, tgt_path), src_path, tgt_path)
+    label_names(task, _file_pairs(src_path, tgt_path), src_path, tgt_path, words)
 
 
-def build_labels(task: str, src_files: Sequence[Path], tgt_files: Sequence[Path], path: Path) -> Labels:
-    """Check the training targets and store their label set at `path`; one streamed pass over each file."""
+def build_labels(
+    task: str, src_files: Sequence[Path], tgt_files: Sequence[Path], path: Path, words: Words
+) -> Labels:
+    """Check the training targets (tags against the words of `words`, the run's source tokenizer) and
+    store their label set at `path`; one streamed pass over each file."""
     names: set[str] = set()
     for src, tgt in zip(src_files, tgt_files):
-        names |= label_names(task, _file_pairs(src, tgt), src, tgt)
+        names |= label_names(task, _file_pairs(src, tgt), src, tgt, words)
     if not names:
         raise DataError(f"{', '.join(map(str, tgt_files))}: no labels")
     labels = Labels(task, tuple(sorted(names)), path)

@@ -55,14 +55,79 @@ def new_manifest(cfg: Config, wanted: dict[str, Any], corpus: EncodedCorpus) -> 
     }
 
 
-def read_manifest(directory: Path) -> dict[str, Any]:
+NUMBER = (int, float)
+LENGTHS = dict.fromkeys(("tokens", "p50", "p90", "p99", "max"), int) | {"mean": NUMBER, "unk_share": NUMBER}
+# what `new_manifest` writes: {key: shape} an object with these keys, {str: shape} one of any keys,
+# [shape] a list, a type (or types) a value; checked before any of it is used
+SHAPE: dict[Any, Any] = {
+    "made_from": {
+        "format": int,
+        "text": {str: str},
+        "tokenizer": {str: str},
+        "filter": {"max_len": int, "max_len_ratio": NUMBER},
+        "task": str,
+    },
+    "sources": {"train_src": [str], "train_tgt": [str]},
+    "pairs": int,
+    "arrays": {name: {"dtype": str, "bytes": int, "sha256": str} for name in ARRAYS},
+    "counts": dict.fromkeys(("read", "kept", "empty", "too_long", "bad_ratio"), int),
+    "stats": {"src": LENGTHS, "tgt": LENGTHS},
+}
+MAX_BYTES = 1 << 20  # a manifest is about 2 KB
+
+
+def read_manifest(directory: Path, any_format: bool = False) -> dict[str, Any]:
+    """The manifest in `directory`, its shape checked: one that is not JSON, or not what this version
+    of s2s writes, is a `DataError` naming the file. With `any_format`, a manifest of another format
+    (an older s2s's) is returned once its format is known, for `stale_reason` to say so."""
     path = directory / MANIFEST
+    again = "run `s2s prepare CONFIG` again"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+        manifest = json.loads(raw) if len(raw) <= MAX_BYTES else None
     except FileNotFoundError:
         raise DataError(f"no prepared corpus in {directory}: run `s2s prepare CONFIG`") from None
-    except (OSError, ValueError) as e:
-        raise DataError(f"{path} is unreadable ({e}): run `s2s prepare CONFIG` again") from None
+    except (OSError, ValueError, RecursionError) as e:
+        raise DataError(f"{path} is unreadable ({e}): {again}") from None
+    if manifest is None:
+        raise DataError(f"{path} is over {MAX_BYTES // 1024} KiB, not a manifest s2s wrote: {again}")
+    problem = shape_problem(manifest, {"made_from": {"format": int}}, "manifest")
+    if problem is None and manifest["made_from"]["format"] != FORMAT:
+        if any_format:
+            return manifest
+        problem = f"made by another version of s2s: format {manifest['made_from']['format']}, now {FORMAT}"
+    problem = problem or shape_problem(manifest, SHAPE, "manifest")
+    if problem is not None:
+        raise DataError(f"{path} is not a manifest this s2s can use ({problem}): {again}")
+    return manifest
+
+
+def shape_problem(value: Any, shape: Any, where: str) -> str | None:
+    """What keeps `value` (plain JSON data) from having `shape` (see SHAPE), or None."""
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{where} is not an object"
+        if list(shape) == [str]:
+            inner = [(item, shape[str], f"{where}.{key}") for key, item in value.items()]
+        else:
+            missing = next((key for key in shape if key not in value), None)
+            if missing is not None:
+                return f"{where}.{missing} is missing"
+            inner = [(value[key], kind, f"{where}.{key}") for key, kind in shape.items()]
+    elif isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where} is not a list"
+        inner = [(item, shape[0], f"{where}[{i}]") for i, item in enumerate(value)]
+    else:
+        kinds = shape if isinstance(shape, tuple) else (shape,)
+        if isinstance(value, bool) or not isinstance(value, kinds):  # JSON's true is no number
+            return f"{where} is not {'a number' if float in kinds else TYPE_NAMES[shape]}"
+        return None
+    return next(filter(None, (shape_problem(*args) for args in inner)), None)
+
+
+TYPE_NAMES = {str: "a string", int: "an integer"}
 
 
 def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
@@ -70,7 +135,7 @@ def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
     if not (directory / MANIFEST).is_file():
         return "no prepared corpus there yet"
     try:
-        manifest = read_manifest(directory)
+        manifest = read_manifest(directory, any_format=True)
         have = manifest["made_from"]
         arrays = manifest["arrays"]
     except (DataError, KeyError, TypeError):

@@ -72,7 +72,7 @@ def ensure_prepared_corpus(
     directory = prepared_corpus_dir(cfg)
     wanted = made_from(cfg, data_sums, tokenizer_sums)
     with _locked(directory):
-        reason = stale_reason(directory, wanted)
+        reason = stale_reason(directory, wanted) or inconsistency(directory, read_manifest(directory))
         if reason is None:
             manifest = read_manifest(directory)
             log.info("reusing the prepared corpus in %s (%s pairs)", directory, f"{manifest['pairs']:,}")
@@ -123,39 +123,76 @@ def _map(path: Path) -> mmap.mmap:
 def load_prepared(directory: Path) -> MappedCorpus:
     """Memory-map a prepared corpus (the OS page cache holds one copy for every process).
 
-    Checks what costs no reading: every array has the size the manifest gives, and the offsets span
-    the ids. (`ensure_prepared_corpus` also compares checksums before a run starts.)
+    Checks what costs no reading (`inconsistency`); `ensure_prepared_corpus` also compares checksums
+    before a run starts, and makes the corpus again where either finds a fault, so the advice works.
     """
     manifest = read_manifest(directory)
+    if why := inconsistency(directory, manifest):
+        raise DataError(
+            f"the prepared corpus in {directory} is unusable ({why}): run `s2s prepare CONFIG` again"
+        )
     arrays, maps = {}, []
     for name in ARRAYS:
-        info = manifest["arrays"][name]
-        path = directory / f"train.{name}"
-        size = path.stat().st_size if path.is_file() else None
-        if size != info["bytes"]:
-            raise DataError(
-                f"{path} is missing, truncated or changed ({size} bytes, the manifest says "
-                f"{info['bytes']}): run `s2s prepare` again"
-            )
-        dtype = np.dtype(info["dtype"])
-        if size:
+        path, dtype = directory / f"train.{name}", np.dtype(manifest["arrays"][name]["dtype"])
+        if path.stat().st_size:
             maps.append(_map(path))
             arrays[name] = np.frombuffer(maps[-1], dtype=dtype)
         else:  # an empty file cannot be mapped
             arrays[name] = np.zeros(0, dtype)
-    data = MappedCorpus(
+    return MappedCorpus(
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),
         arrays["costs"],
         manifest["made_from"].get("task", "translate"),
         tuple(maps),
     )
-    if len(arrays["costs"]) != manifest["pairs"]:
-        raise DataError(f"the prepared corpus in {directory} is inconsistent: run `s2s prepare` again")
-    for side in (data.src, data.tgt):
-        if len(side) != manifest["pairs"] or side.offsets[0] != 0 or side.offsets[-1] != len(side.ids):
-            raise DataError(f"the prepared corpus in {directory} is inconsistent: run `s2s prepare` again")
-    return data
+
+
+def inconsistency(directory: Path, manifest: dict[str, Any]) -> str | None:
+    """What keeps the arrays on disk from making the corpus the manifest describes, read from their
+    sizes and the offsets' ends; None when nothing does.
+
+    Each array has the size the manifest gives and whole elements of its dtype; the costs and each
+    side's offsets count its pairs (N and N + 1); the offsets start at 0 and end at the ids' count.
+    """
+    counts = {}
+    for name in ARRAYS:
+        info, path = manifest["arrays"][name], directory / f"train.{name}"
+        size = path.stat().st_size if path.is_file() else None
+        if size != info["bytes"]:
+            return (
+                f"{path.name} is missing, truncated or changed ({size} bytes, the manifest says "
+                f"{info['bytes']})"
+            )
+        try:
+            itemsize = np.dtype(info["dtype"]).itemsize
+        except TypeError:
+            return f"{path.name} has an unknown dtype {info['dtype']!r}"
+        if size % itemsize:
+            return f"{path.name} is not a whole number of {info['dtype']} values"
+        counts[name] = size // itemsize
+    pairs = manifest["pairs"]
+    if not isinstance(pairs, int) or pairs < 0:
+        return f"its pair count {pairs!r} is not a count"
+    if counts["costs"] != pairs:
+        return f"{pairs} pairs, but train.costs holds {counts['costs']}"
+    for side in ("src", "tgt"):
+        if counts[f"{side}.offsets"] != pairs + 1:
+            return f"{pairs} pairs, but train.{side}.offsets holds {counts[f'{side}.offsets']} offsets"
+        dtype = np.dtype(manifest["arrays"][f"{side}.offsets"]["dtype"])
+        ends = _ends(directory / f"train.{side}.offsets", dtype)
+        if ends != (0, counts[f"{side}.ids"]):
+            return f"train.{side}.offsets runs from {ends[0]} to {ends[1]}, not 0 to {counts[f'{side}.ids']}"
+    return None
+
+
+def _ends(path: Path, dtype: np.dtype) -> tuple[int, int]:
+    """The first and the last value of a non-empty raw array file."""
+    with path.open("rb") as f:
+        first = np.frombuffer(f.read(dtype.itemsize), dtype)[0]
+        f.seek(-dtype.itemsize, os.SEEK_END)
+        last = np.frombuffer(f.read(dtype.itemsize), dtype)[0]
+    return int(first), int(last)
 
 
 # ---- making it ----------------------------------------------------------------------------------

@@ -5,6 +5,10 @@ shift the alignment of a parallel corpus or of a translation.) Text is checked, 
 byte-order mark at the start of a file is dropped (editors on Windows write one), and a NUL byte is
 an error naming the line, since it means the file is not UTF-8 text (UTF-16 without a BOM decodes
 as "valid" UTF-8 full of NULs).
+
+Every reader here is bounded by the line, not the stream: a line longer than `MAX_LINE_BYTES` is an
+error naming it once that many bytes have been read without a '\n' (a file without line breaks,
+binary data, `/dev/zero`), while a stream of any number of lines is read in bounded blocks.
 """
 
 from __future__ import annotations
@@ -14,15 +18,21 @@ import os
 import select
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from hashlib import _Hash as Hash
 
 from seq2seq.errors import DataError
 
 BOM = "\ufeff"
+MAX_LINE_BYTES = 1 << 20  # no sentence is this long; what is, is not one-sentence-per-line text
+BLOCK = 1 << 20  # bytes read from a file at a time
 
 
 def split_lines(raw: bytes, where: str, first_line: int = 1) -> list[str]:
-    """Decode complete '\\n'-terminated (or final) lines; invalid UTF-8 or a NUL byte names the line.
+    """Decode complete '\\n'-terminated (or final) lines; invalid UTF-8, a NUL byte or a line over
+    `MAX_LINE_BYTES` names the line.
 
     `first_line` is the number of the first line in `raw`; when it is 1, a leading BOM is dropped.
     """
@@ -39,17 +49,16 @@ def split_lines(raw: bytes, where: str, first_line: int = 1) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if len(raw) > MAX_LINE_BYTES and max(map(len, lines)) > MAX_LINE_BYTES // 4:  # else none can be
+        for i, line in enumerate(lines):
+            if len(line) > MAX_LINE_BYTES // 4 and len(line.encode("utf-8")) > MAX_LINE_BYTES:
+                raise _too_long_error(where, first_line + i)
     return [line.rstrip("\r") for line in lines]
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """All lines of a UTF-8 text file."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror}") from None
-    return split_lines(raw, str(path))
+def read_lines(path: str | Path, digest: Hash | None = None) -> list[str]:
+    """All lines of a UTF-8 text file, read in blocks; `digest` (a hashlib object) sees every byte."""
+    return [line for chunk in iter_line_chunks(path, digest=digest) for line in chunk]
 
 
 def stream_line_chunks(stream: BinaryIO, where: str, max_bytes: int = 1 << 17) -> Iterator[list[str]]:
@@ -57,42 +66,57 @@ def stream_line_chunks(stream: BinaryIO, where: str, max_bytes: int = 1 << 17) -
 
     A line typed at a terminal is yielded at once; a large piped file arrives in big chunks, which
     keeps batches full. The last line may lack its '\n'. A stream without a file descriptor (an
-    in-memory buffer) is read whole.
+    in-memory buffer) is read in blocks of `max_bytes`.
     """
     try:
         fd = stream.fileno()
     except (OSError, AttributeError, io.UnsupportedOperation):
-        lines = split_lines(stream.read(), where)
-        if lines:
-            yield lines
+        yield from _complete_lines(iter(lambda: stream.read(max_bytes), b""), where)
         return
     yield from _complete_lines(_available_blocks(fd, max_bytes), where)
 
 
-def iter_line_chunks(path: str | Path, block: int = 1 << 20) -> Iterator[list[str]]:
-    """The lines of a UTF-8 text file in chunks of about `block` bytes: never the whole file at once."""
+def iter_line_chunks(path: str | Path, block: int = BLOCK, digest: Hash | None = None) -> Iterator[list[str]]:
+    """The lines of a UTF-8 text file in chunks of about `block` bytes: never the whole file at once.
+
+    `digest` (a hashlib object), when given, is updated with every byte read.
+    """
     path = Path(path)
     try:
         with path.open("rb") as f:
-            yield from _complete_lines(iter(lambda: f.read(block), b""), str(path))
+            blocks = iter(lambda: f.read(block), b"")
+            if digest is not None:
+                blocks = _digested(blocks, digest)
+            yield from _complete_lines(blocks, str(path))
     except OSError as e:
         raise DataError(f"cannot read {path}: {e.strerror}") from None
 
 
-def count_lines(path: str | Path, block: int = 1 << 20) -> int:
-    """Lines in a file, as `split_lines` counts them (a last line without '\n' counts), streamed."""
+def count_lines(path: str | Path, block: int = BLOCK) -> int:
+    """Lines in a file, as `split_lines` counts them (a last line without '\n' counts), streamed.
+
+    A NUL byte, or more than `MAX_LINE_BYTES` without a '\n', is an error as soon as it is read.
+    """
     path = Path(path)
-    count, last = 0, b"\n"
+    count, open_line = 0, 0  # open_line: bytes read of the line not yet ended
+    block = min(block, MAX_LINE_BYTES)  # so a line inside one block is never too long
     try:
         with path.open("rb") as f:
             while data := f.read(block):
                 if (nul := data.find(b"\0")) >= 0:  # UTF-16 text has one in every character
                     raise _nul_error(str(path), count + data.count(b"\n", 0, nul) + 1)
+                if (first := data.find(b"\n")) >= 0:
+                    if open_line + first > MAX_LINE_BYTES:
+                        raise _too_long_error(str(path), count + 1)
+                    open_line = len(data) - data.rfind(b"\n") - 1
+                else:
+                    open_line += len(data)
                 count += data.count(b"\n")
-                last = data[-1:]
+                if open_line > MAX_LINE_BYTES:
+                    raise _too_long_error(str(path), count + 1)
     except OSError as e:
         raise DataError(f"cannot read {path}: {e.strerror}") from None
-    return count + (last != b"\n")
+    return count + (open_line > 0)
 
 
 def _nul_error(where: str, line: int) -> DataError:
@@ -100,6 +124,19 @@ def _nul_error(where: str, line: int) -> DataError:
         f"{where}: line {line} contains a NUL byte; this is not UTF-8 text "
         "(UTF-16? convert it with: iconv -f UTF-16 -t UTF-8)"
     )
+
+
+def _too_long_error(where: str, line: int) -> DataError:
+    return DataError(
+        f"{where}: line {line} is longer than {MAX_LINE_BYTES:,} bytes; s2s reads one sentence per "
+        "line: is this text with '\\n' line breaks?"
+    )
+
+
+def _digested(blocks: Iterator[bytes], digest: Hash) -> Iterator[bytes]:
+    for data in blocks:
+        digest.update(data)
+        yield data
 
 
 def _available_blocks(fd: int, max_bytes: int) -> Iterator[bytes]:
@@ -114,7 +151,8 @@ def _available_blocks(fd: int, max_bytes: int) -> Iterator[bytes]:
 
 
 def _complete_lines(blocks: Iterator[bytes], where: str) -> Iterator[list[str]]:
-    """The complete lines in each block as it arrives (a line split across blocks waits for its end)."""
+    """The complete lines in each block as it arrives (a line split across blocks waits for its end,
+    but no longer than `MAX_LINE_BYTES`)."""
     pending = b""
     line_no = 1
     for data in blocks:
@@ -125,5 +163,9 @@ def _complete_lines(blocks: Iterator[bytes], where: str) -> Iterator[list[str]]:
             line_no += len(lines)
             pending = pending[cut:]
             yield lines
+        if len(pending) > MAX_LINE_BYTES:
+            if b"\0" in pending:
+                raise _nul_error(where, line_no)
+            raise _too_long_error(where, line_no)
     if pending:
         yield split_lines(pending, where, line_no)

@@ -73,6 +73,31 @@ class Tokenizer:
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)
 
+    def words(self, line: str) -> list[str]:
+        """The words of `line` as a tagger reads them, one tag each: the tokenizer's, each beginning at
+        a piece that `word_starts` marks (what training's labels and `decoding.read` use).
+
+        So SentencePiece's rule decides: after its normalization, only whitespace separates words, and
+        text it drops (a zero-width space, a control character) is no word. A line Python sees as
+        blank has none: s2s skips such lines when it trains and translates.
+        """
+        if not line.strip():
+            return []
+        ids, pieces = self.sp.encode(line), self.sp.encode(line, out_type=str)  # str: unknowns as written
+        return ["".join(pieces[i] for i in word).removeprefix("\u2581") for word in self._word_spans(ids)]
+
+    def word_counts(self, lines: Sequence[str], threads: int = -1) -> list[int]:
+        """len(self.words(line)) of each line, in one batched encoding."""
+        counts = [len(self._word_spans(ids)) for ids in self.encode(lines, threads)]
+        return [count if line.strip() else 0 for count, line in zip(counts, lines)]
+
+    def _word_spans(self, ids: Sequence[int]) -> list[range]:
+        """Where each word's pieces are in `ids`: from a word-start piece up to the next (pieces
+        before the first start belong to no word and get no tag)."""
+        begins = self.word_starts()
+        starts = [i for i, token in enumerate(ids) if begins[token]]
+        return [range(a, b) for a, b in zip(starts, [*starts[1:], len(ids)])]
+
     def word_starts(self) -> np.ndarray:
         """(vocab,) bool: which pieces begin a whitespace-separated word (SentencePiece marks them ▁).
 
@@ -198,8 +223,8 @@ def train_or_load_tokenizers(
                 "be trained anew: restore it, or start over with --overwrite"
             )
         directory.mkdir(parents=True, exist_ok=True)
-        if side == "labels":
-            build_labels(task, src_files, tgt_files, path)
+        if side == "labels":  # after the SentencePiece model, whose words the tags must fit
+            build_labels(task, src_files, tgt_files, path, Tokenizer(files.get("joint", files.get("src"))))
         else:
             _train(cfg, corpora[side], path)
     return load_tokenizers(directory, cfg.joint)

@@ -16,7 +16,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import PairedTest
 
-from seq2seq.data.textio import split_lines
+from seq2seq.data.textio import read_lines
 from seq2seq.errors import DataError, EvaluateError
 from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
 
@@ -77,12 +77,10 @@ class TextFile:
 
     @classmethod
     def read(cls, path: str | Path) -> TextFile:
-        path = Path(path)
-        try:
-            raw = path.read_bytes()
-        except OSError as e:
-            raise DataError(f"cannot read {path}: {e.strerror}") from None
-        return cls(path, split_lines(raw, str(path)), hashlib.sha256(raw).hexdigest())
+        """The file's lines, read as every text input is (`read_lines`: in blocks, each line bounded)."""
+        digest = hashlib.sha256()
+        lines = read_lines(path, digest)
+        return cls(Path(path), lines, digest.hexdigest())
 
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path.resolve()), "sha256": self.sha256, "lines": len(self.lines)}

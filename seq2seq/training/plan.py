@@ -68,12 +68,14 @@ def plan_training(
     return _plan(cfg, config_file, mode), valid
 
 
-def plan_preparation(config_file: Path, overrides: list[str]) -> RunPlan:
-    """`s2s prepare`'s plan: a run that has started keeps its tokenizer and must keep its data."""
+def plan_preparation(config_file: Path, overrides: list[str], overwrite: bool = False) -> RunPlan:
+    """`s2s prepare`'s plan: a run that has started keeps its tokenizer and must keep its data, unless
+    `overwrite` replaces it (with the tokenizer and the prepared corpus, which `s2s train` then uses)."""
     cfg = checked_config(config_file, overrides)
     check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))
-    started = RunDir(cfg.run_dir).checkpoint_file("last").is_file()
-    return _plan(cfg, config_file, "resume" if started else "new")
+    if overwrite:
+        return _plan(cfg, config_file, "overwrite")
+    return _plan(cfg, config_file, "resume" if RunDir(cfg.run_dir).started() else "new")
 
 
 def checked_config(config_file: Path, overrides: list[str]) -> Config:

@@ -3,9 +3,16 @@
     plan (`seq2seq.training.plan`) -> claim (lock, check, save the config) -> prepare the inputs
     (tokenizers, the prepared corpus, checksums, validation pairs, fine-tuning weights) -> `RunInputs`
 
-Rank 0 claims and prepares, in an order that writes nothing until every check of the claim has passed;
-a failure there is shared with the other ranks, so under torchrun they stop too instead of waiting for
-it. Every rank then loads what rank 0 made.
+Rank 0 claims and prepares, in an order that writes nothing until every check of the claim has passed,
+including the training text (`check_training_text`); a failure there is shared with the other ranks, so
+under torchrun they stop too instead of waiting for it. Every rank then loads what rank 0 made.
+
+What can only fail later (the tokenizer refusing the text, every pair filtered out, a validation line
+the tokenizer splits otherwise, Ctrl-C, a crash) is undone: the claim's writes happen inside
+`RunDir.changing`, so until a new run has its first checkpoint (a resumed one: until the set-up is
+done), a failure puts the run directory back as it was, `--overwrite`'s previous run included. A
+command killed on the way is settled by the next one (`RunDir.recover`). Only rank 0 touches the run
+directory.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +28,7 @@ from seq2seq.checkpoint import check_fits_run, load_checkpoint
 from seq2seq.config import Config, save_config
 from seq2seq.data.parallel import encode_eval_pairs
 from seq2seq.data.prepared import ensure_prepared_corpus, prepared_corpus_dir
+from seq2seq.data.textio import iter_line_chunks
 from seq2seq.data.tokenizer import (
     TokenizerPair,
     copy_tokenizers,
@@ -27,8 +36,8 @@ from seq2seq.data.tokenizer import (
     tokenizer_checksums,
     train_or_load_tokenizers,
 )
-from seq2seq.errors import RunDirError, Seq2SeqError
-from seq2seq.rundir import RunDir, check_run_dir, check_same_inputs, data_checksums
+from seq2seq.errors import DataError, RunDirError, Seq2SeqError
+from seq2seq.rundir import RunChange, RunDir, check_run_dir, check_same_inputs, data_checksums
 from seq2seq.special import CLS_PIECE, SEP_PIECE
 from seq2seq.training.distributed import DistInfo, any_rank
 from seq2seq.training.plan import RunPlan, ValidText
@@ -42,6 +51,12 @@ class Claim:
     plan: RunPlan
     data_sums: dict[str, str]  # sha256 of each data file, by rank 0 (the other ranks never read them)
     tokenizer_sums: dict[str, str]  # of the tokenizer files the claim checked, by rank 0; {} if none
+    change: RunChange | None  # what rank 0 changes in the run, undone if the set-up fails (None: rank > 0)
+
+    def setup_done(self) -> None:
+        """Rank 0: the set-up path has finished (`RunChange.setup_done`)."""
+        if self.change is not None:
+            self.change.setup_done()
 
 
 @dataclass(frozen=True)
@@ -67,40 +82,55 @@ class RunInputs:
 def claim(plan: RunPlan, info: DistInfo) -> Iterator[Claim]:
     """Hold the run directory until the command ends: rank 0 locks it, checks it, saves the config.
 
-    A refused claim writes nothing. `--overwrite` clears the old run only once every check here has
-    passed (`_replace_old_run`).
+    A refused claim writes nothing. Its writes, and the command's after them, are undone if the
+    command fails before its run has started (`RunDir.changing`): `--overwrite` sets the old run aside
+    and deletes it only then.
     """
     with contextlib.ExitStack() as held:
-        claimed = Claim(plan, {}, {})
+        claimed = Claim(plan, {}, {}, None)
         with shared_failure(info):
             if info.is_main:
                 held.enter_context(plan.run.locked())  # one trainer per run directory
-                claimed = _check_and_save(plan)
+                claimed = _check_and_save(plan, held)
         yield claimed
 
 
-def _check_and_save(plan: RunPlan) -> Claim:
-    """The claim's checks, then its writes (the config first)."""
+def _check_and_save(plan: RunPlan, held: contextlib.ExitStack) -> Claim:
+    """The claim's checks, then its writes (the config first), undone if the command fails early."""
     cfg, run = plan.cfg, plan.run
+    run.recover()  # what a command killed here left half done, settled before anything is checked
     check_run_dir(run, cfg, plan.mode, plan.config_file)
+    if plan.mode != "resume":  # a resumed run's text is the one its start checked (compared below)
+        check_training_text(cfg)
     data = data_checksums(cfg)
     tokenizer: dict[str, str] = {}
-    if plan.mode == "overwrite":
-        _replace_old_run(run)
-    else:
+    if plan.mode != "overwrite":
         tokenizer = check_run_inputs(cfg, run, plan.mode == "resume", data)
-    save_config(cfg, run.config_file)  # the first write of a fresh run: every check above has passed
     run.check_writable()
-    return Claim(plan, data, tokenizer)
+    change = held.enter_context(run.changing(plan.mode))  # --overwrite: the old run is set aside
+    save_config(cfg, run.config_file)  # the first write: every check above has passed
+    return Claim(plan, data, tokenizer, change)
 
 
-def _replace_old_run(run: RunDir) -> None:
-    """`--overwrite`: the old run goes, after every check of the claim has passed.
+def check_training_text(cfg: Config) -> None:
+    """What tokenizing the training files would find only after the run was changed, found now: each
+    file is UTF-8 text to its end (no NUL byte, bounded lines), and some pair has text on both sides.
 
-    The one place that removes a run; moving it aside instead, to put it back when preparing the
-    inputs refuses, is the seam for making a refused `--overwrite` change nothing.
+    One decoding pass over each file (rank 0); the search for a pair with text stops at the first.
     """
-    run.clear()
+    d = cfg.data
+    for path in (*d.train_src, *d.train_tgt):
+        for _ in iter_line_chunks(path):  # names the first line that does not decode
+            pass
+    if not any(_has_text_pair(src, tgt) for src, tgt in zip(d.train_src, d.train_tgt)):
+        raise DataError(
+            f"{', '.join(d.train_src)} / {', '.join(d.train_tgt)}: no training pair with text on both sides"
+        )
+
+
+def _has_text_pair(src: str, tgt: str) -> bool:
+    lines = (chain.from_iterable(iter_line_chunks(path)) for path in (src, tgt))
+    return any(s.strip() and t.strip() for s, t in zip(*lines))
 
 
 def prepare_inputs(claim: Claim, valid: ValidText, info: DistInfo) -> RunInputs:
@@ -108,7 +138,9 @@ def prepare_inputs(claim: Claim, valid: ValidText, info: DistInfo) -> RunInputs:
     with shared_failure(info):
         if info.is_main:
             _prepare_corpus(claim, _prepare_tokenizers(claim), workers=0)
-    return _load_inputs(claim.plan, valid)
+    inputs = _load_inputs(claim.plan, valid)
+    claim.setup_done()
+    return inputs
 
 
 def prepare_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
@@ -116,7 +148,9 @@ def prepare_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
     with shared_failure(info):
         if info.is_main:
             _prepare_tokenizers(claim)
-    return load_tokenizers(claim.plan.run.tokenizer_dir, claim.plan.cfg.tokenizer.joint)
+    tokenizers = load_tokenizers(claim.plan.run.tokenizer_dir, claim.plan.cfg.tokenizer.joint)
+    claim.setup_done()
+    return tokenizers
 
 
 def prepare_corpus(claim: Claim, workers: int) -> Path:
@@ -126,6 +160,7 @@ def prepare_corpus(claim: Claim, workers: int) -> Path:
     """
     with shared_failure(DistInfo()):
         _prepare_corpus(claim, _prepare_tokenizers(claim), workers)
+    claim.setup_done()
     return prepared_corpus_dir(claim.plan.cfg)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seq2seq.checkpoint import check_fits_run, inference_weights, load_checkpoint
+from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 from seq2seq.decoding.bulk import decode_ids
@@ -105,10 +106,11 @@ class Translator:
         dtype = autocast_dtype(torch_device, placement.precision)
         tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
         sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+        # mapped, not read: an ensemble's members are all checked (and listed) before any is built
+        states = [(path, load_checkpoint(path, mmap=True)) for path in paths]
+        check_checkpoints_fit(states, cfg, sums)
         models = []
-        for path in paths:
-            state = load_checkpoint(path)
-            check_fits_run(state, path, cfg, sums)
+        for path, state in states:
             model = build_model(
                 cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size, tokenizers.src.word_starts()
             )
@@ -183,8 +185,14 @@ class Translator:
 
 
 def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Path]:
-    """The files a decoding command reads from a run: they must never be one of its outputs."""
+    """What a decoding command reads from a run, which none of its outputs may be or lie in: the run's
+    parts (`run_parts`: its files and its folders whole) and each checkpoint it names. A new file
+    beside config.yaml is allowed (`s2s evaluate` writes its translations there)."""
     if run_dir is None:
         return {}
-    named = {f"--checkpoint {name}": Path(name) for name in checkpoints if Path(name).is_file()}
-    return {**RunDir(run_dir).own_files(), **named}
+    run = RunDir(run_dir)
+    named = {}
+    for name in checkpoints:
+        with contextlib.suppress(RunDirError):  # a missing one is reported when the weights load
+            named[f"--checkpoint {name}"] = run.checkpoint_path(name)
+    return {**run_parts(run), **named}

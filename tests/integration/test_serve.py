@@ -245,3 +245,20 @@ def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(served_run):
     assert answer[0].json()["translations"] == cli_translate(served_run, LINES)
     with pytest.raises(httpx2.ConnectError):
         httpx2.get(f"{server.url}/health")
+
+
+@pytest.mark.parametrize("text", [[], [""], ["", "  ", "\t\u3000"]], ids=["no lines", "one empty", "blank"])
+def test_an_empty_request_and_blank_lines_get_empty_answers_as_the_cli_gives(client, served_run, text):
+    """No lines: no translations (200); blank lines: one empty translation each, as `s2s translate`."""
+    expected = cli_translate(served_run, text) if text else []
+    assert expected == [""] * len(text)
+    plain = client.post("/translate", json={"text": text})
+    assert plain.status_code == 200, plain.text
+    assert plain.json() == {"translations": expected}
+    scored = client.post("/translate", json={"text": text, "scores": True, "nbest": 2})
+    assert scored.status_code == 200, scored.text
+    assert scored.json() == {
+        "translations": expected,
+        "scores": [0.0] * len(text),
+        "nbest": [[{"text": "", "score": 0.0}] * 2 for _ in text],
+    }

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,8 +11,11 @@ import sys
 
 import pytest
 import torch
+import yaml
 
-from tests.conftest import ROOT
+from seq2seq.data.manifest import read_manifest
+from seq2seq.errors import DataError
+from tests.conftest import ROOT, tiny_config_dict
 from tests.helpers import run_cli
 
 
@@ -65,3 +69,60 @@ def test_plot_texts_are_shown_literally():
     assert image(figure, "x").startswith("<img")  # unbalanced math would raise here
     labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
     assert labels == pieces
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda m: m.pop("counts"),
+        lambda m: m["made_from"].update(text=1),
+        lambda m: m["arrays"]["costs"].pop("bytes"),
+        lambda m: m.clear(),
+    ],
+    ids=["counts removed", "text not an object", "array size removed", "empty object"],
+)
+def test_a_prepared_manifest_of_the_wrong_shape_is_made_again_by_the_advised_command(tmp_path, damage):
+    """`s2s prepare` heals it, as the error of `read_manifest` advises; no KeyError on the way."""
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path)), encoding="utf-8")
+    assert run_cli("prepare", str(config)).exit_code == 0
+    prepared = tmp_path / "run" / "prepared"
+    manifest = json.loads((prepared / "manifest.json").read_text())
+    damage(manifest)
+    (prepared / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        DataError, match=r"manifest.json is not a manifest .*: run `s2s prepare CONFIG` again"
+    ):
+        read_manifest(prepared)
+    result = run_cli("prepare", str(config))
+    assert result.exit_code == 0, result.output
+    assert "preparing the training corpus" in result.output
+    read_manifest(prepared)  # whole again
+
+
+EXPORT_DAMAGE = {
+    "not JSON": b"{",
+    "not an object": b"[]",
+    "no config": b'{"run_dir": "r", "checkpoint": "c", "quantize": null}',
+    "config not an object": b'{"run_dir": "r", "checkpoint": "c", "quantize": null, "config": 1}',
+    "config invalid": b'{"run_dir": "r", "checkpoint": "c", "quantize": null, "config": {"model": {"x": 1}}}',
+    "nested without end": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+def test_a_damaged_export_info_is_an_error_naming_it_and_the_advised_export_works(tiny_run, tmp_path):
+    pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
+    export, source = tmp_path / "export", tmp_path / "src.txt"
+    source.write_text("red cat\n", encoding="utf-8")
+    assert run_cli("export", str(tiny_run.run), str(export)).exit_code == 0
+    for what, raw in EXPORT_DAMAGE.items():
+        (export / "s2s.json").write_bytes(raw)
+        result = run_cli("translate", str(export), "--engine", "ctranslate2", "-i", str(source))
+        assert result.exit_code == 2, (what, result.output)
+        assert f"error: {export / 's2s.json'} " in result.output, what
+        assert "make the export again with `s2s export RUN_DIR --to ctranslate2 NEW_DIR`" in result.output
+    remade = tmp_path / "new"
+    result = run_cli("export", str(tiny_run.run), "--to", "ctranslate2", str(remade))  # the advice
+    assert result.exit_code == 0, result.output
+    result = run_cli("translate", str(remade), "--engine", "ctranslate2", "-i", str(source))
+    assert result.exit_code == 0, result.output

@@ -1,62 +1,171 @@
-"""No command writes over a file it reads: an output that names one of the command's
-inputs, through any path or link, or a file of the run, is refused (exit 2) and the input is unchanged;
-`train --overwrite` refuses to clear a run directory holding its own data."""
+"""No command writes over or into what it reads: an output that is one of the command's inputs, a file
+of the run (config, tokenizer, checkpoints, records) or of an export, or a path inside the run's
+folders or the export, spelled any way (relative, `..`, a symlink, a symlinked folder, a hard link),
+is refused (exit 2) and nothing there changes; `train --overwrite` refuses to clear a run directory
+holding its own data."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import ROOT, write_corpus
-from tests.helpers import digest, run_cli
+from tests.helpers import digest, run_cli, tree_digest
 
 
-def output_cases(run: Path, tmp: Path) -> list[tuple[list[str], Path]]:
-    """(command, the input file it must leave untouched) for every command that takes an output path."""
-    src, ref = write_corpus(tmp, "test", 6, seed=5)
-    hyp = tmp / "hyp.txt"
-    hyp.write_text(ref.read_text())
-    link = tmp / "link.txt"
-    link.symlink_to(src)
-    report = tmp / "report"
+@dataclass(frozen=True)
+class Writer:
+    """A command that writes to a path it is given (`{out}`), and what it reads: its output must never
+    be any of these, nor lie in a folder of them (`run/...`, `export/...` and `files/...` name them)."""
+
+    command: str  # with {run}, {export}, {files} and {out}
+    victims: tuple[str, ...]
+
+    def args(self, root: Path, out: Path) -> list[str]:
+        paths = {"run": root / "run", "export": root / "export", "files": root / "files", "out": out}
+        return [word.format(**paths) for word in self.command.split()]
+
+
+RUN_FILES = ("config.yaml", "inputs.json", "metrics.jsonl", "train.log", "tokenizer/spm.model")
+CHECKPOINTS = ("checkpoints/best.pt", "checkpoints/last.pt", "checkpoints/step_6.pt")
+RUN = tuple(f"run/{p}" for p in (*RUN_FILES, *CHECKPOINTS, "tokenizer/new.txt", "checkpoints/new.txt"))
+EXPORT = tuple(
+    f"export/{p}"
+    for p in ("model.bin", "config.json", "shared_vocabulary.json", "s2s.json", "tokenizer/spm.model")
+) + ("export/new.txt", "export/source_vocabulary.json")  # new files an export would read
+FOLDERS = ("run/tokenizer", "run/checkpoints")  # whose new index.html or export would lie in them
+EVALUATE = "evaluate {run} --src {files}/test.src --ref {files}/test.tgt"
+TEST_SET = ("files/test.src", "files/test.tgt")
+WRITERS = {
+    "translate -o": Writer("translate {run} -i {files}/test.src -o {out}", (*RUN, "files/test.src")),
+    "translate --engine ctranslate2 -o": Writer(
+        "translate {export} --engine ctranslate2 -i {files}/test.src -o {out}", (*EXPORT, "files/test.src")
+    ),
+    "evaluate --out": Writer(f"{EVALUATE} --out {{out}}", (*RUN, *TEST_SET)),
+    "evaluate --json": Writer(f"{EVALUATE} --json {{out}}", (*RUN, *TEST_SET)),
+    "evaluate --report": Writer(f"{EVALUATE} --report {{out}}", FOLDERS),
+    "evaluate --hyp --json": Writer(
+        "evaluate --hyp {files}/hyp.txt --ref {files}/test.tgt --json {out}", ("files/hyp.txt", TEST_SET[1])
+    ),
+    "average --output": Writer(
+        "average {run} --last 1 --output {out}",
+        (*(f"run/{p}" for p in CHECKPOINTS), "run/checkpoints/step_99.pt", "run/tokenizer/new.pt"),
+    ),
+    "export OUT_DIR": Writer("export {run} {out}", ("run/tokenizer/new", "run/checkpoints/new")),
+}
+
+
+def spell(victim: Path, how: str, scratch: Path) -> Path:
+    """Another way to write the path `victim` (which may not exist yet)."""
+    alias = scratch / f"alias{victim.suffix}"  # another name, so that only the path can give it away
+    if how == "as given":
+        return victim
+    if how == "relative":
+        return Path(os.path.relpath(victim))
+    if how == "through ..":
+        return victim.parent / ".." / victim.parent.name / victim.name
+    if how == "symlink":
+        alias.symlink_to(victim)
+        return alias
+    if how == "symlinked folder":
+        (scratch / "folder").symlink_to(victim.parent)
+        return scratch / "folder" / victim.name
+    if how == "hard link":
+        os.link(victim, alias)
+        return alias
+    raise AssertionError(how)
+
+
+SPELLINGS = ("as given", "relative", "through ..", "symlink", "symlinked folder", "hard link")
+NOT_YET = {"new", "new.txt", "new.pt", "step_99.pt", "source_vocabulary.json"}  # no hard link to these
+CASES = [
+    (w, v, how)
+    for w, writer in WRITERS.items()
+    for v in writer.victims
+    for how in SPELLINGS
+    if how != "hard link" or not (Path(v).name in NOT_YET or v in FOLDERS)
+]
+
+
+@pytest.fixture(scope="module")
+def pristine(trained_run, tmp_path_factory) -> Path:
+    """A folder holding `run/` (a copy of the tiny run), `export/` (its CTranslate2 export, when
+    CTranslate2 is installed) and `files/` (a test set and hypotheses): what the commands read."""
+    root = tmp_path_factory.mktemp("pristine")
+    shutil.copytree(trained_run("tiny").run, root / "run")
+    (root / "files").mkdir()
+    _, ref = write_corpus(root / "files", "test", 6, seed=5)
+    shutil.copy(ref, root / "files" / "hyp.txt")
+    if importlib.util.find_spec("ctranslate2") is not None:
+        result = run_cli("export", str(root / "run"), str(root / "export"))
+        assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.fixture(scope="module")
+def workspace(pristine, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("protected") / "root"
+    shutil.copytree(pristine, root, symlinks=True)
+    return root
+
+
+@pytest.fixture
+def protected(pristine, workspace) -> Iterator[Path]:
+    """The module's copy of `pristine`, made whole again after a test that changed it (so that one
+    failure cannot hide another)."""
+    yield workspace
+    if tree_digest(workspace) != tree_digest(pristine):
+        shutil.rmtree(workspace)
+        shutil.copytree(pristine, workspace, symlinks=True)
+
+
+@pytest.mark.parametrize(("writer", "victim", "how"), CASES, ids=[" | ".join(c) for c in CASES])
+def test_no_command_writes_over_or_into_what_it_reads(protected, tmp_path, writer, victim, how):
+    """Every output a command takes, spelled every way, is refused when it is (or lies in the folder
+    of) a file the command reads: the run, the export, an input; nothing under them changes."""
+    if victim.startswith("export/") and not (protected / "export").is_dir():
+        pytest.skip("CTranslate2 is an optional extra: s2s[ct2]")
+    out = spell(protected / victim, how, tmp_path)
+    before = tree_digest(protected)
+    result = run_cli(*WRITERS[writer].args(protected, out))
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.output and "Traceback" not in result.output
+    assert tree_digest(protected) == before  # nothing replaced, nothing new
+
+
+@pytest.mark.parametrize("writer", ["translate -o", "evaluate --out", "average --output"])
+def test_a_new_file_beside_the_run_is_allowed(protected, tmp_path, writer):
+    """The rule refuses only what the command reads: a new file in the run directory itself, beside
+    config.yaml (where `s2s evaluate` puts its translations), is written."""
+    out = protected / "run" / f"{writer.split()[0]}.new"
+    try:
+        result = run_cli(*WRITERS[writer].args(protected, out))
+        assert result.exit_code == 0, result.output
+        assert out.is_file() or out.with_name(out.name + ".pt").is_file()
+    finally:
+        out.unlink(missing_ok=True)
+        out.with_name(out.name + ".pt").unlink(missing_ok=True)
+
+
+def test_an_output_in_the_report_folder_named_like_an_input_is_refused(tmp_path):
+    """--report DIR writes DIR/index.html: refused when that is the --ref it reads."""
+    report = tmp_path / "report"
     report.mkdir()
     page = report / "index.html"
-    page.write_text(ref.read_text())
-    best = run / "checkpoints" / "best.pt"
-    evaluate = ["evaluate", str(run), "--src", str(src), "--ref", str(ref)]
-    return [
-        (["translate", str(run), "-i", str(src), "-o", str(src)], src),
-        (["translate", str(run), "-i", str(src), "-o", str(link)], src),
-        (["translate", str(run), "-i", str(src), "-o", str(run / "config.yaml")], run / "config.yaml"),
-        ([*evaluate, "--out", str(ref)], ref),
-        ([*evaluate, "--out", str(src)], src),
-        ([*evaluate, "--json", str(ref)], ref),
-        ([*evaluate, "--out", str(run / "tokenizer" / "spm.model")], run / "tokenizer" / "spm.model"),
-        (["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--json", str(hyp)], hyp),
-        (["evaluate", "--hyp", str(hyp), "--ref", str(page), "--report", str(report)], page),
-        (["average", str(run), "--last", "1", "--output", str(best.with_suffix(""))], best),
-        (
-            ["average", str(run), "--last", "1", "--output", str(run / "checkpoints" / "last")],
-            run / "checkpoints" / "last.pt",
-        ),
-    ]
-
-
-@pytest.mark.parametrize("case", range(11))
-def test_no_command_writes_over_a_file_it_reads(run_copy, tmp_path, case):
-    run = run_copy.run
-    (tmp_path / "files").mkdir()
-    args, victim = output_cases(run, tmp_path / "files")[case]
-    before = digest(victim)
-    result = run_cli(*args)
-    assert result.exit_code == 2, result.output
-    assert "error:" in result.output
-    assert digest(victim) == before
+    page.write_text("a b c\n")
+    before = digest(page)
+    result = run_cli("evaluate", "--hyp", str(page), "--ref", str(page), "--report", str(report))
+    assert result.exit_code == 2 and "error:" in result.output
+    assert digest(page) == before
 
 
 def test_two_outputs_on_one_file_are_refused(tmp_path):

@@ -96,3 +96,27 @@ def test_a_diverging_run_stops_without_saving(tmp_path, monkeypatch):
     run = tmp_path / "run"
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.pt", "last.pt", "step_6.pt"]
     assert "nan" not in (run / "metrics.jsonl").read_text().lower()
+
+
+@pytest.mark.parametrize(
+    "model_heads, message",
+    [
+        ("[" + ", ".join(["*l4"] * 9) + "]", "expand to more than"),  # an anchor bomb: 9 ** 6 values
+        ("[" * 20_000 + "]" * 20_000, "nested more than"),
+    ],
+    ids=["anchor bomb", "20,000 levels"],
+)
+def test_a_config_that_expands_or_nests_without_bound_is_a_clear_error(tmp_path, model_heads, message):
+    raw = tiny_config_dict(tmp_path)
+    levels = 5 if "*" in model_heads else 0  # l4 stands for 9 ** 5 values, each made of 9 aliases
+    bomb = "".join(
+        f"  l{i}: &l{i} [" + ", ".join([f"*l{i - 1}" if i else "x"] * 9) + "]\n" for i in range(levels)
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text(f"defs:\n{bomb}{yaml.safe_dump(raw)}".replace("  heads: 2", f"  heads: {model_heads}"))
+    assert f"heads: {model_heads[:5]}" in config.read_text()
+    result = run_process("train", str(config))
+    assert result.returncode == 2, result.stderr.decode()
+    line = config.read_text().splitlines().index(f"  heads: {model_heads}") + 1
+    assert f"error: {config}: line {line}: ".encode() in result.stderr and message.encode() in result.stderr
+    assert b"Traceback" not in result.stderr and not (tmp_path / "run").exists()

@@ -1,4 +1,5 @@
-"""CTranslate2 export: the same weights give the same tokens and log-probabilities in both engines."""
+"""CTranslate2 export: the same weights give the same tokens and log-probabilities in both engines,
+under the same constraints (forbidden tokens, minimum length, each sentence's length limit)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,14 @@ from seq2seq.batching import pad
 from seq2seq.config import ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
-from seq2seq.decoding.bulk import decode_ids
-from seq2seq.decoding.search import max_output_lengths
+from seq2seq.decoding.search import SearchSettings, greedy_search, length_penalty, max_output_lengths
 from seq2seq.models.build import build_model
-from seq2seq.special import BOS, EOS
-from seq2seq.translate.options import DecodeOverrides
+from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
-from tests.helpers import run_cli
+from tests.helpers import cli_translate, run_cli
+from tests.system.cuda_helpers import assert_same_greedy, greedy_margins
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator  # noqa: E402
@@ -38,24 +38,71 @@ def trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) -> tuple
     return run, export
 
 
-def test_greedy_output_of_the_export_is_token_identical(trained):
+def test_greedy_output_of_the_export_is_s2s_greedy_output_through_the_cli(trained):
+    """The confident run (clear choices), each line under its own length limit: the same lines."""
     run, export = trained
     lines = read_lines(run.parent / "data" / "valid.src") + ["red cat", "the small bird sleeps on a tree"]
+    ours = cli_translate(run, lines, "--beam", "1")
+    theirs = cli_translate(export, lines, "--beam", "1", "--engine", "ctranslate2")
+    assert theirs == ours and any(ours)
+
+
+MARGIN = 1e-3  # a best choice ahead of its runner-up by less than this may flip with the kernels' rounding
+SCORE_TOLERANCE = 1e-4  # |s2s - CTranslate2| of a sentence's score, fp32 (seen: under 3e-6)
+UNDER_TRAINED = ["tiny run", "random post-norm", "random pre-norm"]
+GREEDY_SETTINGS = [
+    SearchSettings(beam=1),  # each sentence's own limit: 1.5 x source tokens + 10
+    SearchSettings(beam=1, min_len=3),
+    SearchSettings(beam=1, max_len_a=0.5, max_len_b=3, min_len=0),
+    SearchSettings(beam=1, no_repeat_ngram=2),
+]
+
+
+@pytest.fixture(scope="module")
+def under_trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) -> Callable:
+    """`under_trained(kind)`: (s2s model, the CTranslate2 engine of the same weights) for a kind of
+    UNDER_TRAINED: the 12-step tiny run (its outputs run to the length limit), or random weights
+    whose <pad>, <bos> and </s> are often the first choice (what s2s's search forbids or limits)."""
+    run = trained_run("tiny").run
     ours = Translator.load(run, ["best"], Placement("cpu", "fp32"))
-    theirs = CT2Translator.load(export, Placement("cpu"))
-    settings = ours.options(
-        DecodeOverrides(beam=1, max_len_a=0.0, max_len_b=30)
-    ).search  # one length limit for every line
-    ids = ours.tokenizers.src.encode(lines)
-    expected = [h[0].tokens for h in decode_ids(ours.model, ids, settings, 500, torch.device("cpu"))]
-    pieces = [ours.tokenizers.src.pieces(x) for x in lines]
-    results = theirs.engine.translate_batch(pieces, beam_size=1, max_decoding_length=29)  # + </s> = 30
-    sp = ours.tokenizers.tgt.sp
-    got = [[sp.piece_to_id(p) for p in r.hypotheses[0]] for r in results]
-    assert got == expected
-    assert [t.texts for t in theirs.translate(lines, settings, 500)] == [
-        t.texts for t in ours.translate(lines, settings, 500)
-    ]
+    made = {}
+
+    def get(kind: str) -> tuple[torch.nn.Module, CT2Translator]:
+        if kind not in made:
+            directory = tmp_path_factory.mktemp("ct2_" + kind.replace(" ", "_"))
+            model, config = ours.model, ours.config
+            if kind != "tiny run":
+                norm = kind.split()[1].removesuffix("-norm")
+                cfg = ModelConfig(
+                    d_model=32, heads=4, ffn_dim=48, encoder_layers=2, decoder_layers=2, norm=norm
+                )
+                torch.manual_seed(0)
+                vocab = ours.tokenizers.tgt.vocab_size
+                model, config = build_model(cfg, vocab, vocab).eval(), dataclasses.replace(config, model=cfg)
+                with torch.no_grad():  # output and embedding weights are tied: larger rows, larger logits
+                    model.output.weight[[PAD, BOS]] *= 2
+                    model.output.weight[EOS] *= 2 if norm == "post" else 4
+            write_model(model, ours.tokenizers, directory, None)
+            engine = ctranslate2.Translator(str(directory), device="cpu")
+            made[kind] = model, CT2Translator(engine, ours.tokenizers, config, {})
+        return made[kind]
+
+    return get
+
+
+@pytest.mark.parametrize("settings", GREEDY_SETTINGS, ids=["limits", "min_len", "short", "no_repeat"])
+@pytest.mark.parametrize("kind", UNDER_TRAINED)
+def test_greedy_search_of_the_export_is_s2s_greedy_search(under_trained, tiny_run, kind, settings):
+    """The rule: the same tokens wherever s2s's top two choices differ by MARGIN or more (never <pad>
+    or <bos>, no </s> before min_len, each sentence cut at its own limit), and where they all do, the
+    same score within SCORE_TOLERANCE: the model's log-probabilities over GNMT's length penalty."""
+    model, theirs = under_trained(kind)
+    lines = read_lines(tiny_run.data / "valid.src") + read_lines(tiny_run.data / "train.src")[:40]
+    src = pad([[*ids, EOS] for ids in theirs.tokenizers.src.encode(lines)])
+    ours = greedy_search(model, src, settings)
+    got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
+    clear = assert_same_greedy(ours, got, greedy_margins(model, src, ours, settings), MARGIN, SCORE_TOLERANCE)
+    assert clear >= len(lines) // 2, f"only {clear} sentences without a close call: the test shows little"
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])
@@ -138,13 +185,35 @@ def test_the_export_records_where_it_came_from(trained):
     assert dataclasses.asdict(CT2Translator.load(export, Placement("cpu")).config.model)["d_model"] == 32
 
 
-def test_the_length_limit_means_what_it_means_in_s2s(trained):
-    """CTranslate2 does not count </s> in its limit; s2s does (`max_output_lengths`)."""
-    _, export = trained
-    theirs = CT2Translator.load(export, Placement("cpu"))
-    for a, b, min_len in [(1.5, 10, 1), (0.0, 30, 1), (2.0, 0, 5), (3.0, 50, 1)]:
-        settings = theirs.options(DecodeOverrides(max_len_a=a, max_len_b=b, min_len=min_len)).search
-        for length in (1, 4, 9, 40):
-            src = torch.full((1, length), 7)  # `length` tokens, </s> included
-            expected = int(max_output_lengths(src, settings, theirs.config.model.max_positions)[0]) - 1
-            assert theirs._length_limit(settings, length) == expected
+@pytest.mark.parametrize("search", ["beam", "sampling"])
+def test_every_search_of_the_export_keeps_s2s_constraints(under_trained, tiny_run, search):
+    """Beam search and sampling too, whose choices may differ from s2s's (by their scoring, or by
+    chance): never <pad> or <bos>, at least min_len tokens, at most each sentence's own length limit
+    (</s> included, as in `max_output_lengths`); a sample scored as s2s scores it."""
+    model, theirs = under_trained("random post-norm")
+    lines = read_lines(tiny_run.data / "valid.src") + read_lines(tiny_run.data / "train.src")[:40]
+    constraints = {"min_len": 2, "max_len_a": 0.5, "max_len_b": 2}
+    if search == "beam":
+        settings = SearchSettings(beam=3, nbest=3, **constraints)
+    else:
+        settings = SearchSettings(beam=1, sampling=True, seed=1, **constraints)
+    src = pad([[*ids, EOS] for ids in theirs.tokenizers.src.encode(lines)])
+    limits = max_output_lengths(src, settings, model.max_positions).tolist()
+    found = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
+    for nbest, limit in zip(found, limits):
+        assert len(nbest) == settings.nbest
+        for hyp in nbest:
+            assert settings.min_len <= len(hyp.tokens) < limit
+            assert PAD not in hyp.tokens and BOS not in hyp.tokens
+    assert len(set(limits)) > 2 and any(
+        len(nbest[0].tokens) == limit - 1 for nbest, limit in zip(found, limits)
+    )
+    if settings.sampling:
+        for row, (hyp,) in enumerate(found):
+            target = [*hyp.tokens, EOS]
+            with torch.no_grad():
+                logp = model(src[row : row + 1], torch.tensor([[BOS, *target[:-1]]]))[0].log_softmax(-1)
+            logp_sum = float(logp[range(len(target)), target].sum())
+            assert hyp.score == pytest.approx(
+                logp_sum / length_penalty(len(target), settings.length_penalty), abs=SCORE_TOLERANCE
+            )

@@ -411,3 +411,9 @@ def test_batches_decoded_at_once_on_a_cpu_equal_batches_decoded_in_turn():
     assert ends_early(in_turn, pad([[*x, EOS] for x in sources]), s)
     assert [[h.tokens for h in n] for n in at_once] == [[h.tokens for h in n] for n in in_turn]
     assert [[h.score for h in n] for n in at_once] == [[h.score for h in n] for n in in_turn]
+
+
+@pytest.mark.parametrize("task", ["translate", "classify", "tag"])
+def test_no_sources_decode_to_no_hypotheses(task):
+    """What a chunk of blank lines leaves to decode: nothing, which is an answer, not an error."""
+    assert decode_ids(make_model(), [], SearchSettings(), 20, torch.device("cpu"), task=task) == []
