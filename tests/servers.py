@@ -8,7 +8,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+
+import httpx2
 
 SERVING = re.compile(r"serving .* on (http://\S+)")
 
@@ -48,3 +51,16 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise
+
+
+def request_in_flight(server: ServerProcess, lines: list[str]) -> tuple[threading.Thread, list]:
+    """POST `lines` to /translate from a thread and return once the server holds the request (its
+    /health counts it); the thread, and the list its response lands in."""
+    answer: list[httpx2.Response] = []
+    request = threading.Thread(
+        target=lambda: answer.append(httpx2.post(f"{server.url}/translate", json={"text": lines}, timeout=30))
+    )
+    request.start()
+    while httpx2.get(f"{server.url}/health").json()["requests"] == 0 and request.is_alive():
+        time.sleep(0.02)
+    return request, answer

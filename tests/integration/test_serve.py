@@ -7,7 +7,6 @@ import re
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 from tests.conftest import WORDS
 from tests.helpers import cli_translate, run_cli
-from tests.servers import ServerProcess
+from tests.servers import ServerProcess, request_in_flight
 
 LIMITS = Limits(max_lines=8, max_chars=60, max_body_bytes=4000, timeout_s=30.0, max_beam=4)
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "   ", "blue bird"]
@@ -232,13 +231,7 @@ def test_cli_errors_are_error_lines_with_exit_code_2(served_run, tmp_path, monke
 
 def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(served_run):
     server = ServerProcess(served_run, "--batch-window-ms", "1500")
-    answer: list[httpx2.Response] = []
-    request = threading.Thread(
-        target=lambda: answer.append(httpx2.post(f"{server.url}/translate", json={"text": LINES}, timeout=30))
-    )
-    request.start()
-    while httpx2.get(f"{server.url}/health").json()["requests"] == 0 and request.is_alive():
-        time.sleep(0.02)  # until the request arrives: the worker then holds it for the 1.5 s window
+    request, answer = request_in_flight(server, LINES)  # held for the 1.5 s batch window
     assert server.stop(signal.SIGTERM) == 0, "".join(server.log)
     request.join()
     assert answer[0].status_code == 200

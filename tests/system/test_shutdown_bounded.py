@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import signal
 import socket
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -15,7 +14,7 @@ import httpx2
 import pytest
 
 from tests.helpers import cli_translate
-from tests.servers import ServerProcess
+from tests.servers import ServerProcess, request_in_flight
 
 pytest.importorskip("uvicorn", reason="s2s serve is an optional extra: s2s[serve]")
 
@@ -56,13 +55,7 @@ def test_sigterm_ends_the_server_within_seconds_with_stalled_clients(served_run:
     assert keep_alive.get(f"{server.url}/health").status_code == 200  # its connection stays open
     stalled = {name: stalled_client(address, sent) for name, (sent, _) in STALLS.items()}
     time.sleep(0.3)  # for the server to read what they sent
-    answer: list[httpx2.Response] = []
-    request = threading.Thread(
-        target=lambda: answer.append(httpx2.post(f"{server.url}/translate", json={"text": LINES}, timeout=30))
-    )
-    request.start()
-    while httpx2.get(f"{server.url}/health").json()["requests"] == 0 and request.is_alive():
-        time.sleep(0.02)  # until the request arrives: the batcher then holds it for the 1.5 s window
+    request, answer = request_in_flight(server, LINES)  # held for the 1.5 s batch window
 
     start = time.monotonic()
     assert server.stop(signal.SIGTERM, timeout=60) == 0, "".join(server.log)
