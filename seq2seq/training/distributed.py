@@ -112,22 +112,20 @@ def _wait(work: dist.Work, patient: bool) -> None:
     work.wait(HOST_TIMEOUT if patient else COLLECTIVE_TIMEOUT)
 
 
+def _all_reduce(values: list[float], op: dist.ReduceOp, patient: bool) -> list[float]:
+    t = _host(values)
+    _wait(dist.all_reduce(t, op=op, group=_host_group, async_op=True), patient)
+    return t.tolist()
+
+
 def all_reduce_sum(value: float, info: DistInfo) -> float:
     """The sum of `value` over every rank."""
-    if not info.enabled:
-        return value
-    t = _host([value])
-    _wait(dist.all_reduce(t, group=_host_group, async_op=True), patient=False)
-    return float(t[0])
+    return _all_reduce([value], dist.ReduceOp.SUM, patient=False)[0] if info.enabled else value
 
 
 def all_reduce_max(value: float, info: DistInfo) -> float:
     """The largest `value` of any rank."""
-    if not info.enabled:
-        return value
-    t = _host([value])
-    _wait(dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_host_group, async_op=True), patient=False)
-    return float(t[0])
+    return _all_reduce([value], dist.ReduceOp.MAX, patient=False)[0] if info.enabled else value
 
 
 def broadcast_from_main(value: float, info: DistInfo, patient: bool = False) -> float:
@@ -143,9 +141,7 @@ def any_rank(flags: list[bool], info: DistInfo, patient: bool = False) -> list[b
     """Each flag is true on every rank if it is true on any (so all ranks stop together)."""
     if not info.enabled:
         return flags
-    t = _host([float(f) for f in flags])
-    _wait(dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_host_group, async_op=True), patient)
-    return [bool(v) for v in t.tolist()]
+    return [bool(v) for v in _all_reduce([float(f) for f in flags], dist.ReduceOp.MAX, patient)]
 
 
 def all_gather_object(obj: Any, info: DistInfo) -> list[Any]:
