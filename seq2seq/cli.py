@@ -177,6 +177,7 @@ def translate(
     beam: opt.Beam = None,
     nbest: opt.NBest = 1,
     length_penalty: opt.LengthPenalty = None,
+    length_norm: opt.LengthNorm = None,
     max_len_a: opt.MaxLenA = None,
     max_len_b: opt.MaxLenB = None,
     min_len: opt.MinLen = None,
@@ -205,7 +206,7 @@ def translate(
     with user_errors():
         check_std_streams(input, output)
         asked = DecodeOverrides(
-            beam, nbest, length_penalty, max_len_a, max_len_b, min_len, no_repeat_ngram,
+            beam, nbest, length_penalty, length_norm, max_len_a, max_len_b, min_len, no_repeat_ngram,
             sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()),
         )  # fmt: skip
         placement = Placement(device, precision, quantize)
@@ -289,6 +290,7 @@ def evaluate(
     task: opt.Task = None,
     beam: opt.Beam = None,
     length_penalty: opt.LengthPenalty = None,
+    length_norm: opt.LengthNorm = None,
     max_len_a: opt.MaxLenA = None,
     max_len_b: opt.MaxLenB = None,
     min_len: opt.MinLen = None,
@@ -315,8 +317,8 @@ def evaluate(
     with user_errors():
         files = EvaluateFiles(run_dir, tuple(hyp or ()), tuple(ref or ()), src, out, json_file, report)
         asked = DecodeOverrides(
-            beam=beam, length_penalty=length_penalty, max_len_a=max_len_a, max_len_b=max_len_b,
-            min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
+            beam=beam, length_penalty=length_penalty, length_norm=length_norm, max_len_a=max_len_a,
+            max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
         plan = plan_evaluation(files, task, asked)
@@ -359,6 +361,7 @@ def serve(
     port: opt.Port = 8000,
     beam: opt.Beam = None,
     length_penalty: opt.LengthPenalty = None,
+    length_norm: opt.LengthNorm = None,
     max_len_a: opt.MaxLenA = None,
     max_len_b: opt.MaxLenB = None,
     min_len: opt.MinLen = None,
@@ -392,8 +395,8 @@ def serve(
         from seq2seq.translate.streams import load_run_translator
 
         asked = DecodeOverrides(
-            beam=beam, length_penalty=length_penalty, max_len_a=max_len_a, max_len_b=max_len_b,
-            min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
+            beam=beam, length_penalty=length_penalty, length_norm=length_norm, max_len_a=max_len_a,
+            max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
         placement = Placement(device, precision, quantize)

@@ -13,7 +13,15 @@ from typer import Argument, Option
 
 # Options shared by `translate` and `evaluate`.
 Beam = Annotated[int | None, Option(help="Beam size (1 = greedy).", min=1)]
-LengthPenalty = Annotated[float | None, Option(help="GNMT length penalty alpha.", min=0)]
+LengthPenalty = Annotated[
+    float | None, Option(help="Length normalization alpha (decode.length_penalty; 0 = none).", min=0)
+]
+LengthNorm = Annotated[
+    str | None,
+    Option(
+        help="Beam scores over length**alpha (power) or ((5+length)/6)**alpha (gnmt) [default: the run's]."
+    ),
+]
 MaxTokens = Annotated[int | None, Option(help="Source tokens per batch.", min=1)]
 MaxLenA = Annotated[
     float | None, Option(help="Longest output = A x source tokens + B (decode.max_len_a).", min=0)

@@ -130,7 +130,7 @@ class RunDir:
                 f"{self.path} was made by a newer s2s (run format {found}; this s2s reads formats up to "
                 f"{RUN_FORMAT}): upgrade s2s to use this run"
             )
-        return load_config(self.config_file)
+        return load_config(self.config_file, saved=True)
 
     def format_version(self) -> int:
         """The run's format version; 0 when none is recorded (a run made before s2s recorded one)."""

@@ -19,7 +19,6 @@ from scripts.bench.options import Options
 from scripts.bench.tables import format_table
 from seq2seq.batching import token_batches
 from seq2seq.data.textio import read_lines
-from seq2seq.decoding.bulk import decode_ids
 from seq2seq.rundir import RunDir
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
@@ -108,7 +107,7 @@ def run_worker(spec: WorkerSpec) -> DecodeResult:
     max_tokens = translator.config.decode.max_tokens
 
     def decode(batch: list[list[int]]) -> int:
-        hyps = decode_ids(translator.model, batch, settings, max_tokens, device, translator.dtype)
+        hyps = translator.decode_ids(batch, settings, max_tokens)
         return sum(len(nbest[0].tokens) for nbest in hyps)
 
     decode(sources[:WARMUP_SENTENCES])

@@ -1,16 +1,26 @@
 """Decoding side by side: s2s against CTranslate2 on the same weights, fp32 and int8, greedy and beam.
 
-Exports the run's best checkpoint to CTranslate2 (float32 and int8) in a temporary directory, then
-translates the same lines with each engine and setting (s2s also with `--precision auto`), each in
-a fresh process (workers.py), one at a time, round-robin `--repeat` times (the fastest counts):
-loading and a warm-up of 8 lines are not timed, then every line is. Reports sentences/s, the ratio
-to CTranslate2 of the same weights, the worker's peak RSS (memory.py: its own VmHWM, loading
-included) and BLEU (sacreBLEU, against `--ref`) for each.
+Exports the run's best checkpoint to CTranslate2 (float32 and int8) in a temporary directory. First a
+grid finds each engine's best arrangement on this machine: batches decoded at once x threads per
+batch (all the ways to fill the cores) x batch size in source tokens, timed at beam 5 in fp32 on the
+first `GRID_LINES` lines. Then every setting translates the lines in its engine's best arrangement,
+each in a fresh process (workers.py), round-robin `--repeat` times (the fastest counts): loading and
+a warm-up of 8 lines are not timed, then every line is. The engines:
+
+- `s2s`: s2s's own decoder (fp32, `--precision auto`, int8);
+- `ctranslate2`: s2s's CTranslate2 engine (`s2s translate --engine ctranslate2`);
+- `ct2 direct`: CTranslate2 called directly on SentencePiece pieces, with s2s's per-sentence length
+  limits (one `translate_batch` per limit, all submitted at once): what the engine's overhead is
+  measured against.
+
+Reports sentences/s, the ratio to CTranslate2 (direct) of the same weights, the worker's peak RSS
+(memory.py: its own VmHWM, loading included) and BLEU (sacreBLEU, against `--ref`) for each.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import tempfile
 import time
@@ -32,8 +42,13 @@ ENGINES = (
     ("s2s", "int8", "fp32"),
     ("ctranslate2", None, "fp32"),
     ("ctranslate2", "int8", "fp32"),
+    ("ct2 direct", None, "fp32"),
+    ("ct2 direct", "int8", "fp32"),
 )
 WARMUP = 8
+GRID_LINES = 300  # lines each grid point translates
+GRID_BUDGETS = (2000, 4000, 8000)  # source tokens per batch (before the beam's expansion)
+GRID_BEAM = 5
 
 
 def missing(opts: Options) -> str | None:
@@ -43,31 +58,106 @@ def missing(opts: Options) -> str | None:
     return None
 
 
+def arrangements(cores: int) -> list[tuple[int, int]]:
+    """(batches at once, threads per batch) pairs that use all `cores`."""
+    return [(n, cores // n) for n in range(1, cores + 1) if cores % n == 0]
+
+
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """The worker's side (workers.py): translate spec["src"] with one engine, write the output."""
-    from seq2seq.ct2.engine import CT2Translator
+    torch.set_num_threads(spec["at_once"] * spec["each"])
+    lines = _lines(spec["src"], spec["limit"])
+    if spec["engine"] == "ct2 direct":
+        translate, dtype = _direct(spec), "float32"
+    else:
+        translate, dtype = _through_s2s(spec)
+    translate(lines[:WARMUP])
+    start = time.perf_counter()
+    out = translate(lines)
+    seconds = time.perf_counter() - start
+    Path(spec["out"]).write_text("".join(line + "\n" for line in out), encoding="utf-8")
+    return {"seconds": seconds, "dtype": dtype}
+
+
+def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
+    """`translate(lines) -> lines` with s2s's decoder or s2s's CTranslate2 engine, and the dtype used."""
+    from seq2seq.ct2.engine import CT2Translator, Threads
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.translator import Translator
 
-    torch.set_num_threads(spec["threads"])
     if spec["engine"] == "ctranslate2":
         placement = Placement("cpu", quantize=spec["quantize"])
-        translator = CT2Translator.load(Path(spec["model"]), placement, spec["threads"])
+        threads = Threads(spec["at_once"], spec["each"])
+        translator = CT2Translator.load(Path(spec["model"]), placement, threads)
         dtype = "float32"
     else:
-        placement = Placement("cpu", spec["precision"], spec["quantize"])
-        translator = Translator.load(spec["model"], ["best"], placement)
+        translator = Translator.load(
+            spec["model"], ["best"], Placement("cpu", spec["precision"], spec["quantize"])
+        )
+        translator.at_once = spec["at_once"]
         dtype = str(translator.dtype or "float32").removeprefix("torch.")
-    lines = _lines(spec["src"], spec["limit"])
     settings = translator.options(DecodeOverrides(beam=spec["beam"])).search
-    budget = translator.config.decode.max_tokens
-    translator.translate(lines[:WARMUP], settings, budget)
-    start = time.perf_counter()
-    out = translator.translate(lines, settings, budget)
-    seconds = time.perf_counter() - start
-    Path(spec["out"]).write_text("".join(t.texts[0] + "\n" for t in out), encoding="utf-8")
-    return {"seconds": seconds, "dtype": dtype}
+
+    def translate(lines: list[str]) -> list[str]:
+        # no scores asked, as `s2s translate` without --scores (and as CTranslate2 called directly)
+        return [t.texts[0] for t in translator.translate(lines, settings, spec["max_tokens"], scores=False)]
+
+    return translate, dtype
+
+
+def _direct(spec: dict[str, Any]) -> Any:
+    """`translate(lines) -> lines` with CTranslate2 itself: SentencePiece pieces in, the run's decode
+    settings and its length limit per sentence (min(a * tokens + b, positions - 1), </s> counted)."""
+    import ctranslate2
+    import sentencepiece
+
+    export = Path(spec["model"])
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(export / "tokenizer" / "spm.model"))
+    config = json.loads((export / "s2s.json").read_text(encoding="utf-8"))["config"]
+    decode, positions = config["decode"], config["model"]["max_positions"]
+    engine = ctranslate2.Translator(
+        str(export),
+        device="cpu",
+        compute_type=spec["quantize"] or "default",
+        inter_threads=spec["at_once"],
+        intra_threads=spec["each"],
+    )
+    names = [export / "shared_vocabulary.json", export / "target_vocabulary.json"]
+    target = json.loads(next(p for p in names if p.is_file()).read_text(encoding="utf-8"))
+    forbidden = [[target[0]], [target[2]]]  # <pad> and <s> as the export names them (ids 0 and 2)
+    beam = spec["beam"]
+
+    def translate(lines: list[str]) -> list[str]:
+        pieces = sp.encode(lines, out_type=str)
+        shortest = decode["min_len"] + 1
+        limits = [
+            max(min(int(decode["max_len_a"] * (len(p) + 1) + decode["max_len_b"]), positions - 1), shortest)
+            for p in pieces
+        ]
+        pending = []
+        for limit in sorted(set(limits)):
+            rows = [i for i, n in enumerate(limits) if n == limit]
+            results = engine.translate_batch(
+                [pieces[i] for i in rows],
+                max_batch_size=max(spec["max_tokens"] // beam, 1),
+                batch_type="tokens",
+                beam_size=beam,
+                length_penalty=decode["length_penalty"] if beam > 1 else 0.0,
+                max_decoding_length=limit - 1,
+                min_decoding_length=decode["min_len"],
+                max_input_length=0,
+                suppress_sequences=forbidden,
+                asynchronous=True,
+            )
+            pending.append((rows, results))
+        out = [""] * len(lines)
+        for rows, results in pending:
+            for i, result in zip(rows, results):
+                out[i] = sp.decode_pieces(result.result().hypotheses[0])
+        return out
+
+    return translate
 
 
 def _lines(path: str, limit: int) -> list[str]:
@@ -80,14 +170,14 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Every engine and setting on the CPU; the device option does not apply (CTranslate2 runs here on
     the CPU only)."""
     assert opts.run_dir is not None  # options.parse insists
-    threads = torch.get_num_threads()
-    return run_engines_section(opts.run_dir, opts.src, opts.ref, opts.limit, threads, opts.beams, opts.repeat)
+    cores = torch.get_num_threads()
+    return run_engines_section(opts.run_dir, opts.src, opts.ref, opts.limit, cores, opts.beams, opts.repeat)
 
 
 def run_engines_section(
-    run_dir: str, src: str, ref: str | None, limit: int, threads: int, beams: tuple[int, ...], repeat: int
+    run_dir: str, src: str, ref: str | None, limit: int, cores: int, beams: tuple[int, ...], repeat: int
 ) -> dict[str, Any]:
-    """Every engine and setting on the lines of `src`, round-robin `repeat` times; the fastest counts."""
+    """The grid, then every engine and setting on the lines of `src`, round-robin `repeat` times."""
     from seq2seq.ct2.export import export_ctranslate2
 
     count = len(_lines(src, limit))
@@ -97,38 +187,66 @@ def run_engines_section(
         for quantize in (None, "int8"):
             exports[quantize] = Path(scratch) / f"ct2_{quantize or 'fp32'}"
             export_ctranslate2(Path(run_dir), "best", exports[quantize], quantize)
+        base = {"run_dir": run_dir, "src": src, "limit": limit}
+        grid_base = base | {"limit": min(limit, GRID_LINES) if limit > 0 else GRID_LINES}
+        grid = {
+            engine: _grid(grid_base, engine, exports, Path(scratch), cores)
+            for engine in ("s2s", "ct2 direct")
+        }
+        grid["ctranslate2"] = grid["ct2 direct"]  # s2s's engine runs as CTranslate2 runs best
         best: dict[tuple[str, str | None, str, int], dict[str, Any]] = {}
         for _ in range(repeat):  # round-robin, so a noisy minute does not hit one setting only
             for beam in beams:
                 for engine, quantize, precision in ENGINES:
                     setting = (engine, quantize, precision, beam)
-                    spec = {"run_dir": run_dir, "src": src, "limit": limit, "threads": threads}
-                    row = measure_setting(spec, setting, exports, Path(scratch), refs, count)
+                    arranged = base | grid[engine]["best"]
+                    row = measure_setting(arranged, setting, exports, Path(scratch), refs, count)
                     if setting not in best or row["sentences_per_s"] > best[setting]["sentences_per_s"]:
                         best[setting] = row
     rows = list(best.values())
     for row in rows:
-        same = _ct2_row(rows, row["quantize"], row["beam"])
+        same = _direct_row(rows, row["quantize"], row["beam"])
         row["vs_ctranslate2"] = row["sentences_per_s"] / same["sentences_per_s"]
         row["rss_vs_ctranslate2"] = row["peak_rss_mib"] / same["peak_rss_mib"]
-    return {"sentences": count, "threads": threads, "results": rows}
+    grids = {engine: grid[engine] for engine in ("s2s", "ct2 direct")}
+    return {"sentences": count, "cores": cores, "grid": grids, "results": rows}
+
+
+def _grid(
+    base: dict[str, Any], engine: str, exports: dict[str | None, Path], scratch: Path, cores: int
+) -> dict[str, Any]:
+    """Every arrangement of `engine` at beam GRID_BEAM in fp32, timed once; the fastest is `best`."""
+    points = []
+    for at_once, each in arrangements(cores):
+        for budget in GRID_BUDGETS:
+            spec = base | {"at_once": at_once, "each": each, "max_tokens": budget}
+            row = measure_setting(spec, (engine, None, "fp32", GRID_BEAM), exports, scratch, None, 0)
+            points.append({"at_once": at_once, "each": each, "max_tokens": budget, "seconds": row["seconds"]})
+    fastest = min(points, key=lambda p: p["seconds"])
+    return {"points": points, "best": {k: fastest[k] for k in ("at_once", "each", "max_tokens")}}
 
 
 def targets(section: dict[str, Any]) -> dict[str, float]:
-    """Issue 11's decoding targets: speed and peak RSS against CTranslate2, int8's BLEU cost.
-
-    The targets are stated for beam 5 and greedy; where those beams were not run there are none.
+    """Issue 24's decoding targets: speed and peak RSS against CTranslate2 at its fastest, the engine's
+    overhead, int8's BLEU cost. Stated for beam 5 and greedy; where those beams were not run there are none.
     """
     if not {1, 5} <= {r["beam"] for r in section["results"]}:
         return {}
     rows = {(r["engine"], r["quantize"], r["precision"], r["beam"]): r for r in section["results"]}
     out = {}
-    for precision in ("fp32", "auto"):
-        for beam in (5, 1):
-            out[f"s2s {precision} / CT2 fp32, beam {beam}, sent/s"] = rows["s2s", None, precision, beam][
-                "vs_ctranslate2"
-            ]
-    out["s2s int8 / CT2 int8, beam 5, sent/s"] = rows["s2s", "int8", "fp32", 5]["vs_ctranslate2"]
+    for beam in (5, 1):
+        fastest = max(
+            rows["ct2 direct", None, "fp32", beam]["sentences_per_s"],
+            rows["ct2 direct", "int8", "fp32", beam]["sentences_per_s"],
+        )
+        out[f"s2s auto / CT2 fastest, beam {beam}, sent/s"] = (
+            rows["s2s", None, "auto", beam]["sentences_per_s"] / fastest
+        )
+        out[f"s2s int8 / CT2 int8, beam {beam}, sent/s"] = rows["s2s", "int8", "fp32", beam]["vs_ctranslate2"]
+        for quantize in (None, "int8"):
+            out[f"--engine ctranslate2 / CT2 direct, {quantize or 'fp32'}, beam {beam}, sent/s"] = rows[
+                "ctranslate2", quantize, "fp32", beam
+            ]["vs_ctranslate2"]
     for precision in ("fp32", "auto"):
         out[f"s2s {precision} / CT2 fp32, beam 5, peak RSS"] = rows["s2s", None, precision, 5][
             "rss_vs_ctranslate2"
@@ -137,13 +255,16 @@ def targets(section: dict[str, Any]) -> dict[str, float]:
         out["s2s BLEU int8 - fp32, beam 5"] = (
             rows["s2s", "int8", "fp32", 5]["bleu"] - rows["s2s", None, "fp32", 5]["bleu"]
         )
+        out["s2s BLEU - CT2 BLEU, fp32, beam 5"] = (
+            rows["s2s", None, "fp32", 5]["bleu"] - rows["ct2 direct", None, "fp32", 5]["bleu"]
+        )
     return out
 
 
-def _ct2_row(rows: list[dict[str, Any]], quantize: str | None, beam: int) -> dict[str, Any]:
-    """CTranslate2's row with the same weights and beam."""
+def _direct_row(rows: list[dict[str, Any]], quantize: str | None, beam: int) -> dict[str, Any]:
+    """CTranslate2's (direct) row with the same weights and beam."""
     return next(
-        r for r in rows if r["engine"] == "ctranslate2" and r["quantize"] == quantize and r["beam"] == beam
+        r for r in rows if r["engine"] == "ct2 direct" and r["quantize"] == quantize and r["beam"] == beam
     )
 
 
@@ -155,23 +276,31 @@ def measure_setting(
     refs: list[str] | None,
     count: int,
 ) -> dict[str, Any]:
-    """One worker run of one setting (engine, weights, precision, beam): speed, peak memory, BLEU."""
+    """One worker run of one setting (engine, weights, precision, beam) in the arrangement `base` gives
+    (at_once, each, max_tokens): speed, peak memory, BLEU."""
     engine, quantize, precision, beam = setting
-    out = scratch / f"{engine}_{quantize}_{precision}_{beam}.txt"
+    out = scratch / f"{engine.replace(' ', '_')}_{quantize}_{precision}_{beam}.txt"
     spec = {
+        **base,
         "engine": engine,
         "quantize": quantize,
         "precision": precision,
-        "model": str(exports[quantize] if engine == "ctranslate2" else base["run_dir"]),
-        "src": base["src"],
-        "limit": base["limit"],
+        "model": str(exports[quantize] if engine != "s2s" else base["run_dir"]),
         "beam": beam,
-        "threads": base["threads"],
         "out": str(out),
     }
-    log.info("%s %s beam %d", engine, quantize or precision, beam)
+    log.info(
+        "%s %s beam %d (%d x %d threads, %d tokens)",
+        engine,
+        quantize or precision,
+        beam,
+        spec["at_once"],
+        spec["each"],
+        spec["max_tokens"],
+    )
     row = {**spec, **workers.spawn("engine", spec)}
-    row["sentences_per_s"] = round(count / row["seconds"], 1)
+    if count:
+        row["sentences_per_s"] = round(count / row["seconds"], 1)
     if refs is not None:
         row["bleu"] = round(
             sacrebleu.corpus_bleu(out.read_text(encoding="utf-8").splitlines(), [refs]).score, 2
@@ -188,15 +317,27 @@ def weights(row: dict[str, Any]) -> str:
 
 
 def report(section: dict[str, Any]) -> str:
-    """The table: each engine and setting with sentences/s, its ratio to CTranslate2 on the same
-    weights, peak RSS (and its ratio) and BLEU."""
+    """The grid of each engine, then the table: each engine and setting with sentences/s, its ratio to
+    CTranslate2 (direct) on the same weights, peak RSS (and its ratio) and BLEU."""
     lines = [
         f"== engines: decoding against CTranslate2 ({section['sentences']} sentences, "
-        f"{section['threads']} threads, "
-        "each in a fresh process, the fastest of the rounds; peak RSS = the worker's own)",
-        f"{'engine':<14}{'weights':<13}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MiB':>13}{'vs CT2':>8}"
-        f"{'BLEU':>7}",
+        f"{section['cores']} cores)"
     ]
+    for engine, grid in section["grid"].items():
+        points = ", ".join(
+            f"{p['at_once']}x{p['each']} {p['max_tokens']}: {p['seconds']:.2f}s" for p in grid["points"]
+        )
+        chosen = grid["best"]
+        lines.append(
+            f"grid {engine} (batches at once x threads each, tokens per batch; beam {GRID_BEAM}, fp32): "
+            f"{points}"
+            f" -> {chosen['at_once']}x{chosen['each']} {chosen['max_tokens']}"
+        )
+    lines.append("each setting in a fresh process, the fastest of the rounds; peak RSS = the worker's own")
+    lines.append(
+        f"{'engine':<14}{'weights':<13}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MiB':>13}{'vs CT2':>8}"
+        f"{'BLEU':>7}"
+    )
     for row in section["results"]:
         lines.append(
             f"{row['engine']:<14}{weights(row):<13}{row['beam']:>5}{row['sentences_per_s']:>9}"

@@ -20,6 +20,23 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def cpu_features() -> str | None:
+    """Which of the vector and matrix extensions that decoding kernels use the CPU has (FEATURES, from
+    /proc/cpuinfo's flags), or None where there is no /proc/cpuinfo."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file():
+        return None
+    flags: set[str] = set()
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    return " ".join(f for f in FEATURES if f in flags) or "none of " + " ".join(FEATURES)
+
+
 def memory_gib() -> float | None:
     """Total memory of the machine in GiB (None where there is no /proc/meminfo)."""
     meminfo = Path("/proc/meminfo")
@@ -30,9 +47,10 @@ def memory_gib() -> float | None:
 
 
 def describe(device: torch.device) -> dict[str, object]:
-    """CPU, cores, memory, GPU, device, torch/python versions, torch threads and the date."""
+    """CPU, its features, cores, memory, GPU, device, torch/python versions, torch threads and the date."""
     return {
         "cpu": cpu_model(),
+        "cpu_features": cpu_features(),
         "cores": os.cpu_count(),
         "memory_gib": memory_gib(),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
 from seq2seq.config.rules import broken
+
+# how beam search divides a hypothesis' log-probability by its length (search.length_normalizer):
+# power: length ** alpha (CTranslate2, Hugging Face); gnmt: ((5 + length) / 6) ** alpha (Wu et al. 2016)
+LengthNorm = Literal["power", "gnmt"]
+LENGTH_NORMS: tuple[str, ...] = typing.get_args(LengthNorm)
 
 
 @dataclass(frozen=True)
@@ -12,7 +19,8 @@ class DecodeConfig:
     """Defaults for `s2s translate` and `s2s evaluate` (each can be overridden on the command line)."""
 
     beam: int = 5
-    length_penalty: float = 1.0  # GNMT alpha; 0 = plain sum of log-probabilities
+    length_penalty: float = 1.0  # alpha of the length normalization; 0 = plain sum of log-probabilities
+    length_norm: LengthNorm = "power"  # LENGTH_NORMS, above
     max_len_a: float = 1.5  # max output length = a * source length + b
     max_len_b: int = 10
     min_len: int = 1

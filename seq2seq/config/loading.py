@@ -27,10 +27,16 @@ MAX_INT = 2**31  # every integer setting fits a C int (SentencePiece, torch)
 MAX_BYTES = 256 << 10  # a config is a few hundred lines; pure-Python YAML reads about 100 KB a second
 MAX_DEPTH = 32  # a config needs 4: the document, a section, a list of files, a file name
 MAX_VALUES = 100_000  # scalars and collections, with every alias expanded
+# what a config saved by an older s2s meant by a key it did not have yet (its default then)
+SAVED_BEFORE = {("decode", "length_norm"): "gnmt"}
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
-    """Read a YAML config, apply `a.b=value` overrides, and validate everything at once."""
+def load_config(path: str | Path, overrides: list[str] | None = None, saved: bool = False) -> Config:
+    """Read a YAML config, apply `a.b=value` overrides, and validate everything at once.
+
+    `saved`: the file is a run's own resolved config, so a key it lacks is one that did not exist when
+    it was written, and means what it meant then (`SAVED_BEFORE`), not today's default.
+    """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
@@ -51,7 +57,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     for item in overrides or []:
         apply_override(raw, item)
-    return config_from_dict(raw)
+    return config_from_dict(raw, saved)
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:
@@ -144,11 +150,17 @@ def shown(value: Any) -> str:
     return _repr.repr(value)
 
 
-def config_from_dict(raw: dict[str, Any]) -> Config:
+def config_from_dict(raw: dict[str, Any], saved: bool = False) -> Config:
     """Build a `Config` from plain data, raising one `ConfigError` that lists every problem.
 
     The value rules run only on a config whose keys and types are all valid (they read the values).
+    `saved`: `raw` was saved by s2s (a run's config, an export's), as `load_config` says.
     """
+    if saved:
+        raw = {**raw}
+        for (section, key), value in SAVED_BEFORE.items():
+            if isinstance(raw.get(section), dict) and key not in raw[section]:
+                raw[section] = {**raw[section], key: value}
     errors: list[str] = []
     cfg = _build(Config, raw, "", errors)
     if not errors:

@@ -1,17 +1,22 @@
 """Translate with a CTranslate2 export (`s2s export`): the same lines in, lines out as `Translator`.
 
 CTranslate2 decodes under s2s's constraints (`decoding.search`): never <pad> or <bos>, no </s> before
-`min_len` tokens, each sentence's own length limit (a * |src| + b, capped by the positions). Greedy
-search (and sampling) then gives s2s's tokens wherever the model's choice is clear, scored as s2s
-scores them: the model's log-probabilities, </s> included, over GNMT's length penalty (tested on an
-under-trained model). Beam search differs in its scores: CTranslate2 normalizes a hypothesis' score
-by length ** length_penalty, where s2s uses GNMT's ((5 + length) / 6) ** alpha, and renormalizes the
-probabilities after removing the forbidden tokens.
+`min_len` tokens, each sentence's own length limit (a * |src| + b, capped by the positions), the
+probabilities renormalized over what is allowed. Its beam search divides a score by length ** alpha,
+s2s's `power` rule, so a run with that rule gets the same scores from both engines (tested): greedy
+search gives s2s's tokens wherever the model's choice is clear, beam search s2s's translations unless
+s2s's search finds a better one (it stops later: `beam_search`). A run with the `gnmt` rule is searched
+under CTranslate2's rule and its n-best re-ranked by GNMT's (CTranslate2 has no other).
+
+Threads: on a CPU, one batch per core at once, one thread each (`inter_threads`), as s2s decodes; the
+benchmark's grid (`scripts/bench --sections engines`) found this the fastest arrangement.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +25,25 @@ import torch
 from seq2seq.config import Config
 from seq2seq.ct2.export import read_export_info, require_ctranslate2, vocabulary
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
-from seq2seq.decoding.search import Hypothesis, SearchSettings, length_penalty, max_output_lengths
+from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, max_output_lengths
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.translator import Translation, blank_translations, clip_sources
+
+
+@dataclass(frozen=True)
+class Threads:
+    """How CTranslate2 spreads decoding over CPU cores."""
+
+    inter: int  # batches decoded at once
+    intra: int  # threads per batch
+
+
+def default_threads(cores: int = 0) -> Threads:
+    """One batch per core, one thread each (`cores`: 0 = torch's thread count, one per core)."""
+    return Threads(cores or torch.get_num_threads(), 1)
 
 
 class CT2Translator:
@@ -40,11 +58,13 @@ class CT2Translator:
         self._end = pieces[EOS]
 
     @classmethod
-    def load(cls, export_dir: Path, placement: Placement = AUTO, threads: int = 0) -> CT2Translator:
+    def load(
+        cls, export_dir: Path, placement: Placement = AUTO, threads: Threads | None = None
+    ) -> CT2Translator:
         """`placement.quantize` (e.g. int8) converts the weights at load time; None keeps the exported
         type. CTranslate2 picks its own precision, so `placement.precision` is not used.
 
-        `threads` is CTranslate2's threads per translation (0 = its default).
+        `threads`: None = `default_threads()` on a CPU, one batch at a time on a GPU.
         """
         ctranslate2 = require_ctranslate2()
         info, config = read_export_info(Path(export_dir))
@@ -52,13 +72,16 @@ class CT2Translator:
         device = placement.device
         device = "cuda" if device == "auto" and ctranslate2.get_cuda_device_count() else device
         device = "cpu" if device == "auto" else device
+        if threads is None:
+            threads = default_threads() if device == "cpu" else Threads(1, 1)
         try:
             engine = ctranslate2.Translator(
                 str(export_dir),
                 device=device.split(":")[0],
                 device_index=int(device.split(":")[1]) if ":" in device else 0,
                 compute_type=placement.quantize or "default",
-                intra_threads=threads,
+                inter_threads=threads.inter,
+                intra_threads=threads.intra,
             )
         except (RuntimeError, ValueError) as e:
             raise RunDirError(f"CTranslate2 cannot load {export_dir}: {e}") from None
@@ -79,35 +102,80 @@ class CT2Translator:
         max_tokens: int,
         first_line: int = 1,
         keep_unk: bool = False,
+        scores: bool = True,
     ) -> list[Translation]:
-        """One `Translation` per input line, in order; an empty line gives an empty translation."""
+        """One `Translation` per input line, in order; an empty line gives an empty translation.
+
+        Without `scores` greedy search and sampling skip CTranslate2's log-softmax (their scores are
+        NaN): what `s2s translate` does unless --scores or --nbest asks for them.
+        """
         todo = [i for i, line in enumerate(lines) if line.strip()]
         out = blank_translations(len(lines), settings.nbest)
         if not todo:
             return out
-        sources = [self.tokenizers.src.pieces(lines[i]) for i in todo]
+        sources = self.tokenizers.src.pieces_of([lines[i] for i in todo])
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
-        for i, nbest in zip(todo, self.search(sources, settings, max_tokens)):
-            texts = self.tokenizers.tgt.decode([h.tokens for h in nbest], keep_unk)
-            out[i] = Translation(texts, [h.score for h in nbest])
+        found = self.search(sources, settings, max_tokens, scores)
+        texts = self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk)
+        for n, (i, nbest) in enumerate(zip(todo, found)):
+            out[i] = Translation(
+                texts[n * settings.nbest : (n + 1) * settings.nbest], [h.score for h in nbest]
+            )
         return out
 
     def search(
-        self, sources: list[list[str]], settings: SearchSettings, max_tokens: int
+        self, sources: list[list[str]], settings: SearchSettings, max_tokens: int, scores: bool = True
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses (target ids) of each source (its pieces, without </s>), best first,
-        as `decoding.search` gives them for the same sources."""
+        as `decoding.search` gives them for the same sources, scored by the run's rule.
+
+        CTranslate2 takes one length limit per call: the sources are decoded in one call per limit,
+        all submitted at once, so that its threads work on several calls together.
+        """
         limits = self.length_limits(settings, [len(s) + 1 for s in sources])  # + </s>
         if settings.sampling and settings.seed is not None:
             require_ctranslate2().set_random_seed(settings.seed)
-        if settings.beam == 1 and settings.nbest == 1:  # where s2s searches greedily (`search.search`)
-            found = self._greedy(sources, limits, settings, max_tokens)
-        else:
-            found = self._beam(sources, limits, settings, max_tokens)
-        return [
-            [Hypothesis([self._ids[piece] for piece in hyp], score) for hyp, score in zip(*nbest)]
-            for nbest in found
-        ]
+        options = self._options(settings, max_tokens, scores)
+        pending = []
+        for limit in sorted(set(limits)):
+            rows = [i for i, row_limit in enumerate(limits) if row_limit == limit]
+            results = self.engine.translate_batch(
+                [sources[i] for i in rows],
+                **options,
+                max_decoding_length=limit - 1,  # s2s counts the </s> in its limit; CTranslate2 does not
+                asynchronous=True,
+            )
+            pending.append((rows, results))
+        found: list[list[Hypothesis]] = [[] for _ in sources]
+        for rows, results in pending:
+            for i, result in zip(rows, results):
+                found[i] = self._hypotheses(result.result(), settings)
+        return found
+
+    def _hypotheses(self, result: Any, settings: SearchSettings) -> list[Hypothesis]:
+        """One result's n-best as s2s's hypotheses: target ids, scored by the run's rule.
+
+        CTranslate2's score is the sum of the (renormalized) log-probabilities, </s> included when
+        the hypothesis ended by choice, over length ** alpha (length without </s>): s2s's `power` rule,
+        whose `max(length, 1)` differs only for an empty output (which CTranslate2 ranks last). Under
+        `gnmt` the n-best is re-ranked. Greedy search is asked for the plain sum (`_alpha`).
+        """
+        alpha = self._alpha(settings)
+        hyps = []
+        for pieces, score in zip(result.hypotheses, result.scores or [math.nan] * len(result.hypotheses)):
+            total = score * len(pieces) ** alpha if pieces else score  # empty: -inf under alpha > 0
+            hyps.append(
+                Hypothesis([self._ids[p] for p in pieces], total / length_normalizer(len(pieces), settings))
+            )
+        if settings.length_norm != "power":
+            hyps.sort(key=lambda h: -h.score)
+        return hyps[: settings.nbest]
+
+    @staticmethod
+    def _alpha(settings: SearchSettings) -> float:
+        """The length penalty CTranslate2 is given: none for greedy search and sampling, whose tokens do
+        not depend on it, so that their scores are plain sums, normalized here by the run's rule."""
+        return settings.length_penalty if settings.beam > 1 else 0.0
 
     def length_limits(self, settings: SearchSettings, source_tokens: Sequence[int]) -> list[int]:
         """s2s's longest output (</s> included) for sources of `source_tokens` tokens (</s> included):
@@ -116,69 +184,22 @@ class CT2Translator:
         src = (torch.arange(int(lengths.max()))[None, :] < lengths[:, None]).long() * EOS  # (B, S), 0 = PAD
         return max_output_lengths(src, settings, self.config.model.max_positions).tolist()
 
-    def _options(self, settings: SearchSettings, max_tokens: int) -> dict[str, Any]:
+    def _options(self, settings: SearchSettings, max_tokens: int, scores: bool) -> dict[str, Any]:
         """translate_batch's options for s2s's search `settings` (all but the length limit)."""
+        rerank = settings.length_norm != "power" and settings.beam > 1
         return {
             "max_batch_size": max(max_tokens // settings.beam, 1),
             "batch_type": "tokens",
             "beam_size": settings.beam,
-            "num_hypotheses": settings.nbest,
-            "length_penalty": settings.length_penalty,
+            "num_hypotheses": settings.beam if rerank else settings.nbest,
+            "length_penalty": self._alpha(settings),
             "min_decoding_length": settings.min_len,
             "no_repeat_ngram_size": settings.no_repeat_ngram,
             "suppress_sequences": self._forbidden,
             "end_token": self._end,
             "max_input_length": 0,  # sources are clipped to the positions already (`clip_sources`)
+            "return_scores": scores or settings.beam > 1,  # beam search computes them anyway
             "sampling_topk": (settings.top_k or 0) if settings.sampling else 1,
             "sampling_topp": settings.top_p,
             "sampling_temperature": settings.temperature,
         }
-
-    def _greedy(
-        self, sources: list[list[str]], limits: list[int], settings: SearchSettings, max_tokens: int
-    ) -> list[tuple[list[list[str]], list[float]]]:
-        """Greedy (or sampled) pieces and s2s's score of each source, in one call to CTranslate2.
-
-        A greedy prefix does not depend on the length limit, so every sentence is decoded to the
-        longest limit and cut at its own, where s2s allows only </s>. Then each output is scored by the
-        model (`score_batch`): CTranslate2's own scores renormalize the probabilities after removing
-        the forbidden tokens, s2s's do not.
-        """
-        results = self.engine.translate_batch(
-            sources,
-            **self._options(settings, max_tokens),
-            max_decoding_length=max(limits) - 1,
-            return_end_token=True,
-        )
-        outputs = []
-        for result, limit in zip(results, limits):
-            pieces = result.hypotheses[0]
-            if pieces and pieces[-1] == self._end:
-                pieces = pieces[:-1]
-            outputs.append(pieces[: limit - 1])
-        scored = self.engine.score_batch(
-            sources, outputs, max_batch_size=max_tokens, batch_type="tokens", max_input_length=0
-        )
-        alpha = settings.length_penalty
-        return [
-            ([pieces], [sum(s.log_probs) / length_penalty(len(s.log_probs), alpha)])
-            for pieces, s in zip(outputs, scored)
-        ]
-
-    def _beam(
-        self, sources: list[list[str]], limits: list[int], settings: SearchSettings, max_tokens: int
-    ) -> list[tuple[list[list[str]], list[float]]]:
-        """The n-best pieces and CTranslate2's scores of each source, one call per length limit (a beam
-        search is cut short by its limit; CTranslate2 takes one limit per call)."""
-        out: list[tuple[list[list[str]], list[float]]] = [([], [])] * len(sources)
-        for limit in sorted(set(limits)):
-            rows = [i for i, row_limit in enumerate(limits) if row_limit == limit]
-            results = self.engine.translate_batch(
-                [sources[i] for i in rows],
-                **self._options(settings, max_tokens),
-                max_decoding_length=limit - 1,  # s2s counts the </s> in its limit; CTranslate2 does not
-                return_scores=True,
-            )
-            for i, result in zip(rows, results):
-                out[i] = (list(result.hypotheses), list(result.scores))
-        return out

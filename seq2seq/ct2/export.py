@@ -67,7 +67,7 @@ def read_export_info(export_dir: Path) -> tuple[dict[str, Any], Config]:
         fields = ", ".join(wrong)
         raise ExportError(f"{path} is not what `s2s export` writes ({fields}: missing or wrong): {again}")
     try:
-        return info, config_from_dict(info["config"])
+        return info, config_from_dict(info["config"], saved=True)
     except ConfigError as e:
         raise ExportError(f"{path} holds a config this s2s cannot use ({e}): {again}") from None
 

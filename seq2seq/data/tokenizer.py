@@ -73,6 +73,10 @@ class Tokenizer:
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)
 
+    def pieces_of(self, lines: Sequence[str], threads: int = -1) -> list[list[str]]:
+        """`pieces` of each line, in one call (`threads` as in `encode`)."""
+        return self.sp.encode(list(lines), out_type=str, num_threads=threads)
+
     def words(self, line: str) -> list[str]:
         """The words of `line` as a tagger reads them, one tag each: the tokenizer's, each beginning at
         a piece that `word_starts` marks (what training's labels and `decoding.read` use).

@@ -27,6 +27,7 @@ def decode_ids(
     device: torch.device,
     dtype: torch.dtype | None = None,
     task: str = "translate",
+    at_once: int = 0,
 ) -> list[list[Hypothesis]]:
     """Hypotheses for each source (token ids without <eos>), in input order.
 
@@ -34,7 +35,9 @@ def decode_ids(
     spent on padding; results are written back to their input positions. On a CPU, as many batches
     as torch has threads are decoded at once, each on one core (like CTranslate2's inter_threads):
     a decoding step's tensors are too small to keep several cores busy one operation at a time.
-    A reader's run (`task` classify or tag) is read in one pass instead of searched.
+    A reader's run (`task` classify or tag) is read in one pass instead of searched. `at_once` sets
+    how many batches a CPU decodes together (0 = one per torch thread), each on an equal share of the
+    threads: what the benchmark's grid varies.
     """
     results: list[list[Hypothesis]] = [[] for _ in sources]
     # budget the expected beam work: each source row is expanded into `beam` decoder rows
@@ -49,8 +52,9 @@ def decode_ids(
                 return read(model, src)
             return search(model, src, settings)
 
-    threads = min(torch.get_num_threads(), len(batches)) if device.type == "cpu" else 1
-    with _one_core_each(threads) as mapper:
+    cores = torch.get_num_threads()
+    workers = min(at_once or cores, cores, len(batches)) if device.type == "cpu" else 1
+    with _shared_cores(workers, cores // max(workers, 1)) as mapper:
         for batch, hyps in zip(batches, mapper(decode, batches)):
             for i, h in zip(batch, hyps):
                 results[i] = h
@@ -58,14 +62,14 @@ def decode_ids(
 
 
 @contextlib.contextmanager
-def _one_core_each(threads: int) -> Iterator[Callable[..., Iterator]]:
-    """A `map` over `threads` decoding threads with one intra-op thread each (below 2: plain `map`)."""
-    if threads < 2:
+def _shared_cores(workers: int, each: int) -> Iterator[Callable[..., Iterator]]:
+    """A `map` over `workers` decoding threads with `each` intra-op threads (below 2: plain `map`)."""
+    if workers < 2:
         yield map
         return
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="s2s-decode")
+    torch.set_num_threads(each)
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="s2s-decode")
     try:
         yield pool.map
     finally:
@@ -78,6 +82,7 @@ def config_search(decode: DecodeConfig) -> SearchSettings:
     return SearchSettings(
         beam=decode.beam,
         length_penalty=decode.length_penalty,
+        length_norm=decode.length_norm,
         max_len_a=decode.max_len_a,
         max_len_b=decode.max_len_b,
         min_len=decode.min_len,

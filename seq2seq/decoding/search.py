@@ -36,14 +36,17 @@ class Decodable(Protocol):
 @dataclass
 class Hypothesis:
     tokens: list[int]  # without <bos>/<eos>
-    score: float  # sum of token log-probabilities (with <eos>), divided by the length penalty
+    score: float  # sum of token log-probabilities (with <eos>), divided by the length normalizer
 
 
 @dataclass(frozen=True)
 class SearchSettings:
     beam: int = 5
     nbest: int = 1
-    length_penalty: float = 1.0  # GNMT alpha; 0 = none
+    length_penalty: float = 1.0  # alpha of the length normalization; 0 = none
+    length_norm: str = (
+        "power"  # power: length ** alpha; gnmt: ((5 + length) / 6) ** alpha (config.LENGTH_NORMS)
+    )
     max_len_a: float = 1.5
     max_len_b: int = 10
     min_len: int = 1
@@ -56,9 +59,16 @@ class SearchSettings:
     use_cache: bool = True
 
 
-def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
-    """GNMT length penalty ((5 + length) / 6) ** alpha."""
-    return ((5 + length) / 6) ** alpha
+def length_normalizer(tokens: Tensor | int, settings: SearchSettings) -> Tensor | float:
+    """What a hypothesis of `tokens` output tokens (<eos> not counted) has its log-probability divided by.
+
+    `gnmt` (Wu et al. 2016): ((5 + tokens + 1) / 6) ** alpha, the <eos> counted. `power`:
+    max(tokens, 1) ** alpha, CTranslate2's and Hugging Face's rule (an empty hypothesis counts one).
+    """
+    alpha = settings.length_penalty
+    if settings.length_norm == "power":
+        return (tokens.clamp(min=1) if isinstance(tokens, Tensor) else max(tokens, 1)) ** alpha
+    return ((6 + tokens) / 6) ** alpha
 
 
 def max_output_lengths(src: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
@@ -68,22 +78,45 @@ def max_output_lengths(src: Tensor, settings: SearchSettings, max_positions: int
     return limit.clamp(min=settings.min_len + 1, max=max_positions - 1)
 
 
-def _next_log_probs(model: Decodable, tokens: Tensor, memory: Memory, cache: DecoderCache | None) -> Tensor:
-    """(N, V) float32 log-probabilities of the next token for each row of `tokens` (N, t)."""
+def _next_scores(
+    model: Decodable,
+    tokens: Tensor,
+    memory: Memory,
+    cache: DecoderCache | None,
+    t: int,
+    at_limit: Tensor | None,
+    settings: SearchSettings,
+) -> Tensor:
+    """(N, V) float32 next-token logits for each row of `tokens` (N, t+1), -inf where the constraints
+    forbid a token (`_constrain`). Their log-softmax is what a search chooses from: the probabilities
+    renormalized over the allowed tokens, as CTranslate2 does, so a hypothesis' score is its
+    log-probability under the distribution it was chosen from. A search that keeps only the best
+    few tokens takes their log-softmax alone (`_best_log_probs`)."""
     step_input = tokens[:, -1:] if cache is not None else tokens
-    return model.decode(step_input, memory, cache)[:, -1].float().log_softmax(-1)
+    logits = model.decode(step_input, memory, cache)[:, -1].float()  # (N, V)
+    return _constrain(logits, t, at_limit, settings, tokens)
 
 
-def _constrain(logp: Tensor, t: int, at_limit: Tensor, settings: SearchSettings, tokens: Tensor) -> Tensor:
+def _best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
+    """The `count` most likely tokens of each row of `logits` (N, V) and their log-probabilities, both
+    (N, count): a top-k and one log-sum-exp instead of the whole (N, V) log-softmax."""
+    best, tokens = logits.topk(min(count, logits.size(1)), dim=1)
+    return best - logits.logsumexp(1, keepdim=True), tokens
+
+
+def _constrain(
+    logp: Tensor, t: int, at_limit: Tensor | None, settings: SearchSettings, tokens: Tensor
+) -> Tensor:
     """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit;
-    no token that would repeat an n-gram of the row's prefix `tokens` (N, t+1) with `no_repeat_ngram`."""
+    no token that would repeat an n-gram of the row's prefix `tokens` (N, t+1) with `no_repeat_ngram`.
+    Works on scores before or after a log-softmax (log-probabilities, logits): -inf forbids."""
     logp[:, PAD] = NEG_INF  # column views: no index tensors or (N, V) masks on every step
     logp[:, BOS] = NEG_INF
     if t < settings.min_len:
         logp[:, EOS] = NEG_INF
     if settings.no_repeat_ngram:
         logp = _ban_repeated_ngrams(logp, tokens[:, 1:], settings.no_repeat_ngram)
-    if at_limit.any():
+    if at_limit is not None:  # None: the search knows that no row is at its limit at this step
         rows = at_limit.nonzero().squeeze(1)
         eos = logp[rows, EOS]
         logp[rows] = NEG_INF
@@ -122,20 +155,24 @@ def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> li
     generator = None
     if settings.sampling and settings.seed is not None:
         generator = torch.Generator(src.device).manual_seed(settings.seed)
+    soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit
     for t in range(int(limits.max())):
-        logp = _constrain(
-            _next_log_probs(model, tokens, memory, cache), t, limits[rows] <= t + 1, settings, tokens
-        )
-        best, token = _sample(logp, settings, generator) if settings.sampling else logp.max(-1)  # (N,)
+        at_limit = limits[rows] <= t + 1 if t + 1 >= soonest else None  # no host sync on other steps
+        logits = _next_scores(model, tokens, memory, cache, t, at_limit, settings)
+        if settings.sampling:
+            best, token = _sample(logits.log_softmax(-1), settings, generator)  # (N,)
+        else:
+            best, token = (x.squeeze(1) for x in _best_log_probs(logits, 1))
         scores = scores + best
         out_tokens[rows, t] = token
         ended = token == EOS
         if ended.any():
-            out_scores[rows[ended]] = scores[ended] / length_penalty(t + 1, settings.length_penalty)
+            out_scores[rows[ended]] = scores[ended] / length_normalizer(t, settings)
             keep = (~ended).nonzero().squeeze(1)
             if keep.numel() == 0:
                 break
             rows, scores, token, tokens = rows[keep], scores[keep], token[keep], tokens[keep]
+            soonest = int(limits[rows].min())
             memory = memory.select(keep)
             if cache is not None:
                 cache.reorder(keep, keep)
@@ -172,13 +209,18 @@ def _strip(seq: list[int]) -> list[int]:
 def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S).
 
-    All B x K beams advance together as one (B*K)-row decode per step. A sentence is settled, and
-    leaves the batch, once it has `nbest` finished hypotheses and either its best candidate of this
-    step was <eos> (so beam 1 is greedy search) or its `nbest`-th best finished score is at least
-    what its best live beam could still reach (log-probabilities only fall; the length penalty is
-    at most that of the length limit); or when it reaches its length limit. Stopping at K finished
-    hypotheses, as fairseq does, would also stop on K unlikely early <eos> (ranked in the top K
-    behind one strong beam) while a far better hypothesis is still growing.
+    All B x K beams advance together as one (B*K)-row decode per step: the 2K best candidates, an
+    <eos> among the first K finishes a hypothesis, the K best others live on (CTranslate2 and
+    fairseq keep the same). A sentence is settled, and leaves the batch, at its length limit or once
+    it has `nbest` finished hypotheses and its `nbest`-th best finished score is at least what its
+    best live beam could still reach (log-probabilities only fall; the normalizer is at most that of
+    the length limit), or
+    - without length normalization (alpha 0) or with beam 1: its best candidate of this step was
+      <eos> (nothing live can beat it: so beam 1 is greedy search);
+    - with it: it has K finished hypotheses (CTranslate2's rule, so s2s finds every translation
+      CTranslate2 finds) and none of its live beams would beat the `nbest`-th were it to end now.
+    The last condition keeps the search going where K unlikely early <eos> (ranked in the top K
+    behind one strong beam) would stop CTranslate2's while a far better hypothesis is still growing.
     """
     k = settings.beam
     batch, device = src.size(0), src.device
@@ -192,20 +234,23 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     num_finished = torch.zeros(batch, dtype=torch.long, device=device)
     nth_best = torch.full((batch,), NEG_INF, device=device)  # the nbest-th best finished score
-    best_possible = length_penalty(limits.float(), settings.length_penalty)  # (B,) the largest penalty
+    best_possible = length_normalizer(limits.float() - 1, settings)  # (B,) the largest normalizer
+    soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit
     for t in range(int(limits.max())):
         n = scores.size(0)
         at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
-        logp = _next_log_probs(model, tokens, memory, cache)  # (n*K, V)
-        logp = _constrain(logp, t, at_limit.repeat_interleave(k), settings, tokens)
-        vocab = logp.size(1)
-        candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)
+        forced = at_limit.repeat_interleave(k) if t + 1 >= soonest else None  # no host sync otherwise
+        logits = _next_scores(model, tokens, memory, cache, t, forced, settings)
+        # a sentence's 2K best candidates are among the 2K best tokens of each of its K beams
+        row_logp, row_tokens = _best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
+        per_beam = row_logp.size(1)
+        candidates = (scores.view(-1, 1) + row_logp).view(n, k * per_beam)
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2K)
-        from_beam, top_tokens = top_ids // vocab, top_ids % vocab
+        from_beam, top_tokens = top_ids // per_beam, row_tokens.view(n, k * per_beam).gather(1, top_ids)
         ended = (top_tokens == EOS) & top_scores.isfinite()
         ended[:, k:] = False  # an <eos> ranked below K live candidates is never needed
         if ended.any():
-            _finalize(ended, top_scores, from_beam, tokens, sent, k, t + 1, settings, finished)
+            _finalize(ended, top_scores, from_beam, tokens, sent, k, t, settings, finished)
             num_finished.index_add_(0, sent, ended.sum(1))
             for sid in sent[ended.any(1)].tolist():  # only the sentences that finished a hypothesis
                 if len(finished[sid]) >= settings.nbest:
@@ -215,8 +260,13 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
         scores = top_scores.gather(1, order)  # (n, K)
         next_tokens = top_tokens.gather(1, order)
         parent = (torch.arange(n, device=device)[:, None] * k + from_beam.gather(1, order)).view(-1)
-        best_live = scores.max(1).values / best_possible[sent]  # (n,) the most a live beam can reach
-        settled = (num_finished[sent] >= settings.nbest) & (ended[:, 0] | (nth_best[sent] >= best_live))
+        live = scores.max(1).values  # (n,) the best live beam's sum of log-probabilities
+        done = nth_best[sent] >= live / best_possible[sent]  # no live beam can reach the nbest-th
+        if settings.length_penalty == 0 or k == 1:
+            done |= ended[:, 0]
+        else:
+            done |= (num_finished[sent] >= k) & (nth_best[sent] >= live / length_normalizer(t + 1, settings))
+        settled = (num_finished[sent] >= settings.nbest) & done
         keep = (~settled & ~at_limit).nonzero().squeeze(1)  # blocks still searching
         if keep.numel() == 0:
             break
@@ -224,6 +274,7 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
         if dropped:
             parent, memory = parent.view(n, k)[keep].view(-1), memory.select(keep)
             scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
+            soonest = int(limits[sent].min())
         if cache is not None:  # beams move within their sentence: the memory moves only on a drop
             cache.reorder(parent, keep if dropped else None)
         tokens = torch.cat([tokens.index_select(0, parent), next_tokens.view(-1, 1)], dim=1)
@@ -241,10 +292,11 @@ def _finalize(
     settings: SearchSettings,
     finished: list[list[Hypothesis]],
 ) -> None:
-    """Record the hypotheses that end with <eos> at this step (a loop over those only)."""
+    """Record the hypotheses that end with <eos> at this step, `length` tokens before it (a loop over
+    those only)."""
     block, col = ended.nonzero().unbind(1)
     rows = block * k + from_beam[block, col]
-    penalty = length_penalty(length, settings.length_penalty)
+    penalty = length_normalizer(length, settings)
     for sid, seq, score in zip(
         sent[block].tolist(), tokens[rows, 1:].tolist(), (top_scores[block, col] / penalty).tolist()
     ):

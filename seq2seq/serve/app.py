@@ -205,6 +205,7 @@ def server_info(
         "decode": {
             "beam": search.beam,
             "length_penalty": search.length_penalty,
+            "length_norm": search.length_norm,
             "max_len_a": search.max_len_a,
             "max_len_b": search.max_len_b,
             "min_len": search.min_len,

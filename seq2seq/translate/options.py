@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from seq2seq.config import DecodeConfig
+from seq2seq.config.decode import LENGTH_NORMS
 from seq2seq.decoding.bulk import config_search
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import Seq2SeqError
@@ -28,6 +29,7 @@ class DecodeOverrides:
     beam: int | None = None
     nbest: int = 1
     length_penalty: float | None = None
+    length_norm: str | None = None
     max_len_a: float | None = None
     max_len_b: int | None = None
     min_len: int | None = None
@@ -56,6 +58,7 @@ class DecodeOptions:
 def decode_options(asked: DecodeOverrides, decode: DecodeConfig) -> DecodeOptions:
     """The run's `decode` config with what was asked on top, checked against every rule."""
     check_sampling(asked)
+    check_length_norm(asked)
     base = config_search(decode)
     beam = 1 if asked.sampling else given(asked.beam, base.beam)
     search = dataclasses.replace(
@@ -63,6 +66,7 @@ def decode_options(asked: DecodeOverrides, decode: DecodeConfig) -> DecodeOption
         beam=max(beam, asked.nbest),  # n-best hypotheses need a beam at least as wide
         nbest=asked.nbest,
         length_penalty=given(asked.length_penalty, base.length_penalty),
+        length_norm=given(asked.length_norm, base.length_norm),
         max_len_a=given(asked.max_len_a, base.max_len_a),
         max_len_b=given(asked.max_len_b, base.max_len_b),
         min_len=given(asked.min_len, base.min_len),
@@ -74,6 +78,12 @@ def decode_options(asked: DecodeOverrides, decode: DecodeConfig) -> DecodeOption
         seed=asked.seed,
     )
     return DecodeOptions(search, given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",))
+
+
+def check_length_norm(asked: DecodeOverrides) -> None:
+    """--length-norm names one of the rules `decode.length_norm` takes."""
+    if asked.length_norm is not None and asked.length_norm not in LENGTH_NORMS:
+        raise Seq2SeqError(f"--length-norm {asked.length_norm!r}: choose one of {', '.join(LENGTH_NORMS)}")
 
 
 def check_sampling(asked: DecodeOverrides) -> None:

@@ -29,6 +29,7 @@ class LineTranslator(Protocol):
         max_tokens: int,
         first_line: int = 1,
         keep_unk: bool = False,
+        scores: bool = True,
     ) -> list[Translation]: ...
 
 
@@ -83,7 +84,9 @@ def translate_stream(
     (so a reader downstream sees lines as they decode); `on_chunk` gets each chunk's line count."""
     done = 0
     for chunk in stream_line_chunks(source, source_name):
-        results = translator.translate(chunk, options.search, options.max_tokens, done + 1, keep_unk)
+        results = translator.translate(
+            chunk, options.search, options.max_tokens, done + 1, keep_unk, scores=with_scores
+        )
         sink.writelines(format_translation(result, with_scores) for result in results)
         sink.flush()
         done += len(chunk)

@@ -11,7 +11,7 @@ from seq2seq.decoding.search import (
     SearchSettings,
     beam_search,
     greedy_search,
-    length_penalty,
+    length_normalizer,
     max_output_lengths,
 )
 from seq2seq.decoding.search import search as search_for_settings
@@ -113,11 +113,35 @@ def test_unlikely_early_eos_do_not_end_the_search_before_the_best_hypothesis():
     assert hyps[0].score == pytest.approx(math.log(0.98 * 0.97 * 0.97), abs=1e-4)
 
 
-def test_scripted_length_penalty_prefers_the_longer_hypothesis():
-    hyps = beam_search(ScriptedModel(TABLE), SRC, settings(length_penalty=2.0))[0]
+@pytest.mark.parametrize(
+    "norm, alpha, divide",
+    [("gnmt", 2.0, lambda tokens: ((5 + tokens + 1) / 6) ** 2), ("power", 1.0, lambda tokens: tokens)],
+)
+def test_scripted_length_penalty_prefers_the_longer_hypothesis(norm, alpha, divide):
+    hyps = beam_search(ScriptedModel(TABLE), SRC, settings(length_penalty=alpha, length_norm=norm))[0]
     assert [h.tokens for h in hyps] == [[B, C], [A]]
-    assert hyps[0].score == pytest.approx(math.log(0.4 * 0.99) / ((5 + 3) / 6) ** 2, abs=1e-4)
-    assert hyps[1].score == pytest.approx(math.log(0.45) / ((5 + 2) / 6) ** 2, abs=1e-4)
+    assert hyps[0].score == pytest.approx(math.log(0.4 * 0.99) / divide(2), abs=1e-4)
+    assert hyps[1].score == pytest.approx(math.log(0.45) / divide(1), abs=1e-4)
+
+
+@pytest.mark.parametrize("norm", ["power", "gnmt"])
+def test_length_normalization_searches_past_an_early_best_eos(norm):
+    """<eos> after A is the best candidate of step 2 by log-probability, but B C, longer, is better
+    once normalized: stopping at the best candidate's <eos> (right only without normalization) misses it."""
+    table = {
+        (): {A: 0.55, B: 0.45},
+        (A,): {EOS: 0.9, C: 0.1},
+        (B,): {C: 0.95, EOS: 0.05},
+        (B, C): {EOS: 0.95, C: 0.05},
+        (A, C): {EOS: 1.0},
+    }
+    s = settings(beam=2, nbest=1, length_penalty=1.0 if norm == "power" else 3.0, length_norm=norm)
+    best = beam_search(ScriptedModel(table), SRC, s)[0][0]
+    assert best.tokens == [B, C]
+    assert best.score == pytest.approx(math.log(0.45 * 0.95 * 0.95) / length_normalizer(2, s), abs=1e-4)
+    assert beam_search(ScriptedModel(table), SRC, dataclasses.replace(s, length_penalty=0.0))[0][
+        0
+    ].tokens == [A]
 
 
 def test_scripted_greedy_takes_the_early_eos():
@@ -217,27 +241,38 @@ def test_hypotheses_that_end_early_cached_equals_uncached(beam):
 
 
 @torch.no_grad()
-def forced_score(model, src_row: torch.Tensor, tokens: list[int], alpha: float) -> float:
-    """The score of `tokens` + <eos> under teacher forcing: what search must have reported for it."""
+def forced_score(model, src_row: torch.Tensor, tokens: list[int], s: SearchSettings) -> float:
+    """The score of `tokens` + <eos> under teacher forcing: what search must have reported for it.
+
+    Each position's log-probabilities are those of the tokens the search may choose there, renormalized:
+    never <pad> or <bos>, no <eos> before `min_len`, and only <eos> (log 1 = 0) at the length limit.
+    """
     tgt = torch.tensor([[BOS, *tokens]])
-    logp = model.decode(tgt, model.encode(src_row)).float().log_softmax(-1)[0]  # (T, V)
-    total = sum(float(logp[i, tok]) for i, tok in enumerate([*tokens, EOS]))
-    return total / length_penalty(len(tokens) + 1, alpha)
+    logits = model.decode(tgt, model.encode(src_row)).float()[0]  # (T, V)
+    logits[:, [PAD, BOS]] = float("-inf")
+    logits[: s.min_len, EOS] = float("-inf")
+    limit = int(max_output_lengths(src_row, s, model.max_positions))
+    logp = logits.log_softmax(-1)
+    total = sum(float(logp[i, tok]) for i, tok in enumerate([*tokens, EOS]) if i < limit - 1)
+    return total / length_normalizer(len(tokens), s)
 
 
+@pytest.mark.parametrize("norm", ["power", "gnmt"])
 @pytest.mark.parametrize("beam", [1, 4])
-def test_every_hypothesis_scores_what_teacher_forcing_gives_it(beam):
-    """Catches a finished hypothesis recorded with the wrong beam's tokens or score."""
-    model = EosBiased(make_model(seed=12))
+def test_every_hypothesis_scores_what_teacher_forcing_gives_it(beam, norm):
+    """Catches a finished hypothesis recorded with the wrong beam's tokens, score or length."""
+    model = EosBiased(make_model(seed=12), slope=0.2)  # some end by choice, some at their length limit
     src = random_ids(4, 7, seed=9)
     src[1, 4:] = PAD
-    s = settings(beam=beam, nbest=beam, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
-    hyps = beam_search(model, src, s)
+    s = settings(beam=beam, nbest=beam, length_penalty=1.0, length_norm=norm, max_len_a=1.0, max_len_b=4)
+    hyps = search_for_settings(model, src, s)
     assert ends_early(hyps, src, s)
+    limits = max_output_lengths(src, s, model.max_positions).tolist()
+    assert any(len(h.tokens) == limit - 1 for nbest, limit in zip(hyps, limits) for h in nbest)  # cut too
     for i, nbest in enumerate(hyps):
         row = src[i : i + 1, : int((src[i] != PAD).sum())]
         for h in nbest:
-            assert h.score == pytest.approx(forced_score(model, row, h.tokens, 1.0), abs=1e-4), h
+            assert h.score == pytest.approx(forced_score(model, row, h.tokens, s), abs=1e-4), h
 
 
 def test_hypotheses_that_end_early_beam_one_equals_greedy():
@@ -317,9 +352,14 @@ def test_nbest_sorted_by_score():
         assert scores == sorted(scores, reverse=True)
 
 
-def test_length_penalty_formula():
-    assert length_penalty(1, 0.0) == 1.0
-    assert length_penalty(7, 1.0) == pytest.approx(2.0)
+def test_length_normalizer_formulas():
+    gnmt, power = SearchSettings(length_norm="gnmt"), SearchSettings(length_norm="power", length_penalty=0.5)
+    assert length_normalizer(6, gnmt) == pytest.approx(2.0)  # (5 + 6 tokens + <eos>) / 6
+    assert length_normalizer(9, power) == pytest.approx(3.0)
+    assert length_normalizer(0, power) == 1.0  # an empty hypothesis counts as one token
+    assert length_normalizer(5, SearchSettings(length_penalty=0.0)) == 1.0
+    lengths = torch.tensor([0, 4])
+    assert length_normalizer(lengths, power).tolist() == pytest.approx([1.0, 2.0])
 
 
 def test_padding_and_bos_are_never_generated():
@@ -411,6 +451,27 @@ def test_batches_decoded_at_once_on_a_cpu_equal_batches_decoded_in_turn():
     assert ends_early(in_turn, pad([[*x, EOS] for x in sources]), s)
     assert [[h.tokens for h in n] for n in at_once] == [[h.tokens for h in n] for n in in_turn]
     assert [[h.score for h in n] for n in at_once] == [[h.score for h in n] for n in in_turn]
+
+
+def test_batches_at_once_share_the_threads_evenly():
+    """`at_once` 2 of 4 threads: two decoding threads of two intra-op threads each; 1: one batch at a
+    time on all four, in the calling thread. The hypotheses are the same."""
+    sources = [random_ids(1, n, seed=n)[0].tolist() for n in (3, 9, 5, 12, 4, 7)]
+    s = settings(beam=2, nbest=1, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
+    before = torch.get_num_threads()
+    found, seen = {}, {}
+    try:
+        torch.set_num_threads(4)
+        for at_once in (1, 2):
+            model = ThreadRecorder(make_model(seed=8))
+            found[at_once] = decode_ids(model, sources, s, 20, torch.device("cpu"), at_once=at_once)
+            seen[at_once] = model.seen
+        assert torch.get_num_threads() == 4
+    finally:
+        torch.set_num_threads(before)
+    assert seen[1] == {(threading.current_thread().name, 4)}
+    assert {threads for _, threads in seen[2]} == {2} and len({name for name, _ in seen[2]}) == 2
+    assert [[h.tokens for h in n] for n in found[1]] == [[h.tokens for h in n] for n in found[2]]
 
 
 @pytest.mark.parametrize("task", ["translate", "classify", "tag"])

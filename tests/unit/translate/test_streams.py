@@ -23,7 +23,7 @@ class Upper:
 
     def translate(
         self, lines: Sequence[str], settings: SearchSettings, max_tokens: int, first_line: int = 1,
-        keep_unk: bool = False,
+        keep_unk: bool = False, scores: bool = True,
     ) -> list[Translation]:  # fmt: skip
         self.first_lines.append(first_line)
         return [Translation([line.upper()], [float(first_line + i)]) for i, line in enumerate(lines)]
