@@ -56,9 +56,17 @@ class KVCache:
         self.k, self.v = new_k, new_v
 
     def reorder(self, rows: Tensor) -> None:
-        """Keep batch rows `rows`, in that order (beam reordering, or dropping finished rows)."""
+        """Keep batch rows `rows`, in that order (beam reordering, or dropping finished rows): only the
+        filled positions are copied, into storage of the same capacity."""
         if self.k is not None:
-            self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
+            self.k, self.v = self._select(self.k, rows), self._select(self.v, rows)
+
+    def _select(self, store: Tensor, rows: Tensor) -> Tensor:
+        if store.requires_grad:  # `out=` has no gradient: a cache used under autograd copies it all
+            return store.index_select(0, rows)
+        moved = store.new_empty(rows.numel(), *store.shape[1:])  # (B', H, capacity, Dh)
+        torch.index_select(store[:, :, : self.length], 0, rows, out=moved[:, :, : self.length])
+        return moved
 
 
 @dataclass

@@ -323,8 +323,12 @@ def test_beam_search_on_the_device_matches_the_cpu(reverser):
 @pytest.mark.parametrize("dtype", [None, torch.bfloat16], ids=["fp32", "bf16"])
 def test_bulk_decoding_on_the_device_matches_the_cpu(reverser, dtype, beam):
     """`decode_ids` (what `s2s translate` and validation decode with: length-sorted batches, results
-    in input order) on the device in fp32 and bf16, against fp32 on the CPU."""
-    settings = SearchSettings(beam=beam, nbest=1 if beam == 1 else 2, max_len_a=1.0, max_len_b=4)
+    in input order) on the device in fp32 and bf16, against fp32 on the CPU. Under GNMT's gentle
+    length normalization more beam results are greedy's path, which `beam_is_clear` can vouch for
+    in bf16 (under `power` 10 of 40 were, in a dry run)."""
+    settings = SearchSettings(
+        beam=beam, nbest=1 if beam == 1 else 2, max_len_a=1.0, max_len_b=4, length_norm="gnmt"
+    )
     cpu = decode_ids(reverser, SOURCES, settings, 120, CPU)
     with ieee_fp32():
         other = decode_ids(on_device(reverser), SOURCES, settings, 120, DEVICE, dtype)

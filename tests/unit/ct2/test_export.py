@@ -19,7 +19,6 @@ from seq2seq.decoding.search import (
     SearchSettings,
     beam_search,
     greedy_search,
-    length_normalizer,
     max_output_lengths,
 )
 from seq2seq.models.build import build_model
@@ -30,6 +29,7 @@ from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
 from tests.helpers import cli_translate, run_cli
 from tests.system.cuda_helpers import assert_same_greedy, greedy_margins
+from tests.unit.decoding.test_search import forced_score
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
@@ -249,22 +249,10 @@ def test_every_search_of_the_export_keeps_s2s_constraints(under_trained, tiny_ru
         len(nbest[0].tokens) == limit - 1 for nbest, limit in zip(found, limits)
     )
     if settings.sampling:
-        for row, ((hyp,), limit) in enumerate(zip(found, limits)):
+        for row, (hyp,) in enumerate(found):
             assert hyp.score == pytest.approx(
-                forced_score(model, src[row : row + 1], hyp.tokens, limit, settings), abs=SCORE_TOLERANCE
+                forced_score(model, src[row : row + 1], hyp.tokens, settings), abs=SCORE_TOLERANCE
             )
-
-
-@torch.no_grad()
-def forced_score(model, src_row: torch.Tensor, tokens: list[int], limit: int, s: SearchSettings) -> float:
-    """s2s's score of `tokens` + </s>: the log-probabilities of what the search may choose at each position
-    (never <pad> or <bos>, no </s> before min_len, only </s> at the limit: log 1), over the normalizer."""
-    logits = model(src_row, torch.tensor([[BOS, *tokens]]))[0].float()  # (T, V)
-    logits[:, [PAD, BOS]] = float("-inf")
-    logits[: s.min_len, EOS] = float("-inf")
-    logp = logits.log_softmax(-1)
-    total = sum(float(logp[i, tok]) for i, tok in enumerate([*tokens, EOS]) if i < limit - 1)
-    return total / length_normalizer(len(tokens), s)
 
 
 def test_greedy_without_scores_gives_the_same_words(trained):

@@ -118,7 +118,7 @@ def test_beam_one_is_greedy_and_scores_are_teacher_forced():
     assert [h[0].tokens for h in beam] == [h[0].tokens for h in greedy]
     for i, (h,) in enumerate(greedy):
         row = src[i : i + 1, : int((src[i] != PAD).sum())]
-        assert h.score == pytest.approx(forced_score(model, row, h.tokens, 1.0), abs=1e-4)
+        assert h.score == pytest.approx(forced_score(model, row, h.tokens, s), abs=1e-4)
 
 
 def test_source_attention_sums_to_at_most_one_over_real_source_columns():
