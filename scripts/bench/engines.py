@@ -2,10 +2,10 @@
 
 Exports the run's best checkpoint to CTranslate2 (float32 and int8) in a temporary directory. First a
 grid finds each engine's best arrangement on this machine: batches decoded at once x threads per
-batch (all the ways to fill the cores) x batch size in source tokens, timed at beam 5 in fp32 on the
-first `GRID_LINES` lines. Then every setting translates the lines in its engine's best arrangement,
-each in a fresh process (workers.py), round-robin `--repeat` times (the fastest counts): loading and
-a warm-up of 8 lines are not timed, then every line is. The engines:
+batch (all the ways to fill the cores) x batch size in source tokens (`--grid-tokens`), timed at
+beam 5 in fp32 on the first `GRID_LINES` lines. Then every setting translates the lines in its
+engine's best arrangement, each in a fresh process (workers.py), round-robin `--repeat` times (the
+fastest counts): loading and a warm-up of 8 lines are not timed, then every line is. The engines:
 
 - `s2s`: s2s's own decoder (fp32, `--precision auto`, int8);
 - `ctranslate2`: s2s's CTranslate2 engine (`s2s translate --engine ctranslate2`);
@@ -47,7 +47,6 @@ ENGINES = (
 )
 WARMUP = 8
 GRID_LINES = 300  # lines each grid point translates
-GRID_BUDGETS = (2000, 4000, 8000)  # source tokens per batch (before the beam's expansion)
 GRID_BEAM = 5
 
 
@@ -171,11 +170,20 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
     the CPU only)."""
     assert opts.run_dir is not None  # options.parse insists
     cores = torch.get_num_threads()
-    return run_engines_section(opts.run_dir, opts.src, opts.ref, opts.limit, cores, opts.beams, opts.repeat)
+    return run_engines_section(
+        opts.run_dir, opts.src, opts.ref, opts.limit, cores, opts.beams, opts.repeat, opts.grid_tokens
+    )
 
 
 def run_engines_section(
-    run_dir: str, src: str, ref: str | None, limit: int, cores: int, beams: tuple[int, ...], repeat: int
+    run_dir: str,
+    src: str,
+    ref: str | None,
+    limit: int,
+    cores: int,
+    beams: tuple[int, ...],
+    repeat: int,
+    grid_tokens: tuple[int, ...] = (2000, 4000, 8000),
 ) -> dict[str, Any]:
     """The grid, then every engine and setting on the lines of `src`, round-robin `repeat` times."""
     from seq2seq.ct2.export import export_ctranslate2
@@ -190,7 +198,7 @@ def run_engines_section(
         base = {"run_dir": run_dir, "src": src, "limit": limit}
         grid_base = base | {"limit": min(limit, GRID_LINES) if limit > 0 else GRID_LINES}
         grid = {
-            engine: _grid(grid_base, engine, exports, Path(scratch), cores)
+            engine: _grid(grid_base, engine, exports, Path(scratch), cores, grid_tokens)
             for engine in ("s2s", "ct2 direct")
         }
         grid["ctranslate2"] = grid["ct2 direct"]  # s2s's engine runs as CTranslate2 runs best
@@ -213,12 +221,17 @@ def run_engines_section(
 
 
 def _grid(
-    base: dict[str, Any], engine: str, exports: dict[str | None, Path], scratch: Path, cores: int
+    base: dict[str, Any],
+    engine: str,
+    exports: dict[str | None, Path],
+    scratch: Path,
+    cores: int,
+    grid_tokens: tuple[int, ...],
 ) -> dict[str, Any]:
     """Every arrangement of `engine` at beam GRID_BEAM in fp32, timed once; the fastest is `best`."""
     points = []
     for at_once, each in arrangements(cores):
-        for budget in GRID_BUDGETS:
+        for budget in grid_tokens:
             spec = base | {"at_once": at_once, "each": each, "max_tokens": budget}
             row = measure_setting(spec, (engine, None, "fp32", GRID_BEAM), exports, scratch, None, 0)
             points.append({"at_once": at_once, "each": each, "max_tokens": budget, "seconds": row["seconds"]})

@@ -25,6 +25,7 @@ class Options:
     limit: int  # first N non-empty lines of --src (0 = all)
     sections: tuple[str, ...]
     beams: tuple[int, ...]  # decode and engines
+    grid_tokens: tuple[int, ...]  # engines: the batch sizes its grid tries
     fractions: tuple[float, ...]  # decode: the largest beam, cached, also on these leading shares
     repeat: int
     fairseq_python: str | None
@@ -61,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         "also decode and engines; engines and fairseq where installed)",
     )
     p.add_argument("--beams", default="1,5", help="decode, engines: beam sizes (1 = greedy)")
+    p.add_argument(
+        "--grid-tokens", default="2000,4000,8000", help="engines: batch sizes (source tokens) to try"
+    )
     p.add_argument("--fractions", default="0.25,0.5", help="decode: largest beam also on these shares")
     p.add_argument("--repeat", type=int, default=3, help="engines: rounds over each setting (fastest counts)")
     p.add_argument("--fairseq-python", help="fairseq: a python that imports fairseq (default: this one)")
@@ -110,6 +114,7 @@ def parse(argv: list[str] | None) -> Options:
         limit=a.limit,
         sections=_items(a.sections or default, "--sections", SECTIONS),
         beams=_numbers(a.beams, "--beams", int),
+        grid_tokens=_numbers(a.grid_tokens, "--grid-tokens", int),
         fractions=_numbers(a.fractions, "--fractions", float),
         repeat=a.repeat,
         fairseq_python=a.fairseq_python,
@@ -134,6 +139,8 @@ def parse(argv: list[str] | None) -> Options:
         raise UsageError("--warmup, --limit, --threads must be >= 0; --steps, --matmul-size >= 1")
     if opts.repeat < 1 or opts.fairseq_steps < 8 or not opts.beams or min(opts.beams) < 1:
         raise UsageError("--repeat must be >= 1, --fairseq-steps >= 8, --beams each >= 1")
+    if not opts.grid_tokens or min(opts.grid_tokens) < 1:
+        raise UsageError("--grid-tokens: one or more batch sizes, each >= 1")
     if not all(0 < f < 1 for f in opts.fractions) or min(opts.pairs, default=0) < 1:
         raise UsageError("--fractions must each be in (0, 1) and --pairs each >= 1")
     if opts.clients < 1 or opts.serve_beam < 1 or opts.rounds < 1 or opts.time_limit <= 0:

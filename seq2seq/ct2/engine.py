@@ -116,11 +116,9 @@ class CT2Translator:
         sources = self.tokenizers.src.pieces_of([lines[i] for i in todo])
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         found = self.search(sources, settings, max_tokens, scores)
-        texts = self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk)
-        for n, (i, nbest) in enumerate(zip(todo, found)):
-            out[i] = Translation(
-                texts[n * settings.nbest : (n + 1) * settings.nbest], [h.score for h in nbest]
-            )
+        texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))
+        for i, nbest in zip(todo, found):
+            out[i] = Translation([next(texts) for _ in nbest], [h.score for h in nbest])
         return out
 
     def search(

@@ -44,9 +44,7 @@ class SearchSettings:
     beam: int = 5
     nbest: int = 1
     length_penalty: float = 1.0  # alpha of the length normalization; 0 = none
-    length_norm: str = (
-        "power"  # power: length ** alpha; gnmt: ((5 + length) / 6) ** alpha (config.LENGTH_NORMS)
-    )
+    length_norm: str = "power"  # one of config.decode.LENGTH_NORMS: see `length_normalizer`
     max_len_a: float = 1.5
     max_len_b: int = 10
     min_len: int = 1

@@ -23,7 +23,7 @@ from seq2seq.training.loss import TrainingLoss, sequence_loss
 from tests.conftest import ROOT, TrainedRun, random_ids
 
 FEW_STEPS = ["--models", "recipe", "--warmup", "1", "--steps", "2", "--matmul-size", "32"]
-FEW_LINES = ["--limit", "8", "--beams", "1", "--fractions", "", "--repeat", "1"]
+FEW_LINES = ["--limit", "8", "--beams", "1", "--fractions", "", "--repeat", "1", "--grid-tokens", "500"]
 SMALL_DATA = ["--pairs", "200", "--no-ddp"]  # torchrun with 2 ranks would double the test's time
 FEW_CLIENTS = ["--clients", "2", "--rounds", "1", "--serve-beam", "1", "--time-limit", "30"]
 
