@@ -107,14 +107,18 @@ def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
 
 def _direct(spec: dict[str, Any]) -> Any:
     """`translate(lines) -> lines` with CTranslate2 itself: SentencePiece pieces in, the run's decode
-    settings and its length limit per sentence (min(a * tokens + b, positions - 1), </s> counted)."""
+    settings and its length limit per sentence (`decoding.search.output_limits`, the one rule)."""
     import ctranslate2
     import sentencepiece
 
+    from seq2seq.ct2.export import read_export_info
+    from seq2seq.decoding.bulk import config_search
+    from seq2seq.decoding.search import output_limits
+
     export = Path(spec["model"])
     sp = sentencepiece.SentencePieceProcessor(model_file=str(export / "tokenizer" / "spm.model"))
-    config = json.loads((export / "s2s.json").read_text(encoding="utf-8"))["config"]
-    decode, positions = config["decode"], config["model"]["max_positions"]
+    _, config = read_export_info(export)
+    settings, positions = config_search(config.decode), config.model.max_positions
     engine = ctranslate2.Translator(
         str(export),
         device="cpu",
@@ -129,11 +133,7 @@ def _direct(spec: dict[str, Any]) -> Any:
 
     def translate(lines: list[str]) -> list[str]:
         pieces = sp.encode(lines, out_type=str)
-        shortest = decode["min_len"] + 1
-        limits = [
-            max(min(int(decode["max_len_a"] * (len(p) + 1) + decode["max_len_b"]), positions - 1), shortest)
-            for p in pieces
-        ]
+        limits = output_limits(torch.tensor([len(p) + 1 for p in pieces]), settings, positions).tolist()
         pending = []
         for limit in sorted(set(limits)):
             rows = [i for i, n in enumerate(limits) if n == limit]
@@ -142,9 +142,9 @@ def _direct(spec: dict[str, Any]) -> Any:
                 max_batch_size=max(spec["max_tokens"] // beam, 1),
                 batch_type="tokens",
                 beam_size=beam,
-                length_penalty=decode["length_penalty"] if beam > 1 else 0.0,
+                length_penalty=settings.length_penalty if beam > 1 else 0.0,
                 max_decoding_length=limit - 1,
-                min_decoding_length=decode["min_len"],
+                min_decoding_length=settings.min_len,
                 max_input_length=0,
                 suppress_sequences=forbidden,
                 asynchronous=True,

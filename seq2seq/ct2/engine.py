@@ -25,7 +25,7 @@ import torch
 from seq2seq.config import Config
 from seq2seq.ct2.export import read_export_info, require_ctranslate2, vocabulary
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
-from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, max_output_lengths
+from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, output_limits
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
@@ -176,11 +176,8 @@ class CT2Translator:
         return settings.length_penalty if settings.beam > 1 else 0.0
 
     def length_limits(self, settings: SearchSettings, source_tokens: Sequence[int]) -> list[int]:
-        """s2s's longest output (</s> included) for sources of `source_tokens` tokens (</s> included):
-        `decoding.max_output_lengths`, the same arithmetic."""
-        lengths = torch.tensor(source_tokens)
-        src = (torch.arange(int(lengths.max()))[None, :] < lengths[:, None]).long() * EOS  # (B, S), 0 = PAD
-        return max_output_lengths(src, settings, self.config.model.max_positions).tolist()
+        """s2s's longest output (</s> included) for sources of `source_tokens` tokens (</s> included)."""
+        return output_limits(torch.tensor(source_tokens), settings, self.config.model.max_positions).tolist()
 
     def _options(self, settings: SearchSettings, max_tokens: int, scores: bool) -> dict[str, Any]:
         """translate_batch's options for s2s's search `settings` (all but the length limit)."""

@@ -71,8 +71,13 @@ def length_normalizer(tokens: Tensor | int, settings: SearchSettings) -> Tensor 
 
 def max_output_lengths(src: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
     """(B,) longest output (in tokens, <eos> included) allowed for each source: a * |src| + b."""
-    src_len = (src != PAD).sum(1)
-    limit = (settings.max_len_a * src_len + settings.max_len_b).long()
+    return output_limits((src != PAD).sum(1), settings, max_positions)
+
+
+def output_limits(source_tokens: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
+    """`max_output_lengths` for sources of `source_tokens` (B,) tokens, <eos> included: the one
+    definition, for engines that are given token counts rather than a padded batch."""
+    limit = (settings.max_len_a * source_tokens + settings.max_len_b).long()
     return limit.clamp(min=settings.min_len + 1, max=max_positions - 1)
 
 
