@@ -22,6 +22,8 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
+from seq2seq.data.compression import open_binary
+from seq2seq.data.encode import SAMPLE_KEEP
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
 from seq2seq.rundir import RunDir
@@ -152,21 +154,42 @@ def prepare(
     overwrite: Annotated[
         bool, Option(help="Replace the run in run_dir: a new tokenizer and corpus, no checkpoints.")
     ] = False,
+    sample: Annotated[
+        int, Option(help=f"Print up to N pairs each cleaning rule dropped, per corpus (N <= {SAMPLE_KEEP}).")
+    ] = 0,
+    figure: Annotated[
+        Path | None,
+        Option(help="Draw the length distributions and the dropped pairs into this PNG (the report extra)."),
+    ] = None,
 ) -> None:
-    """Tokenize the training corpus once into memory-mapped arrays (training the tokenizer first if
-    needed) and print its statistics. `s2s train` reuses them while the data and tokenizer match."""
-    from seq2seq.data.manifest import describe, read_manifest
+    """Tokenize and clean each training corpus once into memory-mapped arrays (training the tokenizer
+    first if needed) and print their statistics. `s2s train` reuses them while the data, the
+    tokenizer and the rules match."""
+    from seq2seq.data.manifest import describe
+    from seq2seq.data.prepared import dropped_report, read_manifests
     from seq2seq.training.distributed import DistInfo
     from seq2seq.training.plan import plan_preparation
     from seq2seq.training.setup import claim, prepare_corpus
 
     with user_errors():
+        if not 0 <= sample <= SAMPLE_KEEP:
+            raise Seq2SeqError(
+                f"--sample {sample}: s2s keeps {SAMPLE_KEEP} dropped pairs per rule; ask 0 to {SAMPLE_KEEP}"
+            )
         plan = plan_preparation(config, overrides or [], overwrite)
         setup_logging(logging.INFO)
         with claim(plan, DistInfo()) as claimed:
             setup_logging(logging.INFO, plan.run.log_file)
             corpus = prepare_corpus(claimed, workers)
-        print(f"prepared corpus: {corpus}\n{describe(read_manifest(corpus))}")
+        corpora = plan.cfg.data.training_corpora()
+        manifests = read_manifests(corpus, corpora)
+        print(f"prepared corpus: {corpus}\n{describe(manifests, {c.name: c.weight for c in corpora})}")
+        if sample:
+            print(dropped_report(corpus, corpora, sample))
+        if figure is not None:
+            from seq2seq.evaluation.corpus_figure import write_corpus_figure
+
+            write_corpus_figure(manifests, figure)
 
 
 @app.command()
@@ -195,6 +218,7 @@ def translate(
     scores: opt.Scores = False,
     keep_unk: opt.KeepUnk = False,
     engine: opt.Engine = "s2s",
+    tag: opt.Tag = "",
     verbose: opt.Verbose = False,
 ) -> None:
     """Translate source lines with a trained run: exactly one output line per input line, in order."""
@@ -211,8 +235,10 @@ def translate(
         )  # fmt: skip
         placement = Placement(device, precision, quantize)
         translator, options = load_translator(run_dir, engine, asked, placement, input, output)
+        if tag:
+            translator.use_tag(tag)
         with contextlib.ExitStack() as stack:
-            source = stack.enter_context(open(input, "rb")) if input else sys.stdin.buffer
+            source = stack.enter_context(open_binary(input)) if input else sys.stdin.buffer
             # lines are written as they are decoded, to a temporary file renamed over OUTPUT at the end
             sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
             bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
@@ -331,6 +357,50 @@ def evaluate(
             from seq2seq.evaluation.report import write_report
 
             log.info("report written to %s", write_report(result, report, translator))
+
+
+@app.command()
+def score(
+    run_dir: opt.RunDirArg,
+    src: opt.ScoreSrc,
+    tgt: opt.ScoreTgt = None,
+    nbest: opt.ScoreNBest = None,
+    output: opt.Output = None,
+    reverse: opt.Reverse = None,
+    tokens: opt.TokenScores = False,
+    tag: opt.Tag = "",
+    max_tokens: opt.MaxTokens = None,
+    checkpoint: opt.CheckpointName = None,
+    device: opt.DecodeDevice = "auto",
+    precision: opt.Precision = "auto",
+    verbose: opt.Verbose = False,
+) -> None:
+    """The model's log-probability of each (source, target) pair: one line out per pair in,
+    `total<TAB>per token`; with --reverse, `dual cross-entropy<TAB>H_fwd<TAB>H_rev` (filtering);
+    with --nbest, `translate --nbest` lines re-ranked by it."""
+    from seq2seq.translate.placement import Placement
+    from seq2seq.translate.scoring import check_score_files, load_scorer, score_stream
+
+    setup_logging(logging.INFO if verbose else logging.WARNING)
+    with user_errors():
+        if (tgt is None) == (nbest is None):
+            raise Seq2SeqError(
+                "give the targets to score as --tgt FILE, or n-best lists to re-rank as --nbest FILE"
+            )
+        if tokens and (reverse is not None or nbest is not None):
+            raise Seq2SeqError(
+                "--tokens prints one direction's token scores of --tgt: leave out --reverse/--nbest"
+            )
+        checkpoints = tuple(checkpoint or ())
+        files = {"--src": src, "--tgt": tgt} if tgt is not None else {"--src": src, "--nbest": nbest}
+        pairs = check_score_files(run_dir, reverse, checkpoints, files, output)  # type: ignore[arg-type]
+        scorer = load_scorer(
+            run_dir, reverse, checkpoints, Placement(device, precision, None), max_tokens, tag
+        )
+        with contextlib.ExitStack() as stack:
+            sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
+            bar = stack.enter_context(tqdm(disable=output is None, unit=" pairs", file=sys.stderr))
+            score_stream(scorer, pairs, nbest is not None, tokens, sink, bar.update)
 
 
 @app.command()

@@ -51,6 +51,9 @@ Verbose = Annotated[bool, Option("--verbose", "-v", help="Log progress details."
 RunDirArg = Annotated[Path, Argument(help="Run directory made by `s2s train`.")]
 
 # `s2s translate`
+Tag = Annotated[
+    str, Option(help="Start every source with this control token, e.g. <bt> (tokenizer.control_tokens).")
+]
 Input = Annotated[Path | None, Option("-i", "--input", help="Source text (default: stdin).")]
 Output = Annotated[Path | None, Option("-o", "--output", help="Translations (default: stdout).")]
 NBest = Annotated[int, Option(help="Hypotheses per line, tab-separated, each with its score.", min=1)]
@@ -111,3 +114,19 @@ CorsOrigins = Annotated[
     Option(help="Let pages from this origin call the API (repeat; * = any) [default: none]."),
 ]
 LogRequests = Annotated[bool, Option("--verbose", "-v", help="Log every request.")]
+
+# `s2s score`
+ScoreSrc = Annotated[Path, Option("--src", help="Source lines (plain or .gz/.xz/.bz2/.zst).")]
+ScoreTgt = Annotated[Path | None, Option("--tgt", help="Target lines, aligned with --src.")]
+ScoreNBest = Annotated[
+    Path | None, Option("--nbest", help="`s2s translate --nbest` output for --src: re-rank each line's list.")
+]
+Reverse = Annotated[
+    Path | None,
+    Option(
+        help="A run of the reverse direction: print the dual conditional cross-entropy (lower = cleaner)."
+    ),
+]
+TokenScores = Annotated[
+    bool, Option("--tokens", help="Append each target piece's log-probability (and </s>).")
+]

@@ -32,7 +32,7 @@ from scripts.bench.options import Options
 from scripts.bench.workers import ROOT
 from seq2seq.batching import shard_batches, token_batches
 from seq2seq.config import Config, load_config
-from seq2seq.data.prepared import load_prepared
+from seq2seq.data.prepared import load_prepared_part
 
 MB = 1e6
 MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
@@ -197,7 +197,7 @@ def run_corpus(opts: Options, cfg: Config, work: Path, pairs: int, ddp: bool) ->
         ranks += ["--device", "cpu", "--set", "train.max_steps=24", "--set", "train.num_threads=1"]
         r["ddp"] = run_command("torch.distributed.run", ranks, run_dir, prepared)
         r["index_private_mb"] = index_memory(Path(prepared), cfg.train.max_tokens)
-        r["prepared_mb"] = sum(p.stat().st_size for p in Path(prepared).glob("train.*")) / MB
+        r["prepared_mb"] = sum(p.stat().st_size for p in Path(prepared).glob("*/train.*")) / MB
     return r
 
 
@@ -216,7 +216,7 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
 
 def index_memory(prepared: Path, max_tokens: int) -> float:
     """Private memory one rank needs for the data besides the shared mapping: costs and batch order."""
-    data = load_prepared(prepared)
+    data = load_prepared_part(prepared / "train")
     tracemalloc.start()
     costs = data.costs()
     batches = shard_batches(token_batches(costs, max_tokens, 1, 0), 0, 2)

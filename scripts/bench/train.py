@@ -78,12 +78,12 @@ def load_corpus(cfg: Config, run_dir: str | None, scratch: Path) -> tuple[Tokeni
     d = cfg.data
     tok_dir = RunDir(run_dir).tokenizer_dir if run_dir is not None else scratch
     if run_dir is None:
-        train_or_load_tokenizers(cfg.tokenizer, d.train_src, d.train_tgt, tok_dir)
+        train_or_load_tokenizers(cfg.tokenizer, d.training_corpora(), tok_dir)
     tokenizers = load_tokenizers(tok_dir, cfg.tokenizer.joint)
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(d, prepared_dir=str(scratch.parent / "prepared")))
     tokenizer_sums = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
     ensure_prepared_corpus(cfg, tok_dir, data_checksums(cfg), tokenizer_sums)
-    return tokenizers, load_prepared(prepared_corpus_dir(cfg))
+    return tokenizers, load_prepared(prepared_corpus_dir(cfg), cfg.data.training_corpora())
 
 
 def model_config(cfg: ModelConfig, name: str) -> ModelConfig:

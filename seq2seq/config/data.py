@@ -1,42 +1,165 @@
-"""The `data` section: the parallel text files, the training length filter, the prepared corpus."""
+"""The `data` section: the training corpora (weights, tags, cleaning), validation, the prepared corpus."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from seq2seq.config.rules import broken
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a corpus's name is also its prepared directory's
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    """Which cleaning rules `s2s prepare` applies to one corpus (all off by default).
+
+    A pair is dropped by the first rule it breaks, in this order, after the empty-side rule and
+    before the length rules (`seq2seq.data.cleaning`).
+    """
+
+    copies: bool = False  # drop pairs whose source equals their target (untranslated copies)
+    control_chars: bool = False  # drop pairs with a control character (Unicode Cc other than tab)
+    min_alnum: float = 0.0  # drop pairs where a side has a smaller share of letters/digits (0 = off)
+    langid: bool = False  # drop pairs whose sides are not in data.src_lang / data.tgt_lang (py3langid)
+    dedup: bool = False  # drop exact duplicates of an earlier pair of the corpus
+
+    def problems(self, where: str, languages: bool) -> list[str]:
+        return broken(
+            [
+                (not 0 <= self.min_alnum <= 1, f"{where}.min_alnum: must be in [0, 1]"),
+                (
+                    self.langid and not languages,
+                    f"{where}.langid: needs data.src_lang and data.tgt_lang (ISO 639-1 codes, e.g. de, en)",
+                ),
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    """One training corpus: two aligned files (`src`, `tgt`) or one TSV file (`tsv`: source<TAB>target).
+
+    Each epoch draws size x `weight` of its pairs (2 = every pair twice, 0.3 = a fresh 30% sample each
+    epoch); `tag`, a control token declared in tokenizer.control_tokens, starts each of its sources.
+    """
+
+    name: str = ""
+    src: str = ""
+    tgt: str = ""
+    tsv: str = ""
+    weight: float = 1.0
+    tag: str = ""
+    clean: CleanConfig = field(default_factory=CleanConfig)
+
+    def files(self) -> dict[str, str]:
+        """Its text files by role: {"src": ..., "tgt": ...} or {"tsv": ...}."""
+        return {"tsv": self.tsv} if self.tsv else {"src": self.src, "tgt": self.tgt}
+
+    def problems(self, where: str, control_tokens: tuple[str, ...], languages: bool) -> list[str]:
+        two_files = bool(self.src or self.tgt)
+        return broken(
+            [
+                (
+                    not NAME.fullmatch(self.name),
+                    f"{where}.name: required: letters, digits, '_', '.' or '-' (it names the corpus's "
+                    "prepared directory)",
+                ),
+                (two_files and bool(self.tsv), f"{where}: give src and tgt, or tsv, not both"),
+                (
+                    not self.tsv and not (self.src and self.tgt),
+                    f"{where}: give src and tgt (two aligned files) or tsv (one source<TAB>target file)",
+                ),
+                (self.weight <= 0, f"{where}.weight: must be > 0"),
+                (
+                    bool(self.tag) and self.tag not in control_tokens,
+                    f"{where}.tag: {self.tag} is not declared in tokenizer.control_tokens "
+                    f"({', '.join(control_tokens) or 'none declared'}); declare it there",
+                ),
+            ]
+        ) + self.clean.problems(f"{where}.clean", languages)
 
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Parallel text files (one sentence per line), the training length filter, the prepared corpus.
+    """Training corpora, validation files, the training length filter, the prepared corpus.
 
-    `train_src`/`train_tgt` take one file or a list (corpora concatenated in order, the i-th source
-    file aligned with the i-th target file).
+    Training text is either `corpora` (named, weighted, tagged, cleaned) or the plain
+    `train_src`/`train_tgt`: one file or a list (the i-th source file aligned with the i-th target
+    file), each pair of files a corpus of weight 1.
     """
 
     train_src: tuple[str, ...] = ()
     train_tgt: tuple[str, ...] = ()
+    corpora: tuple[CorpusConfig, ...] = ()
     valid_src: str = ""
     valid_tgt: str = ""
+    src_lang: str = ""  # ISO 639-1 code of the source language (what clean.langid checks)
+    tgt_lang: str = ""
     max_len: int = 256  # max subword tokens per side; longer training pairs are dropped
     max_len_ratio: float = 3.0  # drop training pairs whose token-length ratio exceeds this (0 = off)
     prepared_dir: str = ""  # where `s2s prepare` keeps the token arrays ("" = RUN_DIR/prepared)
 
-    def problems(self) -> list[str]:
-        """Every broken rule of this section (the files are checked to exist only by training)."""
+    def training_corpora(self) -> tuple[CorpusConfig, ...]:
+        """The corpora training reads: `corpora`, or one per `train_src`/`train_tgt` pair of files
+        (named train, train.1, ...)."""
+        if self.corpora:
+            return self.corpora
+        return tuple(
+            CorpusConfig(name=f"train.{i}" if i else "train", src=src, tgt=tgt)
+            for i, (src, tgt) in enumerate(zip(self.train_src, self.train_tgt))
+        )
+
+    def corpus_keys(self) -> list[dict[str, str]]:
+        """Per training corpus, {role: the key its file's checksum is recorded under (`data_files`)}.
+
+        `train_src`/`train_tgt` keep the keys they always had (train_src, train_src.1, ...).
+        """
+        if self.corpora:
+            return [{role: f"corpora.{c.name}.{role}" for role in c.files()} for c in self.corpora]
+        return [
+            {"src": f"train_src.{i}" if i else "train_src", "tgt": f"train_tgt.{i}" if i else "train_tgt"}
+            for i in range(len(self.train_src))
+        ]
+
+    def problems(self, control_tokens: tuple[str, ...] = (), task: str = "translate") -> list[str]:
+        """Every broken rule of this section (the files are checked to exist only by training).
+
+        `control_tokens` are tokenizer.control_tokens (what a tag may be), `task` model.task.
+        """
+        legacy = bool(self.train_src or self.train_tgt)
+        names = [c.name for c in self.corpora]
+        languages = bool(self.src_lang and self.tgt_lang)
         return broken(
             [
-                (not self.train_src, "data.train_src: required"),
-                (not self.train_tgt, "data.train_tgt: required"),
+                (
+                    legacy and bool(self.corpora),
+                    "data.corpora: give the training text as data.corpora or as "
+                    "data.train_src/train_tgt, not both",
+                ),
+                (not legacy and not self.corpora, "data.train_src: required (or data.corpora)"),
+                (not legacy and not self.corpora, "data.train_tgt: required (or data.corpora)"),
                 (
                     len(self.train_src) != len(self.train_tgt),
                     f"data.train_tgt: {len(self.train_tgt)} file(s) but data.train_src has "
                     f"{len(self.train_src)}: list the target file of each source file, in the same order",
+                ),
+                (
+                    len(set(names)) != len(names),
+                    "data.corpora: two corpora have the same name: "
+                    + ", ".join(sorted({n for n in names if names.count(n) > 1})),
+                ),
+                (
+                    bool(self.corpora) and task != "translate",
+                    f"data.corpora: model.task {task} reads data.train_src/train_tgt",
                 ),
                 (not self.valid_src, "data.valid_src: required"),
                 (not self.valid_tgt, "data.valid_tgt: required"),
                 (self.max_len < 1, "data.max_len: must be >= 1"),
                 (self.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
             ]
-        )
+        ) + [
+            problem
+            for i, corpus in enumerate(self.corpora)
+            for problem in corpus.problems(f"data.corpora[{i}]", control_tokens, languages)
+        ]

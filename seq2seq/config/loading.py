@@ -176,8 +176,8 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return value[0] if len(value) == 1 else list(value)
+    if isinstance(value, tuple):  # of file names: one is written as a string; of sections: a list
+        return value[0] if len(value) == 1 and isinstance(value[0], str) else list(value)
     return value
 
 
@@ -222,9 +222,27 @@ def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
         kind = hints[name]
         if dataclasses.is_dataclass(kind):
             values[name] = _build(kind, raw[name], f"{prefix}{name}.", errors)
+        elif (item := _listed_dataclass(kind)) is not None:
+            values[name] = _build_list(item, raw[name], f"{prefix}{name}", errors)
         else:
             values[name] = _coerce(raw[name], kind, f"{prefix}{name}", errors)
     return cls(**values)
+
+
+def _listed_dataclass(kind: Any) -> type | None:
+    """The dataclass `X` when `kind` is `tuple[X, ...]` (a list of sections, such as data.corpora)."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) is tuple and len(args) == 2 and dataclasses.is_dataclass(args[0]):
+        return args[0]
+    return None
+
+
+def _build_list(cls: type, raw: Any, key: str, errors: list[str]) -> tuple[Any, ...]:
+    """A tuple of `cls` from a YAML list of mappings, each item's errors named `key[i].field`."""
+    if not isinstance(raw, list):
+        errors.append(f"{key}: expected a list of mappings, got {type(raw).__name__} {shown(raw)}")
+        return ()
+    return tuple(_build(cls, item, f"{key}[{i}].", errors) for i, item in enumerate(raw))
 
 
 def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
@@ -252,11 +270,11 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
     elif kind is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
-    elif kind == tuple[str, ...]:  # one file or a list of files
+    elif kind == tuple[str, ...]:  # one name or a list of names (files, control tokens)
         items = value if isinstance(value, list) else [value]
-        if items and all(isinstance(v, str) and v for v in items):
+        if all(isinstance(v, str) and v for v in items):
             return tuple(items)
-        errors.append(f"{key}: expected a file name or a non-empty list of file names, got {shown(value)}")
+        errors.append(f"{key}: expected a name or a list of names, got {shown(value)}")
         return ()
     name = getattr(kind, "__name__", str(kind))
     errors.append(f"{key}: expected {name}, got {type(value).__name__} {shown(value)}")

@@ -33,7 +33,7 @@ class Config:
         """
         return [
             *(["run_dir: required (the directory this run writes to)"] if not self.run_dir else []),
-            *self.data.problems(),
+            *self.data.problems(control_tokens=self.tokenizer.control_tokens, task=self.model.task),
             *self.tokenizer.problems(),
             *self.model.problems(
                 max_len=self.data.max_len,
@@ -46,15 +46,22 @@ class Config:
 
 
 def data_files(cfg: Config) -> dict[str, str]:
-    """Every text file the data section names, keyed by its key (`train_src`, `train_src.1`, ...).
+    """Every text file the data section names, keyed by its key (`train_src`, `train_src.1`, ...,
+    or `corpora.NAME.src`; `DataConfig.corpus_keys`), the training files first.
 
     The first file of a list has the plain key, so a run with one training file keeps its names.
     """
-    files = {}
-    for key, paths in (("train_src", cfg.data.train_src), ("train_tgt", cfg.data.train_tgt)):
-        for i, path in enumerate(paths):
-            files[f"{key}.{i}" if i else key] = path
+    files = {
+        key: corpus.files()[role]
+        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys())
+        for role, key in keys.items()
+    }
     return files | {"valid_src": cfg.data.valid_src, "valid_tgt": cfg.data.valid_tgt}
+
+
+def is_training_file(key: str) -> bool:
+    """Whether a `data_files` key names a training file (a prepared corpus depends on those only)."""
+    return not key.startswith("valid_")
 
 
 def check_data_files(cfg: Config) -> None:

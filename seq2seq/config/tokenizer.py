@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from seq2seq.config.rules import broken
+
+CONTROL_TOKEN = re.compile(r"<[^\s<>]+>")
+RESERVED = ("<pad>", "<unk>", "<s>", "</s>", "<sep>", "<cls>")  # SentencePiece's and `seq2seq.special`'s
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,9 @@ class TokenizerConfig:
     split_digits: bool = False
     byte_fallback: bool = False  # unknown characters become UTF-8 byte pieces instead of <unk>
     max_sentences: int = 2_000_000  # sentences sampled for training the tokenizer
+    # reserved pieces (corpus tags such as <bt>, language tokens): single ids, never made from text;
+    # declared before the tokenizer is trained, so a later run with the same tokenizer can use them
+    control_tokens: tuple[str, ...] = ()
 
     def problems(self) -> list[str]:
         """Every broken rule of this section; the ranges are SentencePiece's, refused here, before a run."""
@@ -35,5 +42,17 @@ class TokenizerConfig:
                     "tokenizer.character_coverage: must be in [0.98, 1] (SentencePiece's range)",
                 ),
                 (self.max_sentences < 1, "tokenizer.max_sentences: must be >= 1"),
+                *(
+                    (
+                        not CONTROL_TOKEN.fullmatch(token) or token in RESERVED,
+                        f"tokenizer.control_tokens: {token!r} must look like <name> (no spaces) and not "
+                        f"be one of s2s's own ({', '.join(RESERVED)})",
+                    )
+                    for token in self.control_tokens
+                ),
+                (
+                    len(set(self.control_tokens)) != len(self.control_tokens),
+                    "tokenizer.control_tokens: a token is listed twice",
+                ),
             ]
         )

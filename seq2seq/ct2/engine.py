@@ -24,6 +24,7 @@ import torch
 
 from seq2seq.config import Config
 from seq2seq.ct2.export import read_export_info, require_ctranslate2, vocabulary
+from seq2seq.data.control import source_prefix
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, output_limits
 from seq2seq.errors import RunDirError
@@ -56,6 +57,11 @@ class CT2Translator:
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
+        self.source_prefix: tuple[int, ...] = ()  # control ids put before every source (`use_tag`)
+
+    def use_tag(self, tag: str) -> None:
+        """Start every source with the control token `tag`, as `Translator.use_tag` does."""
+        self.source_prefix = source_prefix(self.tokenizers.src, tag=tag)
 
     @classmethod
     def load(
@@ -113,7 +119,8 @@ class CT2Translator:
         out = blank_translations(len(lines), settings.nbest)
         if not todo:
             return out
-        sources = self.tokenizers.src.pieces_of([lines[i] for i in todo])
+        prefix = [self.tokenizers.src.sp.id_to_piece(i) for i in self.source_prefix]
+        sources = [[*prefix, *pieces] for pieces in self.tokenizers.src.pieces_of([lines[i] for i in todo])]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         found = self.search(sources, settings, max_tokens, scores)
         texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))

@@ -1,8 +1,9 @@
-"""Tokenize parallel text into flat id arrays with worker processes, streaming the files in chunks.
+"""Tokenize a corpus into flat id arrays with worker processes, streaming its text in chunks.
 
-The main process reads aligned chunks of lines and writes each result in order as it comes back;
-the workers tokenize and apply the length filter. Memory holds a few chunks at a time, whatever
-the corpus size.
+The main process reads aligned chunks of pairs and writes each result in order as it comes back;
+the workers apply the text rules, tokenize and apply the length filter; the main process then drops
+duplicates (they need every earlier pair: `seq2seq.data.cleaning.SeenPairs`). Memory holds a few
+chunks at a time and the duplicate table, whatever the corpus size.
 """
 
 from __future__ import annotations
@@ -19,24 +20,37 @@ from typing import Any
 
 import numpy as np
 
-from seq2seq.data.textio import count_lines, iter_line_chunks
+from seq2seq.config.data import CleanConfig, CorpusConfig
+from seq2seq.data.cleaning import CODE, KEEP, REASONS, SeenPairs, pair_hashes, text_reasons
+from seq2seq.data.corpora import Pairs, pair_chunks
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.data.workers import spawned_pool
-from seq2seq.errors import DataError
 from seq2seq.special import UNK
 
 CHUNK_PAIRS = 20_000  # pairs per task: large enough to amortize the hand-over, small enough to stream
+SAMPLE_KEEP = 100  # dropped pairs kept per reason, for `s2s prepare --sample`
 
 Limits = tuple[int, float]  # (data.max_len, data.max_len_ratio)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What decides a corpus's pairs: the length filter, its cleaning rules, and its source prefix."""
+
+    limits: Limits
+    clean: CleanConfig
+    languages: tuple[str, str]  # (data.src_lang, data.tgt_lang)
+    prefix: tuple[int, ...] = ()  # control ids put before every source (`seq2seq.data.control`)
 
 
 @dataclass
 class EncodedCorpus:
     """What `encode_corpus` wrote, for the manifest."""
 
-    counts: dict[str, int]  # read, kept, empty, too_long, bad_ratio
+    counts: dict[str, int]  # read, kept, and one count per reason of `REASONS`
     arrays: dict[str, dict[str, Any]]  # "src.ids", ... -> {"dtype", "bytes", "sha256"}
     stats: dict[str, dict[str, Any]]  # "src"/"tgt" -> tokens, mean, p50, p90, p99, max, unk_share
+    dropped: dict[str, list[list[Any]]]  # reason -> up to SAMPLE_KEEP [line, source, target]
 
 
 @dataclass
@@ -46,35 +60,27 @@ class _Chunk:
     ids: dict[str, np.ndarray]  # side -> (tokens,) ids of the kept pairs, concatenated
     lengths: dict[str, np.ndarray]  # side -> (kept,) int32
     counts: dict[str, int]
-
-
-def check_aligned(pairs: list[tuple[str, str]]) -> None:
-    """Each source file has as many lines as its target file (counted without decoding)."""
-    for src, tgt in pairs:
-        src_lines, tgt_lines = count_lines(src), count_lines(tgt)
-        if src_lines != tgt_lines:
-            raise DataError(
-                f"{src} has {src_lines} lines but {tgt} has {tgt_lines}: parallel files must align "
-                "line by line"
-            )
+    hashes: np.ndarray | None  # (kept,) uint64 `pair_hashes` of the kept pairs, when deduplicating
+    lines: np.ndarray  # (kept,) int64 line number of each kept pair
+    dropped: list[tuple[str, int, str, str]]  # (reason, line, source, target), a few per reason
+    texts: tuple[list[str], list[str]]  # the kept pairs' text, only when deduplicating (for samples)
 
 
 def encode_corpus(
-    pairs: list[tuple[str, str]],
+    corpus: CorpusConfig,
+    pairs: int,
     tokenizer_dir: Path,
     joint: bool,
-    limits: Limits,
+    rules: Rules,
     out_dir: Path,
     workers: int,
 ) -> EncodedCorpus:
-    """Encode the (source file, target file) pairs, in order, into `out_dir/train.{src,tgt}.{ids,offsets}`.
+    """Encode one corpus (`pairs` long), in order, into `out_dir/train.{src,tgt}.{ids,offsets}`.
 
     The tokenizers are those in `tokenizer_dir`; a reader's targets become label ids (its pair's
-    `target_ids`). Pairs with an empty side, a side longer than `max_len` tokens, or a length ratio
-    above `max_len_ratio` (0 = no limit) are dropped and counted. `workers` > 1 encodes in that many
-    processes.
+    `target_ids`). Each pair is kept or dropped by `rules` (`seq2seq.data.cleaning`), and counted.
+    `workers` > 1 encodes in that many processes.
     """
-    check_aligned(pairs)
     tokenizers = load_tokenizers(tokenizer_dir, joint)
     vocabularies = {"src": tokenizers.src, "tgt": tokenizers.tgt}
     pieces = ("src", "tgt") if tokenizers.task == "translate" else ("src",)  # label ids are not pieces
@@ -83,10 +89,16 @@ def encode_corpus(
         f"{side}.ids": _ArrayWriter(out_dir / f"train.{side}.ids", dtype) for side, dtype in dtypes.items()
     }
     lengths: dict[str, list[np.ndarray]] = {side: [] for side in dtypes}
-    counts = dict.fromkeys(("read", "kept", "empty", "too_long", "bad_ratio"), 0)
+    counts = dict.fromkeys(("read", "kept", *REASONS), 0)
+    dropped: dict[str, list[list[Any]]] = {}
     unknown = dict.fromkeys(dtypes, 0)
-    tasks = ((src, tgt, limits, dtypes) for src, tgt in _aligned_chunks(pairs, CHUNK_PAIRS))
+    seen = SeenPairs(pairs) if rules.clean.dedup else None
+    tasks = (
+        (src, tgt, first, rules, dtypes) for first, (src, tgt) in _numbered(pair_chunks(corpus, CHUNK_PAIRS))
+    )
     for chunk in _run(tasks, (tokenizer_dir, joint), workers):
+        if seen is not None:
+            chunk = _without_duplicates(chunk, seen)
         for side in dtypes:
             writers[f"{side}.ids"].write(chunk.ids[side])
             lengths[side].append(chunk.lengths[side])
@@ -94,6 +106,9 @@ def encode_corpus(
                 unknown[side] += int(np.count_nonzero(chunk.ids[side] == UNK))
         for key, value in chunk.counts.items():
             counts[key] += value
+        for reason, line, src, tgt in chunk.dropped:
+            if len(kept := dropped.setdefault(reason, [])) < SAMPLE_KEEP:
+                kept.append([line, src, tgt])
     stats, costs = {}, None
     for side in dtypes:
         side_lengths = np.concatenate(lengths[side]) if lengths[side] else np.zeros(0, np.int32)
@@ -106,24 +121,37 @@ def encode_corpus(
     # what bucketing sorts by (`ParallelData.costs`), stored so that every rank maps one copy
     writers["costs"] = _ArrayWriter(out_dir / "train.costs", np.int32)
     writers["costs"].write(costs + 1)
-    return EncodedCorpus(counts, {name: w.close() for name, w in writers.items()}, stats)
+    return EncodedCorpus(counts, {name: w.close() for name, w in writers.items()}, stats, dropped)
 
 
-def _aligned_chunks(pairs: list[tuple[str, str]], size: int) -> Iterator[tuple[list[str], list[str]]]:
-    """(source lines, target lines) of at most `size` pairs, file pair after file pair, streamed."""
-    for src, tgt in pairs:
-        src_chunks, tgt_chunks = iter_line_chunks(src), iter_line_chunks(tgt)
-        src_lines: list[str] = []
-        tgt_lines: list[str] = []
-        while True:
-            for lines, chunks in ((src_lines, src_chunks), (tgt_lines, tgt_chunks)):
-                while len(lines) < size and (more := next(chunks, None)) is not None:
-                    lines += more
-            count = min(len(src_lines), len(tgt_lines), size)
-            if not count:
-                break
-            yield src_lines[:count], tgt_lines[:count]
-            del src_lines[:count], tgt_lines[:count]
+def _numbered(chunks: Iterator[Pairs]) -> Iterator[tuple[int, Pairs]]:
+    """Each chunk with the line number of its first pair."""
+    line = 1
+    for chunk in chunks:
+        yield line, chunk
+        line += len(chunk[0])
+
+
+def _without_duplicates(chunk: _Chunk, seen: SeenPairs) -> _Chunk:
+    """`chunk` without the pairs `seen` already holds (or that repeat within it), which it now holds."""
+    assert chunk.hashes is not None
+    new = seen.add(chunk.hashes)
+    if new.all():
+        return chunk
+    repeated = np.flatnonzero(~new)
+    src, tgt = chunk.texts
+    samples = [("duplicate", int(chunk.lines[i]), src[i], tgt[i]) for i in repeated[:SAMPLE_KEEP]]
+    ids = {side: chunk.ids[side][np.repeat(new, chunk.lengths[side])] for side in chunk.ids}
+    counts = chunk.counts | {"kept": chunk.counts["kept"] - len(repeated), "duplicate": len(repeated)}
+    return _Chunk(
+        ids,
+        {side: lengths[new] for side, lengths in chunk.lengths.items()},
+        counts,
+        chunk.hashes[new],
+        chunk.lines[new],
+        chunk.dropped + samples,
+        ([], []),
+    )
 
 
 def _run(tasks: Iterator[tuple], tokenizers: tuple[Path, bool], workers: int) -> Iterator[_Chunk]:
@@ -154,35 +182,53 @@ def _load_tokenizers(directory: Path, joint: bool, quiet: bool = True) -> None:
     _LOADED["pair"] = load_tokenizers(directory, joint)
 
 
-def _encode_chunk(task: tuple[list[str], list[str], Limits, dict[str, np.dtype]]) -> _Chunk:
-    """Tokenize one chunk of pairs and apply the filter (the same rules, in the same order, as ever)."""
-    src_lines, tgt_lines, (max_len, max_ratio), dtypes = task
-    tokenizers = _LOADED["pair"]
-    has_text = [bool(s.strip() and t.strip()) for s, t in zip(src_lines, tgt_lines)]
-    sources = tokenizers.src.encode(list(compress(src_lines, has_text)), threads=1)
-    targets = tokenizers.target_ids(sources, list(compress(tgt_lines, has_text)), threads=1)
-    encoded = {"src": sources, "tgt": targets}
-    lens = {side: np.fromiter(map(len, seqs), np.int32, len(seqs)) for side, seqs in encoded.items()}
+def _encode_chunk(task: tuple[list[str], list[str], int, Rules, dict[str, np.dtype]]) -> _Chunk:
+    """Tokenize one chunk of pairs and apply the rules (in the order of `cleaning.REASONS`)."""
+    src_lines, tgt_lines, first_line, rules, dtypes = task
+    (max_len, max_ratio), tokenizers = rules.limits, _LOADED["pair"]
+    codes = text_reasons(src_lines, tgt_lines, rules.clean, rules.languages)  # (N,)
+    passed = np.flatnonzero(codes == KEEP)
+    sources = tokenizers.src.encode([src_lines[i] for i in passed], threads=1)
+    targets = tokenizers.target_ids(sources, [tgt_lines[i] for i in passed], threads=1)
+    lens = {
+        side: np.fromiter(map(len, seqs), np.int32, len(seqs))
+        for side, seqs in (("src", sources), ("tgt", targets))
+    }
     too_long = (lens["src"] > max_len) | (lens["tgt"] > max_len)
     longer, shorter = (
         np.maximum(lens["src"], lens["tgt"]),
         np.maximum(np.minimum(lens["src"], lens["tgt"]), 1),
     )
     bad_ratio = ~too_long & (max_ratio > 0) & (longer > max_ratio * shorter)
+    codes[passed[too_long]], codes[passed[bad_ratio]] = CODE["too_long"], CODE["bad_ratio"]
     keep = ~(too_long | bad_ratio)
+    kept = passed[keep]
+    if rules.prefix:  # after the length rules, which read the text's own tokens
+        sources = [[*rules.prefix, *ids] for ids in sources]
+        lens["src"] += len(rules.prefix)
     ids = {}
-    for side, seqs in encoded.items():
-        kept = list(compress(seqs, keep))
+    for side, seqs in (("src", sources), ("tgt", targets)):
         total = int(lens[side][keep].sum())
-        ids[side] = np.fromiter(chain.from_iterable(kept), dtypes[side], total)
-    counts = {
-        "read": len(src_lines),
-        "kept": int(keep.sum()),
-        "empty": len(src_lines) - len(encoded["src"]),
-        "too_long": int(too_long.sum()),
-        "bad_ratio": int(bad_ratio.sum()),
+        ids[side] = np.fromiter(chain.from_iterable(compress(seqs, keep)), dtypes[side], total)
+    counts = {"read": len(src_lines), "kept": len(kept)} | {
+        reason: int(np.count_nonzero(codes == CODE[reason])) for reason in REASONS
     }
-    return _Chunk(ids, {side: lens[side][keep] for side in lens}, counts)
+    dropped = [
+        (reason, first_line + int(i), src_lines[i], tgt_lines[i])
+        for reason in REASONS
+        for i in np.flatnonzero(codes == CODE[reason])[:SAMPLE_KEEP]
+    ]
+    dedup = rules.clean.dedup
+    kept_src, kept_tgt = ([src_lines[i] for i in kept], [tgt_lines[i] for i in kept]) if dedup else ([], [])
+    return _Chunk(
+        ids,
+        {side: lens[side][keep] for side in lens},
+        counts,
+        pair_hashes(kept_src, kept_tgt) if dedup else None,
+        first_line + kept.astype(np.int64),
+        dropped,
+        (kept_src, kept_tgt),
+    )
 
 
 def _id_dtype(vocab_size: int) -> np.dtype:
@@ -202,6 +248,7 @@ def _length_stats(lengths: np.ndarray, unknown: int) -> dict[str, Any]:
         "p99": int(p99),
         "max": int(lengths.max(initial=0)),
         "unk_share": unknown / max(tokens, 1),
+        "histogram": np.bincount(lengths).tolist(),  # pairs of each length (at most data.max_len + 2)
     }
 
 

@@ -1,39 +1,55 @@
-"""The prepared corpus's manifest: what its arrays were made from, and whether they still fit the config.
+"""A prepared corpus's manifest: what its arrays were made from, and whether they still fit the config.
 
-`manifest.json` holds the inputs (`made_from`: the training text's checksums, the tokenizer's, the
-length filter, the task and the format), the arrays' sizes and checksums, and the corpus statistics.
+Each training corpus has its own (`seq2seq.data.prepared`). `manifest.json` holds the inputs
+(`made_from`: the corpus's text checksums, the tokenizer's, the length filter, the cleaning rules,
+the source prefix, the task and the format), the arrays' sizes and checksums, the counts of what each
+rule dropped, and the corpus statistics.
 A prepared corpus is reused only while `stale_reason` finds nothing; otherwise it is made again
 (`seq2seq.data.prepared`), and the reason is logged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from seq2seq.config import Config
+from seq2seq.config.data import CorpusConfig
+from seq2seq.data.cleaning import REASON_NAMES, REASONS
 from seq2seq.data.encode import EncodedCorpus
 from seq2seq.errors import DataError
 from seq2seq.files import file_sha256
 
-FORMAT = 2  # raise when the layout changes: older prepared data is then made again
+FORMAT = 3  # raise when the layout changes: older prepared data is then made again
 MANIFEST = "manifest.json"
 ARRAYS = ("src.ids", "src.offsets", "tgt.ids", "tgt.offsets", "costs")
 
 
-def made_from(cfg: Config, data_sums: dict[str, str], tokenizer_sums: dict[str, str]) -> dict[str, Any]:
-    """What a prepared corpus depends on: the training text, the tokenizer, the filter and the format.
+def made_from(
+    cfg: Config,
+    corpus: CorpusConfig,
+    text_sums: dict[str, str],
+    tokenizer_sums: dict[str, str],
+    prefix: tuple[int, ...],
+) -> dict[str, Any]:
+    """What one prepared corpus depends on: its text (checksums by role: src, tgt or tsv), the
+    tokenizer, the length filter, its cleaning rules, its source prefix (tag ids) and the format.
 
-    Paths are not part of it: the same text moved elsewhere is the same corpus.
+    Paths and the weight are not part of it: the same text moved elsewhere is the same corpus, and
+    a weight only changes how often training draws its pairs.
     """
-    text = {key: sha for key, sha in data_sums.items() if key.startswith("train_")}
     max_len, max_len_ratio = length_filter(cfg)
+    clean = dataclasses.asdict(corpus.clean)
+    languages = [cfg.data.src_lang, cfg.data.tgt_lang] if corpus.clean.langid else []
     return {
         "format": FORMAT,
-        "text": text,
+        "text": text_sums,
         "tokenizer": tokenizer_sums,
         "filter": {"max_len": max_len, "max_len_ratio": max_len_ratio},
+        "clean": clean | {"languages": languages},
+        "prefix": list(prefix),
         "task": cfg.model.task,
     }
 
@@ -43,20 +59,25 @@ def length_filter(cfg: Config) -> tuple[int, float]:
     return cfg.data.max_len, cfg.data.max_len_ratio if cfg.model.task == "translate" else 0.0
 
 
-def new_manifest(cfg: Config, wanted: dict[str, Any], corpus: EncodedCorpus) -> dict[str, Any]:
-    """The manifest of arrays just encoded from `cfg`'s training files."""
+def new_manifest(corpus: CorpusConfig, wanted: dict[str, Any], encoded: EncodedCorpus) -> dict[str, Any]:
+    """The manifest of arrays just encoded from `corpus`."""
     return {
         "made_from": wanted,
-        "sources": {"train_src": list(cfg.data.train_src), "train_tgt": list(cfg.data.train_tgt)},
-        "pairs": corpus.counts["kept"],
-        "arrays": corpus.arrays,
-        "counts": corpus.counts,
-        "stats": corpus.stats,
+        "name": corpus.name,
+        "sources": corpus.files(),
+        "pairs": encoded.counts["kept"],
+        "arrays": encoded.arrays,
+        "counts": encoded.counts,
+        "stats": encoded.stats,
     }
 
 
 NUMBER = (int, float)
-LENGTHS = dict.fromkeys(("tokens", "p50", "p90", "p99", "max"), int) | {"mean": NUMBER, "unk_share": NUMBER}
+LENGTHS = dict.fromkeys(("tokens", "p50", "p90", "p99", "max"), int) | {
+    "mean": NUMBER,
+    "unk_share": NUMBER,
+    "histogram": [int],
+}
 # what `new_manifest` writes: {key: shape} an object with these keys, {str: shape} one of any keys,
 # [shape] a list, a type (or types) a value; checked before any of it is used
 SHAPE: dict[Any, Any] = {
@@ -65,12 +86,16 @@ SHAPE: dict[Any, Any] = {
         "text": {str: str},
         "tokenizer": {str: str},
         "filter": {"max_len": int, "max_len_ratio": NUMBER},
+        "clean": dict.fromkeys(("copies", "control_chars", "langid", "dedup"), bool)
+        | {"min_alnum": NUMBER, "languages": [str]},
+        "prefix": [int],
         "task": str,
     },
-    "sources": {"train_src": [str], "train_tgt": [str]},
+    "name": str,
+    "sources": {str: str},
     "pairs": int,
     "arrays": {name: {"dtype": str, "bytes": int, "sha256": str} for name in ARRAYS},
-    "counts": dict.fromkeys(("read", "kept", "empty", "too_long", "bad_ratio"), int),
+    "counts": dict.fromkeys(("read", "kept", *REASONS), int),
     "stats": {"src": LENGTHS, "tgt": LENGTHS},
 }
 MAX_BYTES = 1 << 20  # a manifest is about 2 KB
@@ -119,6 +144,8 @@ def shape_problem(value: Any, shape: Any, where: str) -> str | None:
         if not isinstance(value, list):
             return f"{where} is not a list"
         inner = [(item, shape[0], f"{where}[{i}]") for i, item in enumerate(value)]
+    elif shape is bool:
+        return None if isinstance(value, bool) else f"{where} is not true or false"
     else:
         kinds = shape if isinstance(shape, tuple) else (shape,)
         if isinstance(value, bool) or not isinstance(value, kinds):  # JSON's true is no number
@@ -143,12 +170,16 @@ def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
     if have.get("format") != wanted["format"]:
         return f"it was made by another version of s2s (format {have.get('format')}, now {FORMAT})"
     changed = [
-        f"{key} changed"
+        f"its {key} file changed"
         for key in sorted(set(have["text"]) | set(wanted["text"]))
         if have["text"].get(key) != wanted["text"].get(key)
     ]
     if have.get("tokenizer") != wanted["tokenizer"]:
         changed.append("the tokenizer changed")
+    if have.get("clean") != wanted["clean"]:
+        changed.append("the corpus's clean rules changed")
+    if have.get("prefix") != wanted["prefix"]:
+        changed.append("its tag changed")
     if have.get("task", "translate") != wanted["task"]:
         changed.append(f"model.task changed: {have.get('task', 'translate')} -> {wanted['task']}")
     for key, value in wanted["filter"].items():
@@ -173,17 +204,31 @@ def _array_damage(directory: Path, arrays: dict[str, dict[str, Any]]) -> str | N
     return None
 
 
-def describe(manifest: dict[str, Any]) -> str:
-    """The corpus statistics people check before spending GPU hours, as a small table."""
-    c, stats = manifest["counts"], manifest["stats"]
-    limits = manifest["made_from"]["filter"]
-    ratio = limits["max_len_ratio"]
-    rows = [
-        f"pairs: {c['read']:,} read, {c['kept']:,} kept; dropped {c['empty']:,} with an empty side, "
-        f"{c['too_long']:,} longer than {limits['max_len']} tokens, "
-        + (f"{c['bad_ratio']:,} with length ratio > {ratio:g}" if ratio else "no length-ratio filter"),
-        f"{'':<18}{'source':>12}{'target':>12}",
-    ]
+def dropped_summary(manifest: dict[str, Any]) -> str:
+    """What each rule dropped, e.g. "12 with an empty side, 3 a duplicate pair", or "none dropped"."""
+    c, limits = manifest["counts"], manifest["made_from"]["filter"]
+    names = REASON_NAMES | {
+        "too_long": f"longer than {limits['max_len']} tokens",
+        "bad_ratio": f"length ratio > {limits['max_len_ratio']:g}",
+    }
+    parts = [f"{c[reason]:,} {names[reason]}" for reason in REASONS if c[reason]]
+    return ", ".join(parts) or "none dropped"
+
+
+def describe(manifests: dict[str, dict[str, Any]], weights: dict[str, float]) -> str:
+    """The statistics people check before spending GPU hours: per corpus what was read, kept and
+    dropped and why, how many pairs an epoch draws from it, and its token lengths."""
+    rows = []
+    for name, m in manifests.items():
+        c = m["counts"]
+        epoch = round(m["pairs"] * weights[name])
+        rows.append(
+            f"corpus {name}: {c['read']:,} pairs read, {c['kept']:,} kept, weight {weights[name]:g} "
+            f"({epoch:,} per epoch); dropped: {dropped_summary(m)}"
+        )
+    rows.append(
+        f"{'':<18}" + "".join(f"{f'{name} {side}':>16}" for name in manifests for side in ("src", "tgt"))
+    )
     fields = [
         ("tokens", lambda s: f"{s['tokens']:,}"),
         ("tokens per pair", lambda s: f"{s['mean']:.1f}"),
@@ -194,5 +239,8 @@ def describe(manifest: dict[str, Any]) -> str:
         ("<unk> pieces", lambda s: f"{100 * s['unk_share']:.3f}%"),
     ]
     for label, show in fields:
-        rows.append(f"{label:<18}{show(stats['src']):>12}{show(stats['tgt']):>12}")
+        cells = "".join(
+            f"{show(m['stats'][side]):>16}" for m in manifests.values() for side in ("src", "tgt")
+        )
+        rows.append(f"{label:<18}{cells}")
     return "\n".join(rows)

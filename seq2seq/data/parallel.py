@@ -148,6 +148,56 @@ class ParallelData:
         )
 
 
+@dataclass
+class JoinedCorpus:
+    """Several corpora read as one: pair i of part k is pair `starts[k] + i` of the whole.
+
+    It batches as `ParallelData` does (`batch`, `costs`, `target_tokens`); each part keeps its own
+    memory maps, nothing is copied but the per-pair costs and target counts.
+    """
+
+    parts: list[ParallelData]
+    starts: np.ndarray  # (K + 1,) int64: where each part's pairs begin, then the total
+    task: str
+
+    @classmethod
+    def of(cls, parts: Sequence[ParallelData]) -> JoinedCorpus:
+        starts = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum([len(p) for p in parts], out=starts[1:])
+        return cls(list(parts), starts, parts[0].task)
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def sizes(self) -> np.ndarray:
+        """(K,) pairs in each part."""
+        return np.diff(self.starts)
+
+    def costs(self) -> np.ndarray:
+        return np.concatenate([p.costs() for p in self.parts])
+
+    def target_tokens(self) -> np.ndarray:
+        return np.concatenate([p.target_tokens() for p in self.parts])
+
+    def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
+        """The pairs `rows` (numbered over all parts), in that order, as one padded batch."""
+        rows = np.asarray(rows, dtype=np.int64)
+        part_of = np.searchsorted(self.starts, rows, side="right") - 1  # (B,)
+        pieces = []
+        for k in np.unique(part_of):  # a loop over corpora, not over pairs
+            where = np.flatnonzero(part_of == k)
+            pieces.append((where, self.parts[k].batch(rows[where] - self.starts[k])))
+        fields = []
+        for name in ("src", "tgt_in", "tgt_out"):
+            width = max(getattr(b, name).shape[1] for _, b in pieces)
+            out = torch.full((len(rows), width), PAD, dtype=torch.int64)
+            for where, b in pieces:
+                part = getattr(b, name)
+                out[torch.from_numpy(where), : part.shape[1]] = part
+            fields.append(out)
+        return Batch(*fields)
+
+
 def log_unknown(name: str, data: ParallelData) -> None:
     """Warn about `<unk>` pieces per side: text the model can neither read nor write."""
     sides = (("source", data.src), ("target", data.tgt))

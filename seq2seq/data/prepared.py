@@ -1,13 +1,17 @@
 """The prepared corpus: training pairs tokenized once into flat arrays that every rank memory-maps.
 
-A prepared directory holds:
+A prepared directory holds a marker and one directory per training corpus, named after it:
 
     .s2s-prepared       marker (the directory is s2s's) and lock
-    manifest.json       what the arrays were made from, their sizes and checksums, corpus statistics
-    train.src.ids       source ids without bos/eos: uint16 (vocabulary <= 65536) or uint32
-    train.src.offsets   int64, N + 1 entries: pair i's source is ids[offsets[i]:offsets[i + 1]]
-    train.tgt.ids, train.tgt.offsets
-    train.costs         int32, N: each pair's padded length in a batch (what bucketing sorts by)
+    NAME/manifest.json  what the arrays were made from, their sizes and checksums, corpus statistics
+    NAME/train.src.ids  source ids without bos/eos (a tag first): uint16 (vocabulary <= 65536) or uint32
+    NAME/train.src.offsets  int64, N + 1 entries: pair i's source is ids[offsets[i]:offsets[i + 1]]
+    NAME/train.tgt.ids, NAME/train.tgt.offsets
+    NAME/train.costs    int32, N: each pair's padded length in a batch (what bucketing sorts by)
+    NAME/dropped.json   a few of the pairs each cleaning rule dropped (`s2s prepare --sample`)
+
+Each corpus is prepared on its own, so a corpus's weight can change, or a corpus be added, without
+tokenizing the others again; training reads them as one corpus (`JoinedCorpus`).
 
 It is made by worker processes that stream the text in chunks (`seq2seq.data.encode`) and is reused
 while the text files, the tokenizer and the length filter stay the same (`seq2seq.data.manifest`
@@ -33,23 +37,31 @@ from typing import Any
 import numpy as np
 
 from seq2seq.config import Config
-from seq2seq.data.encode import encode_corpus
+from seq2seq.config.data import CorpusConfig
+from seq2seq.data.cleaning import REASON_NAMES, REASONS
+from seq2seq.data.control import source_prefix
+from seq2seq.data.corpora import count_pairs
+from seq2seq.data.encode import Rules, encode_corpus
 from seq2seq.data.manifest import (
     ARRAYS,
     MANIFEST,
+    dropped_summary,
     length_filter,
     made_from,
     new_manifest,
     read_manifest,
     stale_reason,
 )
-from seq2seq.data.parallel import Batch, ParallelData, TokenArrays
+from seq2seq.data.mixing import Mixture, mixture_of
+from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData, TokenArrays
+from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.errors import DataError
 from seq2seq.files import write_text
 
 log = logging.getLogger(__name__)
 
 MARKER = ".s2s-prepared"
+DROPPED = "dropped.json"
 
 
 def prepared_corpus_dir(cfg: Config) -> Path:
@@ -63,36 +75,56 @@ def ensure_prepared_corpus(
     data_sums: dict[str, str],
     tokenizer_sums: dict[str, str],
     workers: int = 0,
-) -> dict[str, Any]:
-    """Reuse the prepared corpus if it matches the config, else (re)make it and say why. Rank 0 only.
+) -> dict[str, dict[str, Any]]:
+    """Reuse each corpus's prepared arrays if they match the config, else (re)make them and say why.
+    Rank 0 only.
 
-    Returns the manifest. `workers` = 0 uses one encoding process per CPU core (none for a small
-    corpus, which encodes faster than worker processes start).
+    Returns the manifest of each corpus, by name. `workers` = 0 uses one encoding process per CPU
+    core (none for a small corpus, which encodes faster than worker processes start).
     """
-    directory = prepared_corpus_dir(cfg)
-    wanted = made_from(cfg, data_sums, tokenizer_sums)
-    with _locked(directory):
-        reason = stale_reason(directory, wanted) or inconsistency(directory, read_manifest(directory))
-        if reason is None:
-            manifest = read_manifest(directory)
-            log.info("reusing the prepared corpus in %s (%s pairs)", directory, f"{manifest['pairs']:,}")
-        else:
-            log.info("preparing the training corpus in %s: %s", directory, reason)
-            manifest = _encode_into(directory, cfg, wanted, tokenizer_dir, workers or _default_workers(cfg))
-    for side, name in (("src", "source"), ("tgt", "target")):
-        if share := manifest["stats"][side]["unk_share"]:
-            log.warning(
-                "training %s: %.3f%% of the pieces are <unk>: characters outside the vocabulary; "
-                "tokenizer.byte_fallback: true represents them as bytes",
-                name,
-                100 * share,
+    top = prepared_corpus_dir(cfg)
+    tokenizer = load_tokenizers(tokenizer_dir, cfg.tokenizer.joint).src
+    manifests = {}
+    with _locked(top):
+        _drop_single_layout(top)
+        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys()):
+            directory = top / corpus.name
+            sums = {role: data_sums[key] for role, key in keys.items()}
+            wanted = made_from(cfg, corpus, sums, tokenizer_sums, source_prefix(tokenizer, tag=corpus.tag))
+            reason = stale_reason(directory, wanted) or inconsistency(directory, read_manifest(directory))
+            if reason is None:
+                manifest = read_manifest(directory)
+                log.info("reusing prepared corpus %s (%s pairs)", corpus.name, f"{manifest['pairs']:,}")
+            else:
+                log.info("preparing corpus %s in %s: %s", corpus.name, directory, reason)
+                directory.mkdir(exist_ok=True)
+                manifest = _encode_into(directory, cfg, corpus, wanted, tokenizer_dir, workers)
+            manifests[corpus.name] = manifest
+    for name, manifest in manifests.items():
+        for side, named in (("src", "source"), ("tgt", "target")):
+            if share := manifest["stats"][side]["unk_share"]:
+                log.warning(
+                    "corpus %s %s: %.3f%% of the pieces are <unk>: characters outside the vocabulary; "
+                    "tokenizer.byte_fallback: true represents them as bytes",
+                    name,
+                    named,
+                    100 * share,
+                )
+        if manifest["pairs"] == 0:
+            raise DataError(
+                f"corpus {name}: every training pair was dropped ({dropped_summary(manifest)}); check "
+                "data.max_len, data.max_len_ratio and its clean rules"
             )
-    if manifest["pairs"] == 0:
-        raise DataError(
-            f"{', '.join(cfg.data.train_src)}: every training pair was filtered out; check data.max_len "
-            "and data.max_len_ratio"
-        )
-    return manifest
+    return manifests
+
+
+def _drop_single_layout(top: Path) -> None:
+    """Remove the arrays an older s2s kept at the top of the directory (one corpus, format 2)."""
+    if (top / MANIFEST).is_file():
+        log.info("removing the prepared corpus of an older s2s in %s", top)
+        (top / MANIFEST).unlink()
+        for name in ARRAYS:
+            (top / f"train.{name}").unlink(missing_ok=True)
 
 
 @dataclass
@@ -120,8 +152,30 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def load_prepared(directory: Path) -> MappedCorpus:
-    """Memory-map a prepared corpus (the OS page cache holds one copy for every process).
+def load_prepared(top: Path, corpora: Sequence[CorpusConfig]) -> ParallelData:
+    """The prepared training corpora as one corpus: pairs numbered corpus after corpus, in order.
+
+    One corpus is its `MappedCorpus` itself (what a run with one corpus always trained on).
+    """
+    parts = [load_prepared_part(top / corpus.name) for corpus in corpora]
+    return parts[0] if len(parts) == 1 else JoinedCorpus.of(parts)
+
+
+def read_manifests(top: Path, corpora: Sequence[CorpusConfig]) -> dict[str, dict[str, Any]]:
+    """The manifest of each prepared corpus, by name."""
+    return {corpus.name: read_manifest(top / corpus.name) for corpus in corpora}
+
+
+def corpus_mixture(top: Path, corpora: Sequence[CorpusConfig]) -> Mixture:
+    """What an epoch draws from the prepared corpora: each one's kept pairs and weight."""
+    manifests = read_manifests(top, corpora)
+    return mixture_of(
+        [c.name for c in corpora], [manifests[c.name]["pairs"] for c in corpora], [c.weight for c in corpora]
+    )
+
+
+def load_prepared_part(directory: Path) -> MappedCorpus:
+    """Memory-map one prepared corpus (the OS page cache holds one copy for every process).
 
     Checks what costs no reading (`inconsistency`); `ensure_prepared_corpus` also compares checksums
     before a run starts, and makes the corpus again where either finds a fault, so the advice works.
@@ -199,30 +253,62 @@ def _ends(path: Path, dtype: np.dtype) -> tuple[int, int]:
 
 
 def _encode_into(
-    directory: Path, cfg: Config, wanted: dict[str, Any], tokenizer_dir: Path, workers: int
+    directory: Path,
+    cfg: Config,
+    corpus: CorpusConfig,
+    wanted: dict[str, Any],
+    tokenizer_dir: Path,
+    workers: int,
 ) -> dict[str, Any]:
     """Encode into a temporary directory, then swap the arrays in and write the manifest last."""
     for stale in directory.glob(".tmp-*"):  # left by a prepare that was killed (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=directory))
+    d = cfg.data
+    rules = Rules(length_filter(cfg), corpus.clean, (d.src_lang, d.tgt_lang), tuple(wanted["prefix"]))
     try:
-        corpus = encode_corpus(
-            list(zip(cfg.data.train_src, cfg.data.train_tgt)),
+        pairs = count_pairs(corpus)
+        encoded = encode_corpus(
+            corpus,
+            pairs,
             tokenizer_dir,
             cfg.tokenizer.joint,
-            length_filter(cfg),
+            rules,
             scratch,
-            workers,
+            workers or _default_workers(corpus),
         )
-        manifest = new_manifest(cfg, wanted, corpus)
+        manifest = new_manifest(corpus, wanted, encoded)
         (directory / MANIFEST).unlink(missing_ok=True)
         for name in ARRAYS:
             os.replace(scratch / f"train.{name}", directory / f"train.{name}")
+        write_text(directory / DROPPED, json.dumps(encoded.dropped, ensure_ascii=False) + "\n")
         write_text(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    log.info("prepared %s pairs in %s", f"{manifest['pairs']:,}", directory)
+    log.info("prepared %s pairs of corpus %s in %s", f"{manifest['pairs']:,}", corpus.name, directory)
     return manifest
+
+
+def dropped_report(top: Path, corpora: Sequence[CorpusConfig], count: int) -> str:
+    """Up to `count` pairs each rule dropped from each corpus: `line N: source ||| target`."""
+    rows = []
+    for corpus in corpora:
+        manifest, dropped = read_manifest(top / corpus.name), dropped_pairs(top, corpus.name)
+        for reason in REASONS:
+            if examples := dropped.get(reason, [])[:count]:
+                total = manifest["counts"][reason]
+                rows.append(f"corpus {corpus.name}: {total:,} dropped for {REASON_NAMES[reason]}, e.g.")
+                rows += [f"  line {line}: {src} ||| {tgt}" for line, src, tgt in examples]
+    return "\n".join(rows) or "no pair was dropped"
+
+
+def dropped_pairs(top: Path, name: str) -> dict[str, list[list[Any]]]:
+    """A few of the pairs each rule dropped from corpus `name`: reason -> [[line, source, target]]."""
+    path = top / name / DROPPED
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise DataError(f"{path} is missing or unreadable: run `s2s prepare CONFIG` again") from None
 
 
 @contextlib.contextmanager
@@ -252,11 +338,11 @@ def _locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-SMALL_CORPUS_BYTES = 16 << 20  # Multi30k is 4.5 MB: a few seconds in this process
+SMALL_CORPUS_BYTES = 16 << 20  # Multi30k is 4.5 MB: a few seconds in this process (compressed: ~5x more)
 
 
-def _default_workers(cfg: Config) -> int:
-    text_bytes = sum(Path(p).stat().st_size for p in (*cfg.data.train_src, *cfg.data.train_tgt))
+def _default_workers(corpus: CorpusConfig) -> int:
+    text_bytes = sum(Path(p).stat().st_size for p in corpus.files().values())
     if text_bytes < SMALL_CORPUS_BYTES:
         return 1
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -6,6 +6,9 @@ byte-order mark at the start of a file is dropped (editors on Windows write one)
 an error naming the line, since it means the file is not UTF-8 text (UTF-16 without a BOM decodes
 as "valid" UTF-8 full of NULs).
 
+Files may be compressed (gzip, xz, bzip2, zstd: `seq2seq.data.compression`): they are decompressed
+while read, and line numbers are those of the decompressed text.
+
 Every reader here is bounded by the line, not the stream: a line longer than `MAX_LINE_BYTES` is an
 error naming it once that many bytes have been read without a '\n' (a file without line breaks,
 binary data, `/dev/zero`), while a stream of any number of lines is read in bounded blocks.
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
 
+from seq2seq.data.compression import open_binary
 from seq2seq.errors import DataError
 
 BOM = "\ufeff"
@@ -79,15 +83,13 @@ def stream_line_chunks(stream: BinaryIO, where: str, max_bytes: int = 1 << 17) -
 def iter_line_chunks(path: str | Path, block: int = BLOCK, digest: Hash | None = None) -> Iterator[list[str]]:
     """The lines of a UTF-8 text file in chunks of about `block` bytes: never the whole file at once.
 
-    `digest` (a hashlib object), when given, is updated with every byte read.
+    `digest` (a hashlib object), when given, is updated with every byte of the file as it is stored
+    (compressed or not).
     """
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            blocks = iter(lambda: f.read(block), b"")
-            if digest is not None:
-                blocks = _digested(blocks, digest)
-            yield from _complete_lines(blocks, str(path))
+        with open_binary(path, digest) as f:
+            yield from _complete_lines(iter(lambda: f.read(block), b""), str(path))
     except OSError as e:
         raise DataError(f"cannot read {path}: {e.strerror}") from None
 
@@ -101,7 +103,7 @@ def count_lines(path: str | Path, block: int = BLOCK) -> int:
     count, open_line = 0, 0  # open_line: bytes read of the line not yet ended
     block = min(block, MAX_LINE_BYTES)  # so a line inside one block is never too long
     try:
-        with path.open("rb") as f:
+        with open_binary(path) as f:
             while data := f.read(block):
                 if (nul := data.find(b"\0")) >= 0:  # UTF-16 text has one in every character
                     raise _nul_error(str(path), count + data.count(b"\n", 0, nul) + 1)
@@ -131,12 +133,6 @@ def _too_long_error(where: str, line: int) -> DataError:
         f"{where}: line {line} is longer than {MAX_LINE_BYTES:,} bytes; s2s reads one sentence per "
         "line: is this text with '\\n' line breaks?"
     )
-
-
-def _digested(blocks: Iterator[bytes], digest: Hash) -> Iterator[bytes]:
-    for data in blocks:
-        digest.update(data)
-        yield data
 
 
 def _available_blocks(fd: int, max_bytes: int) -> Iterator[bytes]:

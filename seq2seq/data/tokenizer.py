@@ -18,8 +18,9 @@ import numpy as np
 import sentencepiece as spm
 
 from seq2seq.config import TokenizerConfig
+from seq2seq.config.data import CorpusConfig
+from seq2seq.data.corpora import count_pairs, side_chunks
 from seq2seq.data.labels import LABELS_FILE, Labels, build_labels
-from seq2seq.data.textio import iter_line_chunks
 from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
@@ -196,8 +197,7 @@ def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
 
 def train_or_load_tokenizers(
     cfg: TokenizerConfig,
-    src_files: Sequence[Path],
-    tgt_files: Sequence[Path],
+    corpora: Sequence[CorpusConfig],
     directory: Path,
     may_train: bool = True,
     task: str = "translate",
@@ -206,16 +206,18 @@ def train_or_load_tokenizers(
 
     Without `may_train` (a run that already has weights), a missing tokenizer is an error: a new one
     would silently give the old weights other meanings. A reader (`task` classify or tag) has one
-    SentencePiece model, trained on the source text, and a label set built from the targets.
+    SentencePiece model, trained on the source text, and a label set built from the targets (a
+    reader's corpora are two files each).
     """
     files = tokenizer_files(directory, cfg.joint)
     targets_are_labels = task != "translate"
     if targets_are_labels:
         files.setdefault("labels", directory / LABELS_FILE)
-    corpora = {
-        "joint": list(src_files) if targets_are_labels else [*src_files, *tgt_files],
-        "src": list(src_files),
-        "tgt": list(tgt_files),
+    sides = {
+        "joint": [(c, "src") for c in corpora]
+        + ([] if targets_are_labels else [(c, "tgt") for c in corpora]),
+        "src": [(c, "src") for c in corpora],
+        "tgt": [(c, "tgt") for c in corpora],
     }
     for side, path in files.items():
         if path.is_file():
@@ -228,29 +230,34 @@ def train_or_load_tokenizers(
             )
         directory.mkdir(parents=True, exist_ok=True)
         if side == "labels":  # after the SentencePiece model, whose words the tags must fit
-            build_labels(task, src_files, tgt_files, path, Tokenizer(files.get("joint", files.get("src"))))
+            tokenizer = Tokenizer(files.get("joint", files.get("src")))
+            build_labels(task, [c.src for c in corpora], [c.tgt for c in corpora], path, tokenizer)
         else:
-            _train(cfg, corpora[side], path)
+            _train(cfg, sides[side], path)
     return load_tokenizers(directory, cfg.joint)
 
 
-def _train(cfg: TokenizerConfig, corpus: list[Path], target: Path) -> None:
+Side = tuple[CorpusConfig, str]  # a corpus and one of its sides ("src" or "tgt")
+
+
+def _train(cfg: TokenizerConfig, sides: list[Side], target: Path) -> None:
     """Train one SentencePiece model; it appears at `target` only once complete."""
-    log.info("training %s tokenizer (vocab %d) on %s", cfg.type, cfg.vocab_size, ", ".join(map(str, corpus)))
+    named = ", ".join(f"{c.name} {side}" for c, side in sides)
+    log.info("training %s tokenizer (vocab %d) on %s", cfg.type, cfg.vocab_size, named)
     prefix = target.parent / f".{target.stem}.tmp{os.getpid()}"
     # In a child process: the sample and SentencePiece's trainer take hundreds of MB that the
     # allocator would otherwise keep in this process through the whole training run.
     with spawned_pool(1, "training the tokenizer") as child:
-        child.submit(_train_model, cfg, corpus, prefix).result()
+        child.submit(_train_model, cfg, sides, prefix).result()
     os.replace(f"{prefix}.vocab", target.with_suffix(".vocab"))
     os.replace(f"{prefix}.model", target)
 
 
-def _train_model(cfg: TokenizerConfig, corpus: list[Path], prefix: Path) -> None:
-    """SentencePiece training on a sample of `corpus`; writes PREFIX.model and PREFIX.vocab."""
+def _train_model(cfg: TokenizerConfig, sides: list[Side], prefix: Path) -> None:
+    """SentencePiece training on a sample of `sides`; writes PREFIX.model and PREFIX.vocab."""
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(_sample_lines(corpus, cfg.max_sentences)),
+            sentence_iterator=iter(sample_lines(sides, cfg.max_sentences)),
             model_prefix=str(prefix),
             model_type=cfg.type,
             vocab_size=cfg.vocab_size,
@@ -261,26 +268,43 @@ def _train_model(cfg: TokenizerConfig, corpus: list[Path], prefix: Path) -> None
             unk_id=UNK,
             bos_id=BOS,
             eos_id=EOS,
-            control_symbols=CONTROL_PIECES,  # never produced from text, dropped when decoding
+            # never produced from text, dropped when decoding; declared ones after s2s's own
+            control_symbols=[*CONTROL_PIECES, *cfg.control_tokens],
             hard_vocab_limit=False,
             num_threads=os.cpu_count() or 1,
             minloglevel=2,
         )
     except RuntimeError as e:
-        raise DataError(f"could not train the tokenizer on {', '.join(map(str, corpus))}: {e}") from None
+        named = ", ".join(f"{c.name} {side}" for c, side in sides)
+        raise DataError(f"could not train the tokenizer on {named}: {e}") from None
 
 
-def _sample_lines(corpus: Sequence[Path], limit: int, seed: int = 0) -> list[str]:
-    """Non-empty lines of the corpus files; a seeded uniform sample of `limit` if there are more.
+def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
+    """Non-empty lines of the corpora's sides, sampled in proportion to size x weight.
 
-    The files are streamed (reservoir sampling), so memory holds at most `limit` lines whatever the
-    corpus size. With `limit` or fewer lines, all of them in file order.
+    With every weight 1, a seeded uniform sample of `limit` lines if there are more (reservoir
+    sampling), else all of them in order. Otherwise each line of a corpus of weight w is taken
+    w x s times on average (s = min(1, limit / the weighted line count), so about `limit` lines in
+    all; a weight of 2 takes a line twice): what the corpus mix will show the model. Streamed: memory
+    holds the sample only.
     """
     rng = random.Random(seed)
+    if any(corpus.weight != 1 for corpus, _ in sides):
+        counts = {corpus.name: count_pairs(corpus) for corpus, _ in sides}
+        scale = min(1.0, limit / max(sum(counts[c.name] * c.weight for c, _ in sides), 1))
+        taken = []
+        for corpus, side in sides:
+            expected = corpus.weight * scale
+            whole, part = int(expected), expected - int(expected)
+            for chunk in side_chunks(corpus, side):
+                for line in chunk:
+                    if line.strip():
+                        taken += [line] * (whole + (rng.random() < part))
+        return taken
     sample: list[str] = []
     seen = 0
-    for path in corpus:
-        for chunk in iter_line_chunks(path):
+    for corpus, side in sides:
+        for chunk in side_chunks(corpus, side):
             for line in chunk:
                 if not line.strip():
                     continue

@@ -1,5 +1,8 @@
 """The order training sees its examples in: token-bucketed batches, shuffled per epoch, one share per rank.
 
+With several corpora of other weights than 1, each epoch first draws its examples (`Mixture.draw`),
+then batches the draw.
+
 The order is a function of the seed, the epoch and the number of processes, so every rank can work
 out every other rank's share: a step's token count over all ranks is known without asking them.
 """
@@ -13,6 +16,7 @@ import numpy as np
 
 from seq2seq.batching import even_batches, token_batches
 from seq2seq.config import TrainConfig
+from seq2seq.data.mixing import Mixture
 from seq2seq.training.distributed import DistInfo
 
 
@@ -38,8 +42,16 @@ class BatchOrder:
     each example (`ParallelData.target_tokens`).
     """
 
-    def __init__(self, costs: np.ndarray, targets: np.ndarray, cfg: TrainConfig, info: DistInfo) -> None:
+    def __init__(
+        self,
+        costs: np.ndarray,
+        targets: np.ndarray,
+        cfg: TrainConfig,
+        info: DistInfo,
+        mixture: Mixture | None = None,
+    ) -> None:
         self.costs, self.targets, self.cfg, self.info = costs, targets, cfg, info
+        self.mixture = mixture  # None or plain: each epoch is every example once
         self._cache: tuple[int, list[np.ndarray], np.ndarray] | None = None
 
     def batches(self, epoch: int) -> list[np.ndarray]:
@@ -50,9 +62,12 @@ class BatchOrder:
         """This rank's batches of `epoch`, and the target tokens of each batch position over all ranks."""
         if self._cache is None or self._cache[0] != epoch:
             world = self.info.world
-            batches = even_batches(
-                token_batches(self.costs, self.cfg.max_tokens, self.cfg.seed, epoch), world
-            )
+            drawn = self.mixture.draw(self.cfg.seed, epoch) if self.mixture is not None else None
+            costs = self.costs if drawn is None else self.costs[drawn]
+            batches = token_batches(costs, self.cfg.max_tokens, self.cfg.seed, epoch)
+            if drawn is not None:  # positions in the draw -> examples
+                batches = [drawn[batch] for batch in batches]
+            batches = even_batches(batches, world)
             tokens = (
                 self._tokens(batches).reshape(-1, world).sum(1)
             )  # (batches per rank,): batch i is rank i % world's
@@ -76,4 +91,7 @@ class BatchOrder:
 
     def describe(self) -> str:
         """What the order of an epoch's batches depends on, besides the data."""
-        return f"seed {self.cfg.seed}, max_tokens {self.cfg.max_tokens}, {self.info.world} process(es)"
+        mixed = self.mixture.describe() if self.mixture is not None else ""
+        return f"seed {self.cfg.seed}, max_tokens {self.cfg.max_tokens}, {self.info.world} process(es)" + (
+            f", {mixed}" if mixed else ""
+        )

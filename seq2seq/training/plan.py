@@ -13,7 +13,7 @@ from pathlib import Path
 
 from seq2seq.checkpoint import InitSource, check_can_init, init_source
 from seq2seq.config import Config, check_data_files, load_config
-from seq2seq.data.encode import check_aligned
+from seq2seq.data.corpora import check_aligned
 from seq2seq.data.parallel import read_parallel
 from seq2seq.device import autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError
@@ -62,7 +62,7 @@ def plan_training(
     autocast_dtype(resolve_device(cfg.train.device), cfg.train.precision)
     if cfg.train.tensorboard:
         check_tensorboard()
-    check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))
+    check_aligned(cfg.data.training_corpora())
     d = cfg.data
     valid = ValidText(d.valid_src, d.valid_tgt, *read_parallel(d.valid_src, d.valid_tgt))
     return _plan(cfg, config_file, mode), valid
@@ -72,7 +72,7 @@ def plan_preparation(config_file: Path, overrides: list[str], overwrite: bool = 
     """`s2s prepare`'s plan: a run that has started keeps its tokenizer and must keep its data, unless
     `overwrite` replaces it (with the tokenizer and the prepared corpus, which `s2s train` then uses)."""
     cfg = checked_config(config_file, overrides)
-    check_aligned(list(zip(cfg.data.train_src, cfg.data.train_tgt)))
+    check_aligned(cfg.data.training_corpora())
     if overwrite:
         return _plan(cfg, config_file, "overwrite")
     return _plan(cfg, config_file, "resume" if RunDir(cfg.run_dir).started() else "new")
@@ -98,6 +98,10 @@ def resolve_paths(cfg: Config) -> Config:
             data,
             train_src=tuple(map(absolute, data.train_src)),
             train_tgt=tuple(map(absolute, data.train_tgt)),
+            corpora=tuple(
+                dataclasses.replace(c, src=absolute(c.src), tgt=absolute(c.tgt), tsv=absolute(c.tsv))
+                for c in data.corpora
+            ),
             valid_src=absolute(data.valid_src),
             valid_tgt=absolute(data.valid_tgt),
             prepared_dir=absolute(data.prepared_dir),

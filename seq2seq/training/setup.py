@@ -20,15 +20,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from seq2seq.checkpoint import check_fits_run, load_checkpoint
 from seq2seq.config import Config, save_config
+from seq2seq.config.schema import is_training_file
+from seq2seq.data.corpora import pair_chunks
 from seq2seq.data.parallel import encode_eval_pairs
 from seq2seq.data.prepared import ensure_prepared_corpus, prepared_corpus_dir
-from seq2seq.data.textio import iter_line_chunks
 from seq2seq.data.tokenizer import (
     TokenizerPair,
     copy_tokenizers,
@@ -118,19 +118,14 @@ def check_training_text(cfg: Config) -> None:
 
     One decoding pass over each file (rank 0); the search for a pair with text stops at the first.
     """
-    d = cfg.data
-    for path in (*d.train_src, *d.train_tgt):
-        for _ in iter_line_chunks(path):  # names the first line that does not decode
-            pass
-    if not any(_has_text_pair(src, tgt) for src, tgt in zip(d.train_src, d.train_tgt)):
-        raise DataError(
-            f"{', '.join(d.train_src)} / {', '.join(d.train_tgt)}: no training pair with text on both sides"
-        )
-
-
-def _has_text_pair(src: str, tgt: str) -> bool:
-    lines = (chain.from_iterable(iter_line_chunks(path)) for path in (src, tgt))
-    return any(s.strip() and t.strip() for s, t in zip(*lines))
+    corpora = cfg.data.training_corpora()
+    has_text = False
+    for corpus in corpora:  # every line decoded (a TSV line's tab counted), naming the first bad one
+        for src, tgt in pair_chunks(corpus):
+            has_text = has_text or any(s.strip() and t.strip() for s, t in zip(src, tgt))
+    if not has_text:
+        files = ", ".join(path for corpus in corpora for path in corpus.files().values())
+        raise DataError(f"{files}: no training pair with text on both sides")
 
 
 def prepare_inputs(claim: Claim, valid: ValidText, info: DistInfo) -> RunInputs:
@@ -176,8 +171,7 @@ def _prepare_tokenizers(claim: Claim) -> dict[str, str]:
         copy_tokenizers(plan.init.run.tokenizer_dir, run.tokenizer_dir, cfg.tokenizer.joint)
     train_or_load_tokenizers(
         cfg.tokenizer,
-        list(map(Path, cfg.data.train_src)),
-        list(map(Path, cfg.data.train_tgt)),
+        cfg.data.training_corpora(),
         run.tokenizer_dir,
         plan.mode != "resume",
         cfg.model.task,
@@ -262,7 +256,7 @@ def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str
         last = load_checkpoint(run.checkpoint_path("last"), mmap=True)  # Trainer.resume reads the tensors
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
         check_same_inputs("tokenizer", last.get("tokenizer_sha256", {}), tokenizer, "the run's checkpoints")
-        train_data = {k: v for k, v in recorded.get("data", {}).items() if k.startswith("train_")}
+        train_data = {k: v for k, v in recorded.get("data", {}).items() if is_training_file(k)}
         check_same_inputs("training data", train_data, data, "the start of the run")
     elif stage := recorded.get("tokenizer", {}):  # an earlier `--tokenizer-only` recorded its tokenizer
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)

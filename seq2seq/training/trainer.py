@@ -20,9 +20,10 @@ from tqdm import tqdm
 
 from seq2seq.checkpoint import checkpoint_inputs, load_checkpoint, save_training_state
 from seq2seq.config import Config
-from seq2seq.data.manifest import describe, read_manifest
-from seq2seq.data.parallel import Batch, ParallelData
-from seq2seq.data.prepared import load_prepared
+from seq2seq.data.manifest import describe
+from seq2seq.data.mixing import Mixture
+from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData
+from seq2seq.data.prepared import corpus_mixture, load_prepared, read_manifests
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.device import autocast, autocast_dtype, prefer_safe_attention_kernels, resolve_device
 from seq2seq.models.build import Model
@@ -67,12 +68,14 @@ class Trainer:
         model: Model,
         tokenizers: TokenizerPair,
         tokenizer_sums: dict[str, str],
-        train_data: ParallelData,
+        train_data: ParallelData | JoinedCorpus,
         valid: ValidSet,
         info: DistInfo,
         device_name: str,
+        mixture: Mixture | None = None,
     ) -> None:
-        """`tokenizer_sums`: the sha256 of each tokenizer file (`RunInputs`), recorded in each checkpoint."""
+        """`tokenizer_sums`: the sha256 of each tokenizer file (`RunInputs`), recorded in each checkpoint;
+        `mixture`: what each epoch draws from the corpora of `train_data` (None: every pair once)."""
         self.cfg, self.tcfg, self.run, self.info = cfg, cfg.train, run, info
         self.device = resolve_device(device_name)
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
@@ -86,7 +89,7 @@ class Trainer:
         if self.tcfg.compile:
             self.net = torch.compile(self.net, dynamic=True)
         self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
-        self.order = BatchOrder(train_data.costs(), train_data.target_tokens(), self.tcfg, info)
+        self.order = BatchOrder(train_data.costs(), train_data.target_tokens(), self.tcfg, info, mixture)
         batching = self.order.describe()
         self.state = TrainingState.start(self.model, self.tcfg, self.device, self.dtype, batching)
         self.records = TrainLog(run, self.tcfg, info)
@@ -317,16 +320,27 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo) -> tuple[Progress, b
     Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished.
     """
     cfg, run, tokenizers = plan.cfg, plan.run, inputs.tokenizers
-    train_data = load_prepared(inputs.corpus_dir)
+    corpora = cfg.data.training_corpora()
+    train_data = load_prepared(inputs.corpus_dir, corpora)
+    weights = {c.name: c.weight for c in corpora}
     log.info(
         "training corpus, memory-mapped from %s:\n%s",
         inputs.corpus_dir,
-        describe(read_manifest(inputs.corpus_dir)),
+        describe(read_manifests(inputs.corpus_dir, corpora), weights),
     )
     model = initial_model(cfg.model, cfg.train.seed, tokenizers, inputs.init)
     device_name = local_device_name(cfg.train.device, info)
     trainer = Trainer(
-        cfg, run, model, tokenizers, inputs.tokenizer_sums, train_data, inputs.valid, info, device_name
+        cfg,
+        run,
+        model,
+        tokenizers,
+        inputs.tokenizer_sums,
+        train_data,
+        inputs.valid,
+        info,
+        device_name,
+        corpus_mixture(inputs.corpus_dir, corpora),
     )
     if plan.mode == "resume":
         trainer.resume()

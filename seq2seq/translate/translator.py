@@ -14,6 +14,7 @@ from torch import nn
 
 from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
+from seq2seq.data.control import source_prefix
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
@@ -88,6 +89,11 @@ class Translator:
         self.checkpoints = list(checkpoints)  # the files the weights came from
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
+        self.source_prefix: tuple[int, ...] = ()  # control ids put before every source (`use_tag`)
+
+    def use_tag(self, tag: str) -> None:
+        """Start every source with the control token `tag` (as a tagged corpus trained it)."""
+        self.source_prefix = source_prefix(self.tokenizers.src, tag=tag)
 
     @classmethod
     def load(
@@ -197,7 +203,9 @@ class Translator:
         if settings.nbest > 1 and self.task != "translate":
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        sources = self.tokenizers.src.encode([lines[i] for i in todo])
+        sources = [
+            [*self.source_prefix, *ids] for ids in self.tokenizers.src.encode([lines[i] for i in todo])
+        ]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         hyps = self.decode_ids(sources, settings, max_tokens)
         out = blank_translations(len(lines), settings.nbest)

@@ -43,7 +43,7 @@ def free_port() -> int:
 def make_trainer(cfg: Config, info: DistInfo, tok_dir: Path) -> Trainer:
     torch.manual_seed(cfg.train.seed)
     toks = load_tokenizers(tok_dir, cfg.tokenizer.joint)
-    data = load_prepared(prepared_corpus_dir(cfg))
+    data = load_prepared(prepared_corpus_dir(cfg), cfg.data.training_corpora())
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     return Trainer(cfg, RunDir(cfg.run_dir), model, toks, {}, data, ValidSet(data, [], []), info, "cpu")
 
@@ -119,7 +119,7 @@ def setup(tmp_path):
     cfg = config_from_dict(raw)
     Path(cfg.run_dir).mkdir()
     tok_dir = tmp_path / "tok"
-    train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tok_dir)
     tokenizer = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
     ensure_prepared_corpus(cfg, tok_dir, data_checksums(cfg), tokenizer, workers=1)
     return raw, cfg, tok_dir

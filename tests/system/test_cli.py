@@ -1,4 +1,5 @@
 import json
+import lzma
 import subprocess
 import sys
 from pathlib import Path
@@ -129,6 +130,19 @@ def test_translate_order_matches_one_at_a_time(tiny_run, tmp_path):
     batched = out.read_text(encoding="utf-8").split("\n")[:-1]
     singles = [run_cli("translate", str(run), input=line + "\n").stdout.rstrip("\n") for line in lines]
     assert batched == singles
+
+
+def test_translate_reads_a_compressed_input_as_the_plain_one(tiny_run, tmp_path):
+    lines = ["a red cat", "", "bird on the tree"]
+    text = ("\n".join(lines) + "\n").encode()
+    (tmp_path / "in.txt").write_bytes(text)
+    (tmp_path / "in.xz").write_bytes(lzma.compress(text))
+    outputs = []
+    for name in ("in.txt", "in.xz"):
+        result = run_cli("translate", str(tiny_run.run), "-i", str(tmp_path / name))
+        assert result.exit_code == 0, result.output
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") == 3
 
 
 def test_translate_nbest_and_scores(tiny_run):

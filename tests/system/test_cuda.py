@@ -494,7 +494,7 @@ def test_one_nccl_ddp_step_equals_one_step_on_the_union_of_the_batches(tmp_path)
     cfg = config_from_dict(raw)
     Path(cfg.run_dir).mkdir()
     tok_dir = tmp_path / "tok"
-    train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tok_dir)
     rows = [list(range(0, 24)), list(range(24, 40))]
     mp.spawn(
         ddp_worker, args=(free_port(), raw, str(tok_dir), rows, str(tmp_path), "cuda"), nprocs=2, join=True

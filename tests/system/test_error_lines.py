@@ -86,7 +86,7 @@ def test_a_prepared_manifest_of_the_wrong_shape_is_made_again_by_the_advised_com
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path)), encoding="utf-8")
     assert run_cli("prepare", str(config)).exit_code == 0
-    prepared = tmp_path / "run" / "prepared"
+    prepared = tmp_path / "run" / "prepared" / "train"
     manifest = json.loads((prepared / "manifest.json").read_text())
     damage(manifest)
     (prepared / "manifest.json").write_text(json.dumps(manifest))
@@ -96,7 +96,7 @@ def test_a_prepared_manifest_of_the_wrong_shape_is_made_again_by_the_advised_com
         read_manifest(prepared)
     result = run_cli("prepare", str(config))
     assert result.exit_code == 0, result.output
-    assert "preparing the training corpus" in result.output
+    assert "preparing corpus train" in result.output
     read_manifest(prepared)  # whole again
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seq2seq.data.prepared import load_prepared
+from seq2seq.data.prepared import load_prepared_part
 from seq2seq.errors import DataError
 from seq2seq.training import setup
 from tests.conftest import ROOT, tiny_config_dict
@@ -208,7 +208,7 @@ def test_a_stage_that_no_longer_matches_is_replaced_by_prepare_overwrite(tmp_pat
     result = run_cli("prepare", str(config), "--set", "tokenizer.vocab_size=70", "--overwrite")
     assert result.exit_code == 0, result.output
     result = run_cli("train", str(config), "--set", "tokenizer.vocab_size=70", *QUICK)
-    assert result.exit_code == 0 and "reusing the prepared corpus" in result.output, result.output
+    assert result.exit_code == 0 and "reusing prepared corpus train" in result.output, result.output
 
 
 def edit_manifest(directory: Path, change: str) -> None:
@@ -228,14 +228,14 @@ def test_an_inconsistent_prepared_corpus_is_made_again_by_the_advised_command(tm
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path)), encoding="utf-8")
     assert run_cli("prepare", str(config)).exit_code == 0
-    prepared = tmp_path / "run" / "prepared"
-    good = load_prepared(prepared)
+    prepared = tmp_path / "run" / "prepared" / "train"
+    good = load_prepared_part(prepared)
     edit_manifest(prepared, change)
     with pytest.raises(DataError, match=r"is unusable \(.*\): run `s2s prepare CONFIG` again"):
-        load_prepared(prepared)
+        load_prepared_part(prepared)
     result = run_cli("prepare", str(config))  # the advice
     assert result.exit_code == 0, result.output
-    remade = load_prepared(prepared)
+    remade = load_prepared_part(prepared)
     for side in ("src", "tgt"):
         was, now = getattr(good, side), getattr(remade, side)
         assert was.ids.tolist() == now.ids.tolist() and was.offsets.tolist() == now.offsets.tolist()

@@ -112,8 +112,8 @@ def test_a_rule_reading_two_sections_sits_with_the_key_it_names(raw):
 
 def test_each_section_checks_its_own_fields_alone():
     assert DataConfig().problems() == [
-        "data.train_src: required",
-        "data.train_tgt: required",
+        "data.train_src: required (or data.corpora)",
+        "data.train_tgt: required (or data.corpora)",
         "data.valid_src: required",
         "data.valid_tgt: required",
     ]

@@ -9,7 +9,9 @@ import numpy as np
 
 import seq2seq
 from seq2seq.config import TokenizerConfig
-from seq2seq.data.encode import encode_corpus
+from seq2seq.config.data import CleanConfig
+from seq2seq.data.corpora import file_corpora
+from seq2seq.data.encode import Rules, encode_corpus
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers, train_or_load_tokenizers
 from tests.conftest import write_corpus
@@ -29,9 +31,12 @@ def tagged_corpus(directory: Path) -> tuple[Path, Path]:
 def test_a_readers_corpus_encodes_to_label_ids_that_are_not_counted_as_pieces(tmp_path):
     src, tgt = tagged_corpus(tmp_path)
     tok_dir, out = tmp_path / "tok", tmp_path / "out"
-    train_or_load_tokenizers(TokenizerConfig(vocab_size=60), [src], [tgt], tok_dir, task="tag")
+    train_or_load_tokenizers(TokenizerConfig(vocab_size=60), file_corpora([src], [tgt]), tok_dir, task="tag")
     out.mkdir()
-    corpus = encode_corpus([(str(src), str(tgt))], tok_dir, True, (64, 0.0), out, workers=1)
+    (files,) = file_corpora([src], [tgt])
+    corpus = encode_corpus(
+        files, 200, tok_dir, True, Rules((64, 0.0), CleanConfig(), ("", "")), out, workers=1
+    )
     pair = load_tokenizers(tok_dir, joint=True)
     expected = pair.target_ids(pair.src.encode(read_lines(src)), read_lines(tgt))
     ids = np.fromfile(out / "train.tgt.ids", dtype=np.dtype(corpus.arrays["tgt.ids"]["dtype"]))

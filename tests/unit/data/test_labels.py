@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from seq2seq.config import TokenizerConfig, config_from_dict
+from seq2seq.data.corpora import file_corpora
 from seq2seq.data.labels import LABELS_FILE, Labels, check_targets
 from seq2seq.data.tokenizer import TokenizerPair, train_or_load_tokenizers
 from seq2seq.decoding.search import SearchSettings
@@ -49,7 +50,7 @@ def tagger(tmp_path_factory) -> TokenizerPair:
         "".join(" ".join(w.upper() for w in line.split()) + "\n" for line in src.read_text().splitlines())
     )
     return train_or_load_tokenizers(
-        TokenizerConfig(vocab_size=60), [src], [tgt], directory / "tok", task="tag"
+        TokenizerConfig(vocab_size=60), file_corpora([src], [tgt]), directory / "tok", task="tag"
     )
 
 
@@ -105,10 +106,12 @@ def test_training_builds_the_label_set_only_from_tags_that_fit_the_words(tmp_pat
     cfg, directory = TokenizerConfig(vocab_size=60), tmp_path / "tok"
     tgt.write_text("\n".join([*tags, "O O O O O"]) + "\n")  # five, as Python splits the line
     with pytest.raises(DataError, match=rf"train\.tgt:{len(lines) + 1}: 5 tags for the 4 words"):
-        train_or_load_tokenizers(cfg, [src], [tgt], directory, task="tag")
+        train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), directory, task="tag")
     assert not (directory / LABELS_FILE).exists()
     tgt.write_text("\n".join([*tags, "O O O O"]) + "\n")
-    train_or_load_tokenizers(cfg, [src], [tgt], directory, task="tag")  # the tokenizer is reused
+    train_or_load_tokenizers(
+        cfg, file_corpora([src], [tgt]), directory, task="tag"
+    )  # the tokenizer is reused
     assert Labels.load(directory / LABELS_FILE).names == ("O",)
 
 

@@ -21,7 +21,7 @@ ADVICE = "run `s2s prepare CONFIG` again"
 @pytest.fixture
 def prepared(tiny_run, tmp_path) -> Path:
     """A private copy of the tiny run's prepared corpus."""
-    return Path(shutil.copytree(tiny_run.run / "prepared", tmp_path / "prepared"))
+    return Path(shutil.copytree(tiny_run.run / "prepared" / "train", tmp_path / "prepared"))
 
 
 def paths(value: Any, where: tuple = ()) -> Iterator[tuple]:
@@ -39,7 +39,10 @@ def damaged(manifest: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         old = manifest
         for key in path:
             old = old[key]
-        wrong = [[], 1, None] if isinstance(old, str) else [[], "x", None, True]
+        if isinstance(old, bool):
+            wrong = [[], "x", None, 1]
+        else:
+            wrong = [[], 1, None] if isinstance(old, str) else [[], "x", None, True]
         changes: list[Any] = wrong if isinstance(old, dict) else [*wrong, {}]
         for value in [*changes, REMOVED] if isinstance(last, str) else changes:
             copied = copy.deepcopy(manifest)
@@ -60,14 +63,17 @@ REMOVED = object()
 EMPTIED = {
     "made_from.text = {}",
     "made_from.tokenizer = {}",
-    "sources.train_src = []",
-    "sources.train_tgt = []",
+    "made_from.prefix = []",
+    "made_from.clean.languages = []",
+    "sources = {}",
 }
 
 
 def still_shaped(what: str) -> bool:
     return (
-        what in EMPTIED or what.startswith(("made_from.text.", "made_from.tokenizer.")) and "removed" in what
+        what in EMPTIED
+        or what.startswith(("made_from.text.", "made_from.tokenizer.", "sources."))
+        and "removed" in what
     )
 
 

@@ -20,12 +20,18 @@ from seq2seq.cli import app
 from seq2seq.config import Config, config_from_dict
 from seq2seq.data import encode
 from seq2seq.data import prepared as prepare
+from seq2seq.data.corpora import file_corpora
 from seq2seq.data.parallel import ParallelData
-from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepared_corpus_dir
+from seq2seq.data.prepared import (
+    ensure_prepared_corpus,
+    load_prepared,
+    load_prepared_part,
+    prepared_corpus_dir,
+)
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import (
-    _sample_lines,
     load_tokenizers,
+    sample_lines,
     tokenizer_checksums,
     train_or_load_tokenizers,
 )
@@ -40,13 +46,19 @@ def corpus_config(tmp_path: Path, **data: object) -> tuple[Config, Path]:
     raw["data"] |= data
     cfg = config_from_dict(raw)
     tok_dir = tmp_path / "tok"
-    train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tok_dir)
     return cfg, tok_dir
 
 
 def make(cfg: Config, tok_dir: Path, workers: int = 1) -> dict:
+    """The manifest of the prepared corpus (of its one corpus, or by name when there are several)."""
     sums = tokenizer_checksums(tok_dir, cfg.tokenizer.joint)
-    return ensure_prepared_corpus(cfg, tok_dir, data_checksums(cfg), sums, workers)
+    manifests = ensure_prepared_corpus(cfg, tok_dir, data_checksums(cfg), sums, workers)
+    return manifests["train"] if list(manifests) == ["train"] else manifests
+
+
+def loaded(cfg: Config):
+    return load_prepared(prepared_corpus_dir(cfg), cfg.data.training_corpora())
 
 
 def in_memory(cfg: Config, tok_dir: Path) -> tuple[list[list[int]], list[list[int]]]:
@@ -68,7 +80,7 @@ def test_prepared_ids_equal_in_memory_tokenization_across_chunks_and_workers(tmp
     cfg, tok_dir = corpus_config(tmp_path)
     src, tgt = in_memory(cfg, tok_dir)
     manifest = make(cfg, tok_dir, workers=2)
-    data = load_prepared(prepared_corpus_dir(cfg))
+    data = loaded(cfg)
     rows = range(len(data))
     assert manifest["pairs"] == len(data) == len(src) > 390
     assert data.src.sequences(rows) == src and data.tgt.sequences(rows) == tgt
@@ -84,22 +96,25 @@ def test_several_corpora_concatenate_in_order_and_filtered_pairs_are_counted(tmp
     cfg, tok_dir = corpus_config(
         tmp_path, train_src=[str(a_src), str(b_src)], train_tgt=[str(a_tgt), str(b_tgt)], max_len_ratio=3.0
     )
-    manifest = make(cfg, tok_dir)
+    manifests = make(cfg, tok_dir)
     src, tgt = in_memory(cfg, tok_dir)
-    data = load_prepared(prepared_corpus_dir(cfg))
-    assert data.src.sequences(range(len(data))) == src and data.tgt.sequences(range(len(data))) == tgt
-    counts = manifest["counts"]
-    assert (counts["read"], counts["kept"], counts["empty"]) == (54, len(src), 2)
+    data = loaded(cfg)
+    batch = data.batch(np.arange(len(data)))
+    assert batch.src.tolist() == ParallelData.from_lists(src, tgt).batch(np.arange(len(src))).src.tolist()
+    counts = manifests["train"]["counts"]
+    assert (counts["read"], counts["kept"], counts["empty"]) == (34, len(src) - 20, 2)
     assert counts["too_long"] >= 1 and counts["bad_ratio"] >= 1
-    assert counts["kept"] + counts["empty"] + counts["too_long"] + counts["bad_ratio"] == 54
+    assert counts["kept"] + counts["empty"] + counts["too_long"] + counts["bad_ratio"] == 34
+    assert manifests["train.1"]["counts"]["read"] == manifests["train.1"]["counts"]["kept"] == 20
     toks = load_tokenizers(tok_dir, True)
-    assert data.src.sequences([len(data) - 20]) == toks.src.encode(read_lines(b_src)[:1])  # b follows a
+    first_of_b = data.batch([len(data) - 20]).src[0, :-1].tolist()
+    assert first_of_b == toks.src.encode(read_lines(b_src)[:1])[0]  # b follows a
 
 
 def test_every_example_exactly_once_per_epoch_from_the_mapped_arrays(tmp_path):
     cfg, tok_dir = corpus_config(tmp_path)
     make(cfg, tok_dir)
-    data = load_prepared(prepared_corpus_dir(cfg))
+    data = loaded(cfg)
     src, tgt = in_memory(cfg, tok_dir)
     reference = ParallelData.from_lists(src, tgt)
     assert np.array_equal(data.costs(), reference.costs())  # stored at prepare time, computed here
@@ -130,7 +145,7 @@ def test_batches_leave_no_corpus_pages_mapped(tmp_path):
     """The corpus stays in the page cache, not in the process: RSS does not grow with the corpus."""
     cfg, tok_dir = corpus_config(tmp_path)
     make(cfg, tok_dir)
-    data = load_prepared(prepared_corpus_dir(cfg))
+    data = loaded(cfg)
     batches = token_batches(data.costs(), 128, seed=3)
     assert mapped_kb(prepared_corpus_dir(cfg)) > 0  # the costs, just read
     for rows in batches:
@@ -141,18 +156,18 @@ def test_batches_leave_no_corpus_pages_mapped(tmp_path):
 def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(tmp_path, caplog):
     cfg, tok_dir = corpus_config(tmp_path)
     pairs = make(cfg, tok_dir)["pairs"]
-    ids_file = prepared_corpus_dir(cfg) / "train.src.ids"
+    ids_file = prepared_corpus_dir(cfg) / "train" / "train.src.ids"
     made = ids_file.stat().st_ino
     caplog.set_level(logging.INFO, logger="seq2seq")
     make(cfg, tok_dir)
-    assert ids_file.stat().st_ino == made and "reusing the prepared corpus" in caplog.text
+    assert ids_file.stat().st_ino == made and "reusing prepared corpus train" in caplog.text
 
     with open(cfg.data.train_src[0], "a", encoding="utf-8") as f, open(cfg.data.train_tgt[0], "a") as g:
         f.write("red cat\n")
         g.write("CAT RED\n")
     caplog.clear()
     assert make(cfg, tok_dir)["pairs"] == pairs + 1
-    assert "train_src changed" in caplog.text and "train_tgt changed" in caplog.text
+    assert "its src file changed" in caplog.text and "its tgt file changed" in caplog.text
 
     caplog.clear()
     make(dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, max_len=5)), tok_dir)
@@ -160,7 +175,7 @@ def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(
 
     (tok_dir / "spm.model").unlink()
     smaller = dataclasses.replace(cfg.tokenizer, vocab_size=50)
-    train_or_load_tokenizers(smaller, cfg.data.train_src, cfg.data.train_tgt, tok_dir)
+    train_or_load_tokenizers(smaller, cfg.data.training_corpora(), tok_dir)
     caplog.clear()
     make(cfg, tok_dir)
     assert "the tokenizer changed" in caplog.text
@@ -170,7 +185,7 @@ def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(
 def test_a_damaged_array_is_detected_and_remade(tmp_path, caplog, damage):
     cfg, tok_dir = corpus_config(tmp_path)
     make(cfg, tok_dir)
-    directory = prepared_corpus_dir(cfg)
+    directory = prepared_corpus_dir(cfg) / "train"
     path = directory / "train.tgt.ids"
     good = path.read_bytes()
     if damage == "truncate":
@@ -181,17 +196,17 @@ def test_a_damaged_array_is_detected_and_remade(tmp_path, caplog, damage):
         path.unlink()
     if damage != "flip":  # mapping checks sizes; checksums are compared before a run starts
         with pytest.raises(DataError, match="train.tgt.ids is missing, truncated or changed"):
-            load_prepared(directory)
+            load_prepared_part(directory)
     caplog.set_level(logging.INFO, logger="seq2seq")
     make(cfg, tok_dir)
-    assert "preparing the training corpus" in caplog.text
+    assert "preparing corpus train" in caplog.text
     assert path.read_bytes() == good
 
 
 def test_an_interrupted_prepare_leaves_nothing_that_looks_valid(tmp_path, monkeypatch):
     cfg, tok_dir = corpus_config(tmp_path)
     pairs = make(cfg, tok_dir)["pairs"]
-    directory = prepared_corpus_dir(cfg)
+    directory = prepared_corpus_dir(cfg) / "train"
     with open(cfg.data.train_src[0], "a") as f, open(cfg.data.train_tgt[0], "a") as g:
         f.write("red cat\n")
         g.write("CAT RED\n")
@@ -211,7 +226,7 @@ def test_an_interrupted_prepare_leaves_nothing_that_looks_valid(tmp_path, monkey
     assert not (directory / "manifest.json").exists()  # half the new arrays, half the old: no manifest
     assert [p.name for p in directory.iterdir() if p.name.startswith(".tmp")] == []
     with pytest.raises(DataError, match="no prepared corpus"):
-        load_prepared(directory)
+        load_prepared_part(directory)
     assert make(cfg, tok_dir)["pairs"] == pairs + 1
 
 
@@ -230,27 +245,30 @@ def test_the_tokenizer_sample_is_seeded_uniform_and_bounded_in_memory(tmp_path):
     lines = [f"line {i} " + "x" * 80 for i in range(250_000)]
     path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
     tracemalloc.start()
-    sample = _sample_lines([path], 500, seed=1)
+    sides = [(file_corpora([path], [path])[0], "src")]
+    sample = sample_lines(sides, 500, seed=1)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < path.stat().st_size / 2  # never the whole file (23 MB) at once
     assert len(sample) == 500 and len(set(sample)) == 500 and set(sample) <= set(lines)
-    assert sample == _sample_lines([path], 500, seed=1)
-    assert sample != _sample_lines([path], 500, seed=2)
+    assert sample == sample_lines(sides, 500, seed=1)
+    assert sample != sample_lines(sides, 500, seed=2)
     positions = sorted(int(line.split()[1]) for line in sample)
     assert positions[0] < 25_000 and positions[-1] > 225_000  # drawn from the whole file, not its head
-    assert _sample_lines([path], 10**6, seed=1) == lines  # all of them, in order, when few
+    assert sample_lines(sides, 10**6, seed=1) == lines  # all of them, in order, when few
 
 
 def test_prepare_verb_prints_statistics_and_training_reuses_its_arrays(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=2)), encoding="utf-8")
-    result = CliRunner().invoke(app, ["prepare", str(config), "--workers", "1"])
+    figure = tmp_path / "corpus.png"
+    result = CliRunner().invoke(app, ["prepare", str(config), "--workers", "1", "--figure", str(figure)])
     assert result.exit_code == 0, result.output
-    assert "400 read, 398 kept" in result.output and "tokens per pair" in result.output
-    ids_file = tmp_path / "run" / "prepared" / "train.src.ids"
+    assert figure.read_bytes().startswith(b"\x89PNG")
+    assert "400 pairs read, 398 kept" in result.output and "tokens per pair" in result.output
+    ids_file = tmp_path / "run" / "prepared" / "train" / "train.src.ids"
     made = ids_file.stat().st_ino
     result = CliRunner().invoke(app, ["train", str(config)])
     assert result.exit_code == 0, result.output
     assert ids_file.stat().st_ino == made
-    assert "reusing the prepared corpus" in (tmp_path / "run" / "train.log").read_text()
+    assert "reusing prepared corpus train" in (tmp_path / "run" / "train.log").read_text()

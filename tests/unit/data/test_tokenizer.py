@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from seq2seq.config import TokenizerConfig, config_from_dict
+from seq2seq.data.corpora import file_corpora
 from seq2seq.data.labels import LABELS_FILE, Labels
 from seq2seq.data.parallel import load_eval_pairs
 from seq2seq.data.textio import read_lines
@@ -24,7 +25,7 @@ UNSEEN = "red Übersetzung 猫 cat"  # characters the tiny corpus never contains
 def tokenizers(tmp_path: Path, **settings: object):
     src, tgt = write_corpus(tmp_path, "train", 400, seed=1)
     cfg = TokenizerConfig(**{"vocab_size": 60, **settings})
-    return train_or_load_tokenizers(cfg, [src], [tgt], tmp_path / "tok")
+    return train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), tmp_path / "tok")
 
 
 def test_byte_fallback_round_trips_characters_absent_from_training(tmp_path):
@@ -79,7 +80,7 @@ def reader_corpus(directory: Path, task: str) -> tuple[Path, Path]:
 def reader_tokenizers(directory: Path, task: str) -> TokenizerPair:
     src, tgt = reader_corpus(directory, task)
     cfg = TokenizerConfig(vocab_size=60)
-    return train_or_load_tokenizers(cfg, [src], [tgt], directory / "tok", task=task)
+    return train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), directory / "tok", task=task)
 
 
 @pytest.mark.parametrize("task", ["classify", "tag"])

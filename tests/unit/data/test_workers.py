@@ -30,10 +30,11 @@ def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
             from pathlib import Path
             from seq2seq.config import TokenizerConfig
             from seq2seq.errors import Seq2SeqError
+            from seq2seq.data.corpora import file_corpora
             from seq2seq.data.tokenizer import train_or_load_tokenizers
             try:
-                train_or_load_tokenizers(TokenizerConfig(vocab_size=60), [Path({str(src)!r})],
-                                         [Path({str(tgt)!r})], Path({str(tmp_path / "tok")!r}))
+                train_or_load_tokenizers(TokenizerConfig(vocab_size=60), file_corpora([{str(src)!r}],
+                                         [{str(tgt)!r}]), Path({str(tmp_path / "tok")!r}))
             except Seq2SeqError as e:
                 print("error:", e)
                 raise SystemExit(2)

@@ -54,7 +54,7 @@ def invoke(*args: str):
 
 def test_tiny_model_overfits_a_tiny_batch(tmp_path):
     cfg = config_from_dict(tiny_config_dict(tmp_path, lr=1e-2, warmup_steps=1, label_smoothing=0.0))
-    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(
         toks.src.encode(["red cat runs", "the big dog"]), toks.tgt.encode(["RUNS CAT RED", "DOG BIG"])
@@ -69,7 +69,7 @@ def test_tiny_model_overfits_a_tiny_batch(tmp_path):
 
 def test_checkpoints_record_the_tokenizer_checksums_the_trainer_is_given(tmp_path):
     cfg = config_from_dict(tiny_config_dict(tmp_path, max_steps=1, valid_every=1, valid_bleu=False))
-    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
     (tmp_path / "run").mkdir()
@@ -351,7 +351,7 @@ def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatc
 
 def test_the_precision_probe_leaves_no_trace(tmp_path):
     cfg = config_from_dict(tiny_config_dict(tmp_path, precision="auto"))
-    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
     trainer = Trainer(
@@ -372,7 +372,7 @@ def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], where: str = "loss"
     "gradients", the usual case (a finite loss, here made 1000 times too large, whose backward pass
     overflows)."""
     cfg = config_from_dict(tiny_config_dict(tmp_path, valid_bleu=False, **train))
-    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.train_src, cfg.data.train_tgt, tmp_path / "tok")
+    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tmp_path / "tok")
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(
         toks.src.encode(["red cat runs", "the big dog"]), toks.tgt.encode(["RUNS CAT RED", "DOG BIG"])

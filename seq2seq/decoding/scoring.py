@@ -1,0 +1,32 @@
+"""Teacher-forced scores: a model's log-probability of each token of given targets.
+
+The distribution is the one a search chooses from (`seq2seq.decoding.search`): never <pad> or <bos>,
+no <eos> before `min_len` tokens, renormalized over what is left. So the score of a translation the
+search produced is the sum of the token log-probabilities the search accumulated for it (before its
+length normalization), unless the search cut it at its length limit, where the <eos> it forced counts
+as log 1.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from seq2seq.batching import pad
+from seq2seq.decoding.search import Decodable
+from seq2seq.special import BOS, EOS, PAD
+
+
+@torch.no_grad()
+def forced_log_probs(model: Decodable, src: Tensor, targets: list[list[int]], min_len: int) -> Tensor:
+    """(B, T) float32: the log-probability of each token of `targets` (ids without bos/eos) followed
+    by <eos>, given the sources `src` (B, S) (ending in <eos>, right-padded); 0 past each target's end.
+    """
+    tgt_in = pad([[BOS, *t] for t in targets]).to(src.device)  # (B, T) what the decoder reads
+    tgt_out = pad([[*t, EOS] for t in targets]).to(src.device)  # (B, T) what it must predict
+    logits = model.decode(tgt_in, model.encode(src)).float()  # (B, T, V)
+    logits[..., PAD] = float("-inf")
+    logits[..., BOS] = float("-inf")
+    logits[:, :min_len, EOS] = float("-inf")
+    chosen = logits.gather(2, tgt_out.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    return (chosen - logits.logsumexp(-1)).masked_fill(tgt_out == PAD, 0.0)

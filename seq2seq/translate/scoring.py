@@ -1,0 +1,207 @@
+"""`s2s score`: the model's log-probability of given (source, target) pairs, batched like translation.
+
+Pairs are sorted by length into batches of about `max_tokens` padded tokens and scored in one
+teacher-forced pass each (`seq2seq.decoding.scoring`); results come back in input order. With a
+second, reverse-direction run, the dual conditional cross-entropy of Junczys-Dowmunt (2018):
+|H_fwd - H_rev| + (H_fwd + H_rev) / 2, where H is a direction's cross-entropy per target token
+(<eos> included); low means both models find the pair likely and agree, what corpus filtering keeps.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from seq2seq.batching import pad, token_batches
+from seq2seq.config.data import CorpusConfig
+from seq2seq.data.corpora import count_pairs, pair_chunks
+from seq2seq.decoding.scoring import forced_log_probs
+from seq2seq.device import autocast
+from seq2seq.errors import DataError
+from seq2seq.files import check_outputs
+from seq2seq.special import EOS
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.translator import Translator, clip_sources, run_inputs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """A pair's target log-probabilities, one per target piece and one for <eos>."""
+
+    tokens: list[float]
+
+    @property
+    def total(self) -> float:
+        return math.fsum(self.tokens)
+
+    @property
+    def cross_entropy(self) -> float:
+        """-total / tokens: the per-token cross-entropy (nats)."""
+        return -self.total / len(self.tokens)
+
+
+def score_pairs(
+    translator: Translator,
+    src_lines: Sequence[str],
+    tgt_lines: Sequence[str],
+    max_tokens: int,
+    first_line: int = 1,
+) -> list[PairScore]:
+    """The score of each (source, target) pair under `translator`'s model, in input order.
+
+    Sources get the translator's source prefix (a tag) as when translating; a source or target over
+    the model's positions is cut with a warning naming its line, as `translate` cuts sources.
+    """
+    tokenizers = translator.tokenizers
+    sources = [[*translator.source_prefix, *ids] for ids in tokenizers.src.encode(list(src_lines))]
+    targets = tokenizers.tgt.encode(list(tgt_lines))
+    lines = range(first_line, first_line + len(sources))
+    clip_sources(sources, translator.max_source_tokens, lines)
+    clip_sources(targets, translator.max_source_tokens, lines)  # <bos> + target fits the positions
+    return score_ids(translator, sources, targets, max_tokens)
+
+
+def score_ids(
+    translator: Translator,
+    sources: Sequence[Sequence[int]],
+    targets: Sequence[Sequence[int]],
+    max_tokens: int,
+) -> list[PairScore]:
+    """`score_pairs` of token ids (without <eos>/<bos>, each short enough for the model)."""
+    costs = [max(len(s), len(t)) + 1 for s, t in zip(sources, targets)]
+    results: list[PairScore | None] = [None] * len(sources)
+    autocast_to = None if translator.weights_cast else translator.dtype
+    min_len = translator.config.decode.min_len
+    for batch in token_batches(costs, max_tokens):
+        src = pad([[*sources[i], EOS] for i in batch]).to(translator.device)
+        with autocast(translator.device, autocast_to):
+            logp = forced_log_probs(translator.model, src, [targets[i] for i in batch], min_len)
+        rows = logp.cpu().tolist()
+        for row, i in zip(rows, batch):
+            results[i] = PairScore(row[: len(targets[i]) + 1])
+    return results  # type: ignore[return-value]
+
+
+def dual_cross_entropy(forward: PairScore, reverse: PairScore) -> float:
+    """Junczys-Dowmunt (2018): |H_fwd - H_rev| + (H_fwd + H_rev) / 2 (lower is better)."""
+    h_fwd, h_rev = forward.cross_entropy, reverse.cross_entropy
+    return abs(h_fwd - h_rev) + (h_fwd + h_rev) / 2
+
+
+def format_score(forward: PairScore, reverse: PairScore | None, with_tokens: bool) -> str:
+    """One output line: `log-prob<TAB>log-prob per token[<TAB>token scores]`, or with a reverse run
+    `dual cross-entropy<TAB>H_fwd<TAB>H_rev`."""
+    if reverse is not None:
+        fields = [dual_cross_entropy(forward, reverse), forward.cross_entropy, reverse.cross_entropy]
+        return "\t".join(f"{x:.4f}" for x in fields) + "\n"
+    line = f"{forward.total:.4f}\t{-forward.cross_entropy:.4f}"
+    if with_tokens:
+        line += "\t" + " ".join(f"{x:.4f}" for x in forward.tokens)
+    return line + "\n"
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """What `s2s score` scores with: a run, optionally one of the reverse direction, a batch budget."""
+
+    forward: Translator
+    backward: Translator | None
+    max_tokens: int
+
+    def pairs(
+        self, src: Sequence[str], tgt: Sequence[str], first_line: int
+    ) -> list[tuple[PairScore, PairScore | None]]:
+        """Each pair's forward score, and its reverse one (target -> source) when there is a reverse run."""
+        forward = score_pairs(self.forward, src, tgt, self.max_tokens, first_line)
+        if self.backward is None:
+            return [(f, None) for f in forward]
+        return list(zip(forward, score_pairs(self.backward, tgt, src, self.max_tokens, first_line)))
+
+    def rerank(self, src: Sequence[str], nbest: Sequence[str], first_line: int, where: str) -> list[str]:
+        """`translate --nbest` lines re-ranked: each line's hypotheses, best first, with their new
+        score (the per-token log-probability, or minus the dual cross-entropy with a reverse run)."""
+        lists = [_hypotheses(line, where, first_line + i) for i, line in enumerate(nbest)]
+        flat_src = [s for s, hyps in zip(src, lists) for _ in hyps]
+        scored = iter(self.pairs(flat_src, [h for hyps in lists for h in hyps], first_line))
+        out = []
+        for hyps in lists:
+            ranked = sorted(((_value(*next(scored)), h) for h in hyps), key=lambda pair: -pair[0])
+            out.append("\t".join(f"{h}\t{value:.4f}" for value, h in ranked) + "\n")
+        return out
+
+
+def _value(forward: PairScore, reverse: PairScore | None) -> float:
+    """Higher is better: the per-token log-probability, or minus the dual cross-entropy."""
+    return -forward.cross_entropy if reverse is None else -dual_cross_entropy(forward, reverse)
+
+
+def _hypotheses(line: str, where: str, number: int) -> list[str]:
+    fields = line.split("\t")
+    if len(fields) % 2:
+        raise DataError(
+            f"{where}: line {number} is not `s2s translate --nbest` output (hypothesis<TAB>score, repeated)"
+        )
+    return fields[0::2]
+
+
+def load_scorer(
+    run_dir: Path,
+    reverse_dir: Path | None,
+    checkpoints: tuple[str, ...],
+    placement: Placement,
+    max_tokens: int | None,
+    tag: str,
+) -> Scorer:
+    """The runs `s2s score` scores with; the reverse run takes no tag (a tag belongs to a direction)."""
+    forward = Translator.load(run_dir, checkpoints or ("best",), placement)
+    if tag:
+        forward.use_tag(tag)
+    backward = Translator.load(reverse_dir, ("best",), placement) if reverse_dir is not None else None
+    return Scorer(forward, backward, max_tokens or forward.config.decode.max_tokens)
+
+
+def check_score_files(
+    run_dir: Path,
+    reverse_dir: Path | None,
+    checkpoints: tuple[str, ...],
+    files: dict[str, Path],
+    output: Path | None,
+) -> CorpusConfig:
+    """The pairs to score (`files`: --src and --tgt or --nbest), checked to align and not to be the
+    output, before any model is loaded."""
+    inputs = {**files, **run_inputs(run_dir, checkpoints or ("best",))}
+    if reverse_dir is not None:
+        inputs |= {f"--reverse {name}": path for name, path in run_inputs(reverse_dir, ("best",)).items()}
+    check_outputs({"-o/--output": output}, inputs)
+    src, tgt = files.values()
+    pairs = CorpusConfig(name="score", src=str(src), tgt=str(tgt))
+    count_pairs(pairs)
+    return pairs
+
+
+def score_stream(
+    scorer: Scorer,
+    pairs: CorpusConfig,
+    nbest: bool,
+    with_tokens: bool,
+    sink: TextIO,
+    on_chunk: Callable[[int], None],
+) -> None:
+    """Score `pairs` chunk by chunk into SINK, one line per pair (or re-ranked n-best line), flushed
+    after each chunk."""
+    done = 0
+    for src_lines, tgt_lines in pair_chunks(pairs):
+        if nbest:
+            sink.writelines(scorer.rerank(src_lines, tgt_lines, done + 1, pairs.tgt))
+        else:
+            scored = scorer.pairs(src_lines, tgt_lines, done + 1)
+            sink.writelines(format_score(f, r, with_tokens) for f, r in scored)
+        sink.flush()
+        done += len(src_lines)
+        on_chunk(len(src_lines))

@@ -1,0 +1,112 @@
+"""`s2s score`: the teacher-forced log-probability of given pairs equals what search accumulated for
+its own outputs, batched equals one at a time, for both generative families; the CLI streams
+compressed files, one line out per pair in, and the dual cross-entropy with a reverse run."""
+
+from __future__ import annotations
+
+import gzip
+import math
+
+import pytest
+import torch
+
+from seq2seq.data.textio import read_lines
+from seq2seq.decoding.search import length_normalizer, output_limits
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.scoring import score_ids, score_pairs
+from seq2seq.translate.translator import Translator
+from tests.helpers import run_cli
+
+FP32 = Placement("cpu", "fp32", None)
+
+
+@pytest.fixture(params=["confident", "decoder_only"])
+def translator(request, trained_run) -> Translator:
+    return Translator.load(trained_run(request.param).run, ("best",), FP32)
+
+
+@pytest.mark.parametrize("beam", [1, 5])
+def test_the_score_of_the_search_s_own_output_is_the_sum_it_accumulated(translator, trained_run, beam):
+    lines = read_lines(trained_run("tiny").data / "valid.src")
+    settings = translator.options().search
+    settings = type(settings)(**{**settings.__dict__, "beam": beam, "nbest": beam})
+    sources = translator.tokenizers.src.encode(lines)
+    found = translator.decode_ids(sources, settings, 400)
+    counts = torch.tensor([len(s) + 1 for s in sources])
+    limits = output_limits(counts, settings, translator.model.max_positions).tolist()
+    checked = 0
+    for source, nbest, limit in zip(sources, found, limits):
+        scored = score_ids(translator, [source] * len(nbest), [h.tokens for h in nbest], 400)
+        for h, s in zip(nbest, scored):
+            accumulated = h.score * length_normalizer(len(h.tokens), settings)
+            cut = len(h.tokens) == limit - 1  # the search forced </s> there: log 1, not the model's
+            assert math.fsum(s.tokens[:-1] if cut else s.tokens) == pytest.approx(accumulated, abs=1e-4)
+            checked += not cut
+    if translator.config.model.arch == "encoder_decoder":  # the decoder-only run is cut at its limits
+        assert checked >= 5  # some ended by the model's choice
+
+
+def test_batched_scores_equal_one_pair_at_a_time(translator, trained_run):
+    data = trained_run("tiny").data
+    src, tgt = read_lines(data / "valid.src"), read_lines(data / "valid.tgt")
+    together = score_pairs(translator, src, tgt, 10_000)
+    alone = [score_pairs(translator, [s], [t], 1)[0] for s, t in zip(src, tgt)]
+    for a, b in zip(together, alone):
+        assert len(a.tokens) == len(b.tokens)
+        assert a.tokens == pytest.approx(b.tokens, abs=1e-5)
+
+
+def test_the_cli_streams_compressed_pairs_and_gives_the_dual_cross_entropy(tiny_run, tmp_path):
+    src, tgt = read_lines(tiny_run.data / "valid.src"), read_lines(tiny_run.data / "valid.tgt")
+    (tmp_path / "s.gz").write_bytes(gzip.compress(("\n".join(src) + "\n").encode()))
+    (tmp_path / "t").write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    args = [
+        "score",
+        str(tiny_run.run),
+        "--src",
+        str(tmp_path / "s.gz"),
+        "--tgt",
+        str(tmp_path / "t"),
+        "--device",
+        "cpu",
+    ]
+    plain = run_cli(*args, "--precision", "fp32")
+    assert plain.exit_code == 0, plain.output
+    rows = [line.split("\t") for line in plain.stdout.splitlines()]
+    assert len(rows) == len(src) and all(len(r) == 2 for r in rows)
+    for (total, per_token), t in zip(rows, tgt):
+        pieces = len(Translator.load(tiny_run.run, ("best",), FP32).tokenizers.tgt.encode([t])[0]) + 1
+        assert float(per_token) == pytest.approx(float(total) / pieces, abs=1e-3)
+    dual = run_cli(*args, "--precision", "fp32", "--reverse", str(tiny_run.run))
+    assert dual.exit_code == 0, dual.output
+    for line in dual.stdout.splitlines():
+        d, h_fwd, h_rev = map(float, line.split("\t"))
+        assert d == pytest.approx(abs(h_fwd - h_rev) + (h_fwd + h_rev) / 2, abs=2e-4) and math.isfinite(d)
+
+
+def test_pairs_that_do_not_align_are_refused_before_a_model_loads(tiny_run, tmp_path):
+    (tmp_path / "s").write_text("a\nb\n", encoding="utf-8")
+    (tmp_path / "t").write_text("A\n", encoding="utf-8")
+    result = run_cli("score", str(tiny_run.run), "--src", str(tmp_path / "s"), "--tgt", str(tmp_path / "t"))
+    assert result.exit_code == 2 and "has 2 lines but" in result.output
+
+
+def test_nbest_lists_are_reranked_by_the_per_token_score(tiny_run, tmp_path):
+    lines = read_lines(tiny_run.data / "valid.src")[:6]
+    (tmp_path / "s").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    common = ["--device", "cpu", "--precision", "fp32"]
+    listed = run_cli("translate", str(tiny_run.run), "-i", str(tmp_path / "s"), "--nbest", "3", *common)
+    assert listed.exit_code == 0, listed.output
+    (tmp_path / "n").write_text(listed.stdout, encoding="utf-8")
+    args = ["score", str(tiny_run.run), "--src", str(tmp_path / "s"), *common]
+    reranked = run_cli(*args, "--nbest", str(tmp_path / "n"))
+    assert reranked.exit_code == 0, reranked.output
+    translator = Translator.load(tiny_run.run, ("best",), FP32)
+    for before, after, source in zip(listed.stdout.splitlines(), reranked.stdout.splitlines(), lines):
+        texts, values = after.split("\t")[0::2], [float(v) for v in after.split("\t")[1::2]]
+        assert sorted(texts) == sorted(before.split("\t")[0::2]) and values == sorted(values, reverse=True)
+        for value, s in zip(values, score_pairs(translator, [source] * 3, texts, 1000)):
+            assert value == pytest.approx(-s.cross_entropy, abs=1e-3)
+    (tmp_path / "bad").write_text("one field\n" * 6, encoding="utf-8")
+    refused = run_cli(*args, "--nbest", str(tmp_path / "bad"))
+    assert refused.exit_code == 2 and "line 1 is not `s2s translate --nbest` output" in refused.output
