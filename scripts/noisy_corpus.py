@@ -244,45 +244,38 @@ def evaluate(work: Path, name: str, data: Path) -> dict:
 
 
 def filter_quality(work: Path) -> dict:
-    """Per filter, what it dropped of the crawl against what was planted: precision and recall.
+    """Per filter, what it dropped of the crawl against what was planted: precision (the share of
+    what it dropped that was planted noise of any kind) and recall (the share of the noise it aims
+    at, or of all the noise, that it dropped).
 
-    The rules' decisions are recomputed line by line with the code `s2s prepare` runs (its text rules,
-    then the duplicate table over the pairs that pass), and checked against the manifest's counts.
+    The rules' decisions are `s2s prepare`'s own, line by line (`prepared/crawl/reasons.u8`).
     """
-    from seq2seq.config.data import CleanConfig
-    from seq2seq.data.cleaning import CODE, KEEP, SeenPairs, pair_hashes, text_reasons
+    from seq2seq.data.cleaning import CODE
 
-    labels = lines(work / "crawl.labels")
-    rows = [
-        line.split("\t")
-        for line in gzip.decompress((work / "crawl.tsv.gz").read_bytes()).decode().splitlines()
-    ]
-    src, tgt = [s for s, _ in rows], [t for _, t in rows]
-    codes = text_reasons(src, tgt, CleanConfig(**RULES), ("de", "en"))
-    passed = np.flatnonzero(codes == KEEP)
-    fresh = SeenPairs(len(rows)).add(pair_hashes([src[i] for i in passed], [tgt[i] for i in passed]))
-    codes[passed[~fresh]] = CODE["duplicate"]
-    manifest = json.loads((work / "rules" / "prepared" / "crawl" / "manifest.json").read_text())
-    for reason in ("copy", "wrong_language", "duplicate"):
-        assert int((codes == CODE[reason]).sum()) == manifest["counts"][reason], reason
-    noise = np.array([label != "clean" for label in labels])
+    kinds = np.array(lines(work / "crawl.labels"))
+    codes = np.fromfile(work / "rules" / "prepared" / "crawl" / "reasons.u8", np.uint8)
+    assert len(codes) == len(kinds)
+    noise = kinds != "clean"
     dual = np.loadtxt(work / "crawl.dual", usecols=0) > float((work / "dual_threshold.txt").read_text())
+    rules = np.isin(
+        codes, [CODE[r] for r in ("copy", "control_chars", "few_alnum", "wrong_language", "duplicate")]
+    )
     filters = {
         "copy rule": (codes == CODE["copy"], "copy"),
         "langid rule": (codes == CODE["wrong_language"], "french"),
         "dedup rule": (codes == CODE["duplicate"], "duplicate"),
-        "all rules": (codes != KEEP, None),
+        "all rules": (rules, None),
+        "length rules (always on)": (np.isin(codes, [CODE["too_long"], CODE["bad_ratio"]]), None),
         "dual cross-entropy": (dual, None),
-        "rules + dual": ((codes != KEEP) | dual, None),
+        "rules + dual": (rules | dual, None),
     }
-    kinds = np.array(labels)
     out = {}
     for name, (dropped, aim) in filters.items():
         target = kinds == aim if aim else noise
         out[name] = {
             "dropped": int(dropped.sum()),
             "planted": int(target.sum()),
-            "precision": float((dropped & target).sum() / max(dropped.sum(), 1)),
+            "precision": float((dropped & noise).sum() / max(dropped.sum(), 1)),  # any planted noise
             "recall": float((dropped & target).sum() / max(target.sum(), 1)),
             "by_label": {k: int((dropped & (kinds == k)).sum()) for k in ("clean", *NOISE, "duplicate")},
         }

@@ -29,6 +29,7 @@ from seq2seq.special import UNK
 
 CHUNK_PAIRS = 20_000  # pairs per task: large enough to amortize the hand-over, small enough to stream
 SAMPLE_KEEP = 100  # dropped pairs kept per reason, for `s2s prepare --sample`
+REASONS_FILE = "reasons.u8"  # one byte per pair read: why it was dropped (`cleaning.CODE`), 0 if kept
 
 Limits = tuple[int, float]  # (data.max_len, data.max_len_ratio)
 
@@ -61,7 +62,9 @@ class _Chunk:
     lengths: dict[str, np.ndarray]  # side -> (kept,) int32
     counts: dict[str, int]
     hashes: np.ndarray | None  # (kept,) uint64 `pair_hashes` of the kept pairs, when deduplicating
+    first_line: int  # the line number of the chunk's first pair
     lines: np.ndarray  # (kept,) int64 line number of each kept pair
+    codes: np.ndarray  # (read,) uint8 why each pair of the chunk was dropped (`cleaning.CODE`), KEEP if not
     dropped: list[tuple[str, int, str, str]]  # (reason, line, source, target), a few per reason
     texts: tuple[list[str], list[str]]  # the kept pairs' text, only when deduplicating (for samples)
 
@@ -88,6 +91,7 @@ def encode_corpus(
     writers = {
         f"{side}.ids": _ArrayWriter(out_dir / f"train.{side}.ids", dtype) for side, dtype in dtypes.items()
     }
+    reasons = _ArrayWriter(out_dir / REASONS_FILE, np.uint8)
     lengths: dict[str, list[np.ndarray]] = {side: [] for side in dtypes}
     counts = dict.fromkeys(("read", "kept", *REASONS), 0)
     dropped: dict[str, list[list[Any]]] = {}
@@ -99,6 +103,7 @@ def encode_corpus(
     for chunk in _run(tasks, (tokenizer_dir, joint), workers):
         if seen is not None:
             chunk = _without_duplicates(chunk, seen)
+        reasons.write(chunk.codes)
         for side in dtypes:
             writers[f"{side}.ids"].write(chunk.ids[side])
             lengths[side].append(chunk.lengths[side])
@@ -121,6 +126,7 @@ def encode_corpus(
     # what bucketing sorts by (`ParallelData.costs`), stored so that every rank maps one copy
     writers["costs"] = _ArrayWriter(out_dir / "train.costs", np.int32)
     writers["costs"].write(costs + 1)
+    reasons.close()
     return EncodedCorpus(counts, {name: w.close() for name, w in writers.items()}, stats, dropped)
 
 
@@ -141,6 +147,8 @@ def _without_duplicates(chunk: _Chunk, seen: SeenPairs) -> _Chunk:
     repeated = np.flatnonzero(~new)
     src, tgt = chunk.texts
     samples = [("duplicate", int(chunk.lines[i]), src[i], tgt[i]) for i in repeated[:SAMPLE_KEEP]]
+    codes = chunk.codes.copy()
+    codes[chunk.lines[repeated] - chunk.first_line] = CODE["duplicate"]
     ids = {side: chunk.ids[side][np.repeat(new, chunk.lengths[side])] for side in chunk.ids}
     counts = chunk.counts | {"kept": chunk.counts["kept"] - len(repeated), "duplicate": len(repeated)}
     return _Chunk(
@@ -148,7 +156,9 @@ def _without_duplicates(chunk: _Chunk, seen: SeenPairs) -> _Chunk:
         {side: lengths[new] for side, lengths in chunk.lengths.items()},
         counts,
         chunk.hashes[new],
+        chunk.first_line,
         chunk.lines[new],
+        codes,
         chunk.dropped + samples,
         ([], []),
     )
@@ -225,7 +235,9 @@ def _encode_chunk(task: tuple[list[str], list[str], int, Rules, dict[str, np.dty
         {side: lens[side][keep] for side in lens},
         counts,
         pair_hashes(kept_src, kept_tgt) if dedup else None,
+        first_line,
         first_line + kept.astype(np.int64),
+        codes,
         dropped,
         (kept_src, kept_tgt),
     )

@@ -9,6 +9,7 @@ A prepared directory holds a marker and one directory per training corpus, named
     NAME/train.tgt.ids, NAME/train.tgt.offsets
     NAME/train.costs    int32, N: each pair's padded length in a batch (what bucketing sorts by)
     NAME/dropped.json   a few of the pairs each cleaning rule dropped (`s2s prepare --sample`)
+    NAME/reasons.u8     uint8, one per pair read: why it was dropped (`cleaning.CODE`), 0 if kept
 
 Each corpus is prepared on its own, so a corpus's weight can change, or a corpus be added, without
 tokenizing the others again; training reads them as one corpus (`JoinedCorpus`).
@@ -41,7 +42,7 @@ from seq2seq.config.data import CorpusConfig
 from seq2seq.data.cleaning import REASON_NAMES, REASONS
 from seq2seq.data.control import source_prefix
 from seq2seq.data.corpora import count_pairs
-from seq2seq.data.encode import Rules, encode_corpus
+from seq2seq.data.encode import REASONS_FILE, Rules, encode_corpus
 from seq2seq.data.manifest import (
     ARRAYS,
     MANIFEST,
@@ -281,6 +282,7 @@ def _encode_into(
         (directory / MANIFEST).unlink(missing_ok=True)
         for name in ARRAYS:
             os.replace(scratch / f"train.{name}", directory / f"train.{name}")
+        os.replace(scratch / REASONS_FILE, directory / REASONS_FILE)
         write_text(directory / DROPPED, json.dumps(encoded.dropped, ensure_ascii=False) + "\n")
         write_text(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     finally:

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from seq2seq.config import Config, config_from_dict
-from seq2seq.data.cleaning import SeenPairs, pair_hashes
+from seq2seq.data.cleaning import CODE, KEEP, SeenPairs, pair_hashes
 from seq2seq.data.control import control_id
 from seq2seq.data.prepared import dropped_report, ensure_prepared_corpus, load_prepared, prepared_corpus_dir
 from seq2seq.data.textio import read_lines
@@ -133,6 +133,8 @@ def test_each_rule_drops_exactly_its_planted_pairs_and_counts_them(tmp_path):
     counts = prepare(cfg, tmp_path / "tok")["c"]["counts"]
     assert counts["read"] == len(pairs) and counts["kept"] == len(clean)
     assert {reason: counts[reason] for reason in planted} == {r: len(p) for r, p in planted.items()}
+    codes = np.fromfile(prepared_corpus_dir(cfg) / "c" / "reasons.u8", np.uint8)  # why, line by line
+    assert codes.tolist() == [KEEP] * len(clean) + [CODE[r] for r in planted for _ in planted[r]]
     report = dropped_report(prepared_corpus_dir(cfg), cfg.data.training_corpora(), 5)
     assert "line 5: same text here ||| same  text here" in report
     assert "line 9: der rote hund schläft ||| the red dog sleeps" in report  # the first repeat

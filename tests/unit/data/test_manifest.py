@@ -66,6 +66,8 @@ EMPTIED = {
     "made_from.prefix = []",
     "made_from.clean.languages = []",
     "sources = {}",
+    "stats.src.histogram = []",
+    "stats.tgt.histogram = []",
 }
 
 
