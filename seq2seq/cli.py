@@ -165,8 +165,8 @@ def prepare(
     """Tokenize and clean each training corpus once into memory-mapped arrays (training the tokenizer
     first if needed) and print their statistics. `s2s train` reuses them while the data, the
     tokenizer and the rules match."""
-    from seq2seq.data.manifest import describe
-    from seq2seq.data.prepared import dropped_report, read_manifests
+    from seq2seq.data.manifest import describe, dropped_report
+    from seq2seq.data.prepared import read_manifests
     from seq2seq.training.distributed import DistInfo
     from seq2seq.training.plan import plan_preparation
     from seq2seq.training.setup import claim, prepare_corpus

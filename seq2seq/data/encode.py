@@ -114,20 +114,31 @@ def encode_corpus(
         for reason, line, src, tgt in chunk.dropped:
             if len(kept := dropped.setdefault(reason, [])) < SAMPLE_KEEP:
                 kept.append([line, src, tgt])
+    reasons.close()
+    stats = _finish_sides(writers, lengths, unknown, out_dir)
+    return EncodedCorpus(counts, {name: w.close() for name, w in writers.items()}, stats, dropped)
+
+
+def _finish_sides(
+    writers: dict[str, _ArrayWriter],
+    lengths: dict[str, list[np.ndarray]],
+    unknown: dict[str, int],
+    out_dir: Path,
+) -> dict[str, dict[str, Any]]:
+    """Write each side's offsets and the pairs' costs (the longer side's length + 1: what bucketing
+    sorts by, stored so that every rank maps one copy); returns each side's length statistics."""
     stats, costs = {}, None
-    for side in dtypes:
-        side_lengths = np.concatenate(lengths[side]) if lengths[side] else np.zeros(0, np.int32)
+    for side, chunks in lengths.items():
+        side_lengths = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
         offsets = np.zeros(len(side_lengths) + 1, dtype=np.int64)
         np.cumsum(side_lengths, out=offsets[1:])
         writers[f"{side}.offsets"] = _ArrayWriter(out_dir / f"train.{side}.offsets", offsets.dtype)
         writers[f"{side}.offsets"].write(offsets)
         stats[side] = _length_stats(side_lengths, unknown[side])
         costs = side_lengths if costs is None else np.maximum(costs, side_lengths)
-    # what bucketing sorts by (`ParallelData.costs`), stored so that every rank maps one copy
     writers["costs"] = _ArrayWriter(out_dir / "train.costs", np.int32)
     writers["costs"].write(costs + 1)
-    reasons.close()
-    return EncodedCorpus(counts, {name: w.close() for name, w in writers.items()}, stats, dropped)
+    return stats
 
 
 def _numbered(chunks: Iterator[Pairs]) -> Iterator[tuple[int, Pairs]]:

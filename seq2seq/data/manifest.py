@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from seq2seq.files import file_sha256
 
 FORMAT = 3  # raise when the layout changes: older prepared data is then made again
 MANIFEST = "manifest.json"
+DROPPED = "dropped.json"  # beside it: a few of the pairs each rule dropped (`dropped_report`)
 ARRAYS = ("src.ids", "src.offsets", "tgt.ids", "tgt.offsets", "costs")
 
 
@@ -244,3 +246,25 @@ def describe(manifests: dict[str, dict[str, Any]], weights: dict[str, float]) ->
         )
         rows.append(f"{label:<18}{cells}")
     return "\n".join(rows)
+
+
+def dropped_report(top: Path, corpora: Sequence[CorpusConfig], count: int) -> str:
+    """Up to `count` pairs each rule dropped from each corpus: `line N: source ||| target`."""
+    rows = []
+    for corpus in corpora:
+        manifest, dropped = read_manifest(top / corpus.name), dropped_pairs(top, corpus.name)
+        for reason in REASONS:
+            if examples := dropped.get(reason, [])[:count]:
+                total = manifest["counts"][reason]
+                rows.append(f"corpus {corpus.name}: {total:,} dropped for {REASON_NAMES[reason]}, e.g.")
+                rows += [f"  line {line}: {src} ||| {tgt}" for line, src, tgt in examples]
+    return "\n".join(rows) or "no pair was dropped"
+
+
+def dropped_pairs(top: Path, name: str) -> dict[str, list[list[Any]]]:
+    """A few of the pairs each rule dropped from corpus `name`: reason -> [[line, source, target]]."""
+    path = top / name / DROPPED
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise DataError(f"{path} is missing or unreadable: run `s2s prepare CONFIG` again") from None

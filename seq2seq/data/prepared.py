@@ -39,12 +39,12 @@ import numpy as np
 
 from seq2seq.config import Config
 from seq2seq.config.data import CorpusConfig
-from seq2seq.data.cleaning import REASON_NAMES, REASONS
 from seq2seq.data.control import source_prefix
 from seq2seq.data.corpora import count_pairs
 from seq2seq.data.encode import REASONS_FILE, Rules, encode_corpus
 from seq2seq.data.manifest import (
     ARRAYS,
+    DROPPED,
     MANIFEST,
     dropped_summary,
     length_filter,
@@ -62,7 +62,6 @@ from seq2seq.files import write_text
 log = logging.getLogger(__name__)
 
 MARKER = ".s2s-prepared"
-DROPPED = "dropped.json"
 
 
 def prepared_corpus_dir(cfg: Config) -> Path:
@@ -289,28 +288,6 @@ def _encode_into(
         shutil.rmtree(scratch, ignore_errors=True)
     log.info("prepared %s pairs of corpus %s in %s", f"{manifest['pairs']:,}", corpus.name, directory)
     return manifest
-
-
-def dropped_report(top: Path, corpora: Sequence[CorpusConfig], count: int) -> str:
-    """Up to `count` pairs each rule dropped from each corpus: `line N: source ||| target`."""
-    rows = []
-    for corpus in corpora:
-        manifest, dropped = read_manifest(top / corpus.name), dropped_pairs(top, corpus.name)
-        for reason in REASONS:
-            if examples := dropped.get(reason, [])[:count]:
-                total = manifest["counts"][reason]
-                rows.append(f"corpus {corpus.name}: {total:,} dropped for {REASON_NAMES[reason]}, e.g.")
-                rows += [f"  line {line}: {src} ||| {tgt}" for line, src, tgt in examples]
-    return "\n".join(rows) or "no pair was dropped"
-
-
-def dropped_pairs(top: Path, name: str) -> dict[str, list[list[Any]]]:
-    """A few of the pairs each rule dropped from corpus `name`: reason -> [[line, source, target]]."""
-    path = top / name / DROPPED
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise DataError(f"{path} is missing or unreadable: run `s2s prepare CONFIG` again") from None
 
 
 @contextlib.contextmanager

@@ -14,7 +14,8 @@ import zstandard
 from seq2seq.config import Config, config_from_dict
 from seq2seq.data.cleaning import CODE, KEEP, SeenPairs, pair_hashes
 from seq2seq.data.control import control_id
-from seq2seq.data.prepared import dropped_report, ensure_prepared_corpus, load_prepared, prepared_corpus_dir
+from seq2seq.data.manifest import dropped_report
+from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepared_corpus_dir
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, train_or_load_tokenizers
 from seq2seq.errors import DataError

@@ -1,4 +1,5 @@
 import errno
+import gzip
 import json
 import math
 import os
@@ -27,7 +28,7 @@ from seq2seq.training.optim import build_optimizer
 from seq2seq.training.precision import probe_step
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
-from tests.conftest import ROOT, make_model, tiny_config_dict
+from tests.conftest import ROOT, make_model, tiny_config_dict, write_corpus
 from tests.helpers import run_cli
 
 
@@ -92,10 +93,30 @@ def test_resumed_run_logs_the_same_losses_as_an_uninterrupted_one(tmp_path):
     assert got == expected
 
 
-def test_resume_across_an_epoch_boundary_with_accumulation(tmp_path):
-    whole = write_config(tmp_path, "whole", accum_steps=2, max_steps=14, max_tokens=512)
+def mixed_corpora(tmp_path: Path, name: str, **train: object) -> Path:
+    """The tiny config on three corpora: the tiny one (weight 0.5), its first 60 pairs as a gzip TSV
+    tagged <bt> (weight 2), and a small one of its own."""
+    path = write_config(tmp_path, name, **train)
+    raw = yaml.safe_load(path.read_text())
+    data = raw["data"]
+    src, tgt = Path(data.pop("train_src")), Path(data.pop("train_tgt"))
+    pairs = list(zip(src.read_text().splitlines(), tgt.read_text().splitlines()))[:60]
+    (tmp_path / "bt.tsv.gz").write_bytes(gzip.compress("".join(f"{s}\t{t}\n" for s, t in pairs).encode()))
+    small_src, small_tgt = write_corpus(tmp_path, "small", 30, seed=9)
+    data["corpora"] = [
+        {"name": "tiny", "src": str(src), "tgt": str(tgt), "weight": 0.5},
+        {"name": "bt", "tsv": str(tmp_path / "bt.tsv.gz"), "weight": 2, "tag": "<bt>"},
+        {"name": "small", "src": str(small_src), "tgt": str(small_tgt)},
+    ]
+    raw["tokenizer"]["control_tokens"] = ["<bt>"]
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+def test_resume_across_an_epoch_boundary_with_accumulation_and_weighted_corpora(tmp_path):
+    whole = mixed_corpora(tmp_path, "whole", accum_steps=2, max_steps=14, max_tokens=512)
     invoke("train", str(whole))
-    parts = write_config(tmp_path, "parts", accum_steps=2, max_steps=14, max_tokens=512)
+    parts = mixed_corpora(tmp_path, "parts", accum_steps=2, max_steps=14, max_tokens=512)
     invoke("train", str(parts), "--set", "train.max_steps=9")
     invoke("train", str(parts), "--resume")
     assert train_losses(tmp_path / "parts") == train_losses(tmp_path / "whole")
