@@ -326,6 +326,7 @@ def evaluate(
     device: opt.DecodeDevice = "auto",
     precision: opt.Precision = "auto",
     quantize: opt.Quantize = None,
+    tag: opt.Tag = "",
     verbose: opt.Verbose = False,
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF, TER): given ones (--hyp), or RUN_DIR's of --src.
@@ -347,7 +348,7 @@ def evaluate(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        plan = plan_evaluation(files, task, asked)
+        plan = plan_evaluation(files, task, asked, tag)
         metrics = MetricOptions(tokenize, lowercase, chrf_plus)
         result, translator = run_evaluation(plan, metrics, Placement(device, precision, quantize), bootstrap)
         typer.echo(format_table(result))

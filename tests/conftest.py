@@ -83,9 +83,14 @@ def train_tiny_run(directory: Path, **train: object) -> tuple[Path, Path]:
     return run.config, run.run
 
 
-def train_run(directory: Path, changes: dict[str, dict[str, object]]) -> TrainedRun:
-    """The tiny config with `changes` (section -> keys to set), written into `directory` and trained."""
+def train_run(
+    directory: Path, changes: dict[str, dict[str, object]], drop: tuple[str, ...] = ()
+) -> TrainedRun:
+    """The tiny config with `changes` (section -> keys to set) and without the data keys `drop`,
+    written into `directory` and trained."""
     raw = tiny_config_dict(directory, **changes.get("train", {}))
+    for key in drop:
+        del raw["data"][key]
     for section, values in changes.items():
         raw[section] |= values
     config = directory / "config.yaml"

@@ -46,11 +46,19 @@ class EvaluationPlan:
     files: EvaluateFiles  # `out` filled in when --src is translated
     task: str  # translate, classify or tag
     decoding: DecodeOptions  # how --src is translated (when it is)
+    tag: str = ""  # a control token put before every source (`Translator.use_tag`), or none
 
 
-def plan_evaluation(files: EvaluateFiles, task: str | None, asked: DecodeOverrides) -> EvaluationPlan:
-    """Check the mode and the outputs, and decide the task, reading the run's config once."""
+def plan_evaluation(
+    files: EvaluateFiles, task: str | None, asked: DecodeOverrides, tag: str = ""
+) -> EvaluationPlan:
+    """Check the mode and the outputs, and decide the task, reading the run's config once.
+
+    `tag` (a control token before every source) needs a translation of --src to apply to.
+    """
     run = check_evaluate_mode(files)
+    if tag and files.hyps:
+        raise EvaluateError("--tag starts the sources RUN_DIR translates; --hyp files are already translated")
     decoding = decode_options(asked, run.decode if run is not None else DecodeConfig())
     if not files.hyps:
         files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
@@ -64,7 +72,7 @@ def plan_evaluation(files: EvaluateFiles, task: str | None, asked: DecodeOverrid
             **run_inputs(files.run_dir, decoding.checkpoints),
         },
     )
-    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding)
+    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding, tag)
 
 
 def check_evaluate_mode(files: EvaluateFiles) -> Config | None:
@@ -122,6 +130,8 @@ def run_evaluation(
         return evaluate_files(files.hyps, references, options, source, samples, MadeBy(files.run_dir)), None
     assert files.run_dir is not None and source is not None and files.out is not None  # the plan's rules
     translator = Translator.load(files.run_dir, plan.decoding.checkpoints, placement)
+    if plan.tag:
+        translator.use_tag(plan.tag)
     decode = translate_timed(translator, source, files.out, plan.decoding)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
@@ -144,6 +154,7 @@ def translate_timed(
             "device": str(translator.device),
             "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
             "quantize": translator.quantize,
+            "tag": "".join(translator.tokenizers.src.sp.id_to_piece(i) for i in translator.source_prefix),
         },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),

@@ -5,6 +5,7 @@ compressed files, one line out per pair in, and the dual cross-entropy with a re
 from __future__ import annotations
 
 import gzip
+import json
 import math
 
 import pytest
@@ -15,6 +16,7 @@ from seq2seq.decoding.search import length_normalizer, output_limits
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.scoring import score_ids, score_pairs
 from seq2seq.translate.translator import Translator
+from tests.conftest import write_corpus
 from tests.helpers import run_cli
 
 FP32 = Placement("cpu", "fp32", None)
@@ -110,3 +112,38 @@ def test_nbest_lists_are_reranked_by_the_per_token_score(tiny_run, tmp_path):
     (tmp_path / "bad").write_text("one field\n" * 6, encoding="utf-8")
     refused = run_cli(*args, "--nbest", str(tmp_path / "bad"))
     assert refused.exit_code == 2 and "line 1 is not `s2s translate --nbest` output" in refused.output
+
+
+def test_a_tagged_run_translates_and_evaluates_with_its_tag(tmp_path):
+    """A run trained on a tagged gzip TSV corpus: `evaluate --tag` translates as `translate --tag`
+    does, records the tag, and refuses one the tokenizer lacks, listing its own."""
+    from tests.conftest import train_run
+
+    (tmp_path / "data").mkdir()
+    train_src, train_tgt = write_corpus(tmp_path / "data", "tagged", 200, seed=3)
+    pairs = zip(read_lines(train_src), read_lines(train_tgt))
+    (tmp_path / "bt.tsv.gz").write_bytes(gzip.compress("".join(f"{s}\t{t}\n" for s, t in pairs).encode()))
+    corpora = [{"name": "bt", "tsv": str(tmp_path / "bt.tsv.gz"), "tag": "<bt>"}]
+    run = train_run(
+        tmp_path,
+        {
+            "train": {"max_steps": 6, "valid_every": 6},
+            "data": {"corpora": corpora},
+            "tokenizer": {"control_tokens": ["<bt>"]},
+        },
+        drop=("train_src", "train_tgt"),
+    )
+    common = ["--device", "cpu", "--precision", "fp32", "--beam", "2"]
+    source = str(run.data / "valid.src")
+    translated = run_cli("translate", str(run.run), "-i", source, "--tag", "<bt>", *common)
+    assert translated.exit_code == 0, translated.output
+    record = tmp_path / "eval.json"
+    evaluated = run_cli(
+        "evaluate", str(run.run), "--src", source, "--ref", str(run.data / "valid.tgt"), "--out",
+        str(tmp_path / "eval.hyp"), "--json", str(record), "--tag", "<bt>", *common,
+    )  # fmt: skip
+    assert evaluated.exit_code == 0, evaluated.output
+    assert (tmp_path / "eval.hyp").read_text(encoding="utf-8") == translated.stdout
+    assert json.loads(record.read_text())["decode"]["tag"] == "<bt>"
+    refused = run_cli("translate", str(run.run), "--tag", "<2fr>", input="red cat\n")
+    assert refused.exit_code == 2 and "its control tokens: <bt>" in refused.output
