@@ -199,20 +199,14 @@ def dual_filter(work: Path, data: Path) -> None:
     os.replace(work / ".crawl_dual.tsv.gz", work / "crawl_dual.tsv.gz")
 
 
+def score_args(work: Path, src: Path, tgt: Path, out: Path) -> list[str]:
+    """`s2s score` of SRC/TGT with the clean (forward) run into OUT."""
+    return ["score", str(work / "clean"), "--src", str(src), "--tgt", str(tgt), "-o", str(out)]
+
+
 def dual_scores(work: Path, src: Path, tgt: Path, out: Path) -> np.ndarray:
     if not out.is_file():
-        s2s(
-            "score",
-            str(work / "clean"),
-            "--src",
-            str(src),
-            "--tgt",
-            str(tgt),
-            "--reverse",
-            str(work / "reverse"),
-            "-o",
-            str(out),
-        )
+        s2s(*score_args(work, src, tgt, out), "--reverse", str(work / "reverse"))
     return np.array([float(line.split("\t")[0]) for line in lines(out)])
 
 
@@ -288,19 +282,7 @@ def throughput(work: Path) -> dict:
     count = len(lines(src))
     timings = {}
     for name, args in (
-        (
-            "score",
-            [
-                "score",
-                str(work / "clean"),
-                "--src",
-                str(src),
-                "--tgt",
-                str(tgt),
-                "-o",
-                str(work / "timing.score"),
-            ],
-        ),
+        ("score", score_args(work, src, tgt, work / "timing.score")),
         (
             "translate_beam1",
             ["translate", str(work / "clean"), "--beam", "1", "-i", str(src), "-o", str(work / "timing.hyp")],

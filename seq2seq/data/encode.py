@@ -63,7 +63,6 @@ class _Chunk:
     counts: dict[str, int]
     hashes: np.ndarray | None  # (kept,) uint64 `pair_hashes` of the kept pairs, when deduplicating
     first_line: int  # the line number of the chunk's first pair
-    lines: np.ndarray  # (kept,) int64 line number of each kept pair
     codes: np.ndarray  # (read,) uint8 why each pair of the chunk was dropped (`cleaning.CODE`), KEEP if not
     dropped: list[tuple[str, int, str, str]]  # (reason, line, source, target), a few per reason
     texts: tuple[list[str], list[str]]  # the kept pairs' text, only when deduplicating (for samples)
@@ -78,7 +77,8 @@ def encode_corpus(
     out_dir: Path,
     workers: int,
 ) -> EncodedCorpus:
-    """Encode one corpus (`pairs` long), in order, into `out_dir/train.{src,tgt}.{ids,offsets}`.
+    """Encode one corpus, in order, into `out_dir/train.{src,tgt}.{ids,offsets}`; `pairs` is its
+    length, what the duplicate table is sized for (needed only with `rules.clean.dedup`).
 
     The tokenizers are those in `tokenizer_dir`; a reader's targets become label ids (its pair's
     `target_ids`). Each pair is kept or dropped by `rules` (`seq2seq.data.cleaning`), and counted.
@@ -157,9 +157,10 @@ def _without_duplicates(chunk: _Chunk, seen: SeenPairs) -> _Chunk:
         return chunk
     repeated = np.flatnonzero(~new)
     src, tgt = chunk.texts
-    samples = [("duplicate", int(chunk.lines[i]), src[i], tgt[i]) for i in repeated[:SAMPLE_KEEP]]
+    kept = np.flatnonzero(chunk.codes == KEEP)  # (kept,) positions in the chunk of the kept pairs
+    samples = [("duplicate", chunk.first_line + int(kept[i]), src[i], tgt[i]) for i in repeated[:SAMPLE_KEEP]]
     codes = chunk.codes.copy()
-    codes[chunk.lines[repeated] - chunk.first_line] = CODE["duplicate"]
+    codes[kept[repeated]] = CODE["duplicate"]
     ids = {side: chunk.ids[side][np.repeat(new, chunk.lengths[side])] for side in chunk.ids}
     counts = chunk.counts | {"kept": chunk.counts["kept"] - len(repeated), "duplicate": len(repeated)}
     return _Chunk(
@@ -168,7 +169,6 @@ def _without_duplicates(chunk: _Chunk, seen: SeenPairs) -> _Chunk:
         counts,
         chunk.hashes[new],
         chunk.first_line,
-        chunk.lines[new],
         codes,
         chunk.dropped + samples,
         ([], []),
@@ -247,7 +247,6 @@ def _encode_chunk(task: tuple[list[str], list[str], int, Rules, dict[str, np.dty
         counts,
         pair_hashes(kept_src, kept_tgt) if dedup else None,
         first_line,
-        first_line + kept.astype(np.int64),
         codes,
         dropped,
         (kept_src, kept_tgt),

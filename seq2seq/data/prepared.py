@@ -166,9 +166,8 @@ def read_manifests(top: Path, corpora: Sequence[CorpusConfig]) -> dict[str, dict
     return {corpus.name: read_manifest(top / corpus.name) for corpus in corpora}
 
 
-def corpus_mixture(top: Path, corpora: Sequence[CorpusConfig]) -> Mixture:
-    """What an epoch draws from the prepared corpora: each one's kept pairs and weight."""
-    manifests = read_manifests(top, corpora)
+def corpus_mixture(manifests: dict[str, dict[str, Any]], corpora: Sequence[CorpusConfig]) -> Mixture:
+    """What an epoch draws from the prepared corpora (`read_manifests`): each one's kept pairs and weight."""
     return mixture_of(
         [c.name for c in corpora], [manifests[c.name]["pairs"] for c in corpora], [c.weight for c in corpora]
     )
@@ -267,7 +266,7 @@ def _encode_into(
     d = cfg.data
     rules = Rules(length_filter(cfg), corpus.clean, (d.src_lang, d.tgt_lang), tuple(wanted["prefix"]))
     try:
-        pairs = count_pairs(corpus)
+        pairs = count_pairs(corpus) if corpus.clean.dedup else 0  # the duplicate table's size
         encoded = encode_corpus(
             corpus,
             pairs,

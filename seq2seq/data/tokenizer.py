@@ -290,7 +290,7 @@ def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
     """
     rng = random.Random(seed)
     if any(corpus.weight != 1 for corpus, _ in sides):
-        counts = {corpus.name: count_pairs(corpus) for corpus, _ in sides}
+        counts = {corpus.name: count_pairs(corpus) for corpus in {c.name: c for c, _ in sides}.values()}
         scale = min(1.0, limit / max(sum(counts[c.name] * c.weight for c, _ in sides), 1))
         taken = []
         for corpus, side in sides:

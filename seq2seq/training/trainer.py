@@ -322,11 +322,11 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo) -> tuple[Progress, b
     cfg, run, tokenizers = plan.cfg, plan.run, inputs.tokenizers
     corpora = cfg.data.training_corpora()
     train_data = load_prepared(inputs.corpus_dir, corpora)
-    weights = {c.name: c.weight for c in corpora}
+    manifests = read_manifests(inputs.corpus_dir, corpora)
     log.info(
         "training corpus, memory-mapped from %s:\n%s",
         inputs.corpus_dir,
-        describe(read_manifests(inputs.corpus_dir, corpora), weights),
+        describe(manifests, {c.name: c.weight for c in corpora}),
     )
     model = initial_model(cfg.model, cfg.train.seed, tokenizers, inputs.init)
     device_name = local_device_name(cfg.train.device, info)
@@ -340,7 +340,7 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo) -> tuple[Progress, b
         inputs.valid,
         info,
         device_name,
-        corpus_mixture(inputs.corpus_dir, corpora),
+        corpus_mixture(manifests, corpora),
     )
     if plan.mode == "resume":
         trainer.resume()

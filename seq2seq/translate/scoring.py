@@ -62,8 +62,8 @@ def score_pairs(
     sources = [[*translator.source_prefix, *ids] for ids in tokenizers.src.encode(list(src_lines))]
     targets = tokenizers.tgt.encode(list(tgt_lines))
     lines = range(first_line, first_line + len(sources))
-    clip_sources(sources, translator.max_source_tokens, lines)
-    clip_sources(targets, translator.max_source_tokens, lines)  # <bos> + target fits the positions
+    clip_sources(sources, translator.max_source_tokens, lines, "scoring")
+    clip_sources(targets, translator.max_source_tokens, lines, "scoring")  # <bos> + target fits
     return score_ids(translator, sources, targets, max_tokens)
 
 

@@ -61,11 +61,14 @@ def blank_translations(count: int, nbest: int) -> list[Translation]:
     return [Translation([""] * nbest, [0.0] * nbest) for _ in range(count)]
 
 
-def clip_sources(sources: list[list], limit: int, line_numbers: Sequence[int]) -> None:
-    """Cut, in place, each source longer than `limit` tokens, warning with its input line number."""
+def clip_sources(
+    sources: list[list], limit: int, line_numbers: Sequence[int], doing: str = "translating"
+) -> None:
+    """Cut, in place, each sequence longer than `limit` tokens, warning with its input line number
+    and what is `doing` with its first `limit` tokens."""
     for source, line in zip(sources, line_numbers):
         if len(source) > limit:
-            log.warning("line %d has %d tokens; translating only the first %d", line, len(source), limit)
+            log.warning("line %d has %d tokens; %s only the first %d", line, len(source), doing, limit)
             del source[limit:]
 
 

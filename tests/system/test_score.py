@@ -76,8 +76,9 @@ def test_the_cli_streams_compressed_pairs_and_gives_the_dual_cross_entropy(tiny_
     assert plain.exit_code == 0, plain.output
     rows = [line.split("\t") for line in plain.stdout.splitlines()]
     assert len(rows) == len(src) and all(len(r) == 2 for r in rows)
+    tokenizer = Translator.load(tiny_run.run, ("best",), FP32).tokenizers.tgt
     for (total, per_token), t in zip(rows, tgt):
-        pieces = len(Translator.load(tiny_run.run, ("best",), FP32).tokenizers.tgt.encode([t])[0]) + 1
+        pieces = len(tokenizer.encode([t])[0]) + 1
         assert float(per_token) == pytest.approx(float(total) / pieces, abs=1e-3)
     dual = run_cli(*args, "--precision", "fp32", "--reverse", str(tiny_run.run))
     assert dual.exit_code == 0, dual.output
