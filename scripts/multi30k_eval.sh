@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Finish a Multi30k recipe run: choose the checkpoint and decode settings on `val`, then score `test` once.
 #   bash scripts/multi30k_eval.sh RUN_DIR SRC TGT       e.g. runs/multi30k_de_en de en
-# Candidates: best.pt and the average of the last 5 numbered checkpoints, each with beam 5 and
+# Candidates: best.pt and the average of the last 5 numbered checkpoints (or all, if fewer), each with beam 5 and
 # length penalty 0.6 / 1.0 / 1.4, scored on val. The best on val is used on test_2016_flickr.
 # Writes RUN_DIR/eval/{val_*.json, test.json, test.hyp, selection.txt} and RUN_DIR/eval/report/index.html.
 set -euo pipefail
@@ -9,7 +9,8 @@ run="${1:?run dir}"; src="${2:?source language}"; tgt="${3:?target language}"
 data="${DATA:-data/multi30k}"
 out="$run/eval"
 mkdir -p "$out"
-s2s average "$run" --last 5 --output averaged
+kept=$(find "$run/checkpoints" -maxdepth 1 -name 'step_*.pt' | wc -l)  # a short run may keep fewer
+s2s average "$run" --last $(( kept < 5 ? kept : 5 )) --output averaged
 for checkpoint in best averaged; do
   for lp in 0.6 1.0 1.4; do
     s2s evaluate "$run" --checkpoint "$checkpoint" --beam 5 --length-penalty "$lp" \

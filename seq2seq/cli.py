@@ -11,7 +11,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -219,9 +219,14 @@ def translate(
     keep_unk: opt.KeepUnk = False,
     engine: opt.Engine = "s2s",
     tag: opt.Tag = "",
+    restart: opt.Restart = False,
     verbose: opt.Verbose = False,
 ) -> None:
-    """Translate source lines with a trained run: exactly one output line per input line, in order."""
+    """Translate source lines with a trained run: exactly one output line per input line, in order.
+
+    From a file into a file, the output is built in OUTPUT.partial, and a run that was interrupted
+    continues where it stopped when the same command is given again."""
+    from seq2seq.translate import resume
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.streams import check_std_streams, translate_stream
@@ -234,15 +239,34 @@ def translate(
             sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()),
         )  # fmt: skip
         placement = Placement(device, precision, quantize)
-        translator, options = load_translator(run_dir, engine, asked, placement, input, output)
+        outputs = {"-o/--output": output}
+        if resume.resumable(input, output):  # what an interrupted run leaves is written too
+            outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output))
+        translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
         if tag:
             translator.use_tag(tag)
+        with_scores = scores or nbest > 1
+        if resume.resumable(input, output):
+            assert input is not None and output is not None
+            settings = resume.command_settings(
+                run_dir,
+                engine,
+                translator.identity(),
+                options,
+                tag=tag,
+                keep_unk=keep_unk,
+                scores=with_scores,
+            )
+            with tqdm(unit=" lines", file=sys.stderr) as bar:
+                resume.translate_file(
+                    translator, options, input, output, settings, keep_unk, with_scores, restart, bar.update
+                )
+            return
         with contextlib.ExitStack() as stack:
             source = stack.enter_context(open_binary(input)) if input else sys.stdin.buffer
             # lines are written as they are decoded, to a temporary file renamed over OUTPUT at the end
             sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
             bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
-            with_scores = scores or nbest > 1
             translate_stream(
                 translator, options, source, str(input or "stdin"), sink, keep_unk, with_scores, bar.update
             )
@@ -254,10 +278,10 @@ def load_translator(
     asked: DecodeOverrides,
     placement: Placement,
     input: Path | None,
-    output: Path | None,
+    outputs: Mapping[str, Path | None],
 ) -> tuple[Translator | CT2Translator, DecodeOptions]:
-    """The translator of `engine` for RUN_DIR and the options asked of it, once the output is known
-    not to replace an input."""
+    """The translator of `engine` for RUN_DIR and the options asked of it, once no output is known to
+    replace an input."""
     from seq2seq.translate.streams import load_run_translator
 
     if engine == "ctranslate2":
@@ -266,12 +290,12 @@ def load_translator(
         if asked.checkpoints:
             raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
         # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-        check_outputs({"-o/--output": output}, {"-i/--input": input, "the export": run_dir})
+        check_outputs(outputs, {"-i/--input": input, "the export": run_dir})
         translator = CT2Translator.load(run_dir, placement)
         return translator, translator.options(asked)
     if engine != "s2s":
         raise Seq2SeqError(f"--engine {engine!r}: choose s2s or ctranslate2")
-    return load_run_translator(run_dir, asked, placement, input, output)
+    return load_run_translator(run_dir, asked, placement, input, outputs)
 
 
 @app.command()
@@ -471,7 +495,7 @@ def serve(
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
         placement = Placement(device, precision, quantize)
-        translator, _ = load_run_translator(run_dir, asked, placement, input=None, output=None)
+        translator, _ = load_run_translator(run_dir, asked, placement, input=None, outputs={})
         if threads:
             torch.set_num_threads(threads)
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)

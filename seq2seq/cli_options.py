@@ -48,6 +48,9 @@ CheckpointName = Annotated[
 ]
 DecodeDevice = Annotated[str, Option(help="auto, cpu, cuda or cuda:N.")]
 Verbose = Annotated[bool, Option("--verbose", "-v", help="Log progress details.")]
+Restart = Annotated[
+    bool, Option(help="Begin OUTPUT again instead of continuing the OUTPUT.partial an interrupted run left.")
+]
 RunDirArg = Annotated[Path, Argument(help="Run directory made by `s2s train`.")]
 
 # `s2s translate`

@@ -120,7 +120,7 @@ def atomic_output(path: Path, binary: bool = False) -> Iterator[IO[Any]]:
             yield f
         return
     path = Path(os.path.realpath(path))
-    mode = _mode_for(path)
+    mode = output_mode(path)
     with _disk_errors(path):
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
@@ -166,7 +166,8 @@ def write_text(path: Path, text: str) -> None:
         f.write(text)
 
 
-def _mode_for(path: Path) -> int:
+def output_mode(path: Path) -> int:
+    """The permissions a new version of `path` gets: those of the file it replaces, or the umask's."""
     try:
         return path.stat().st_mode & 0o777
     except OSError:

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve")
+SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs")
 MODEL_NAMES = ("recipe", "base")
 
 
@@ -20,6 +20,7 @@ class Options:
 
     config: str  # the recipe: train, fairseq and data sections
     run_dir: str | None  # a trained run: decode, engines, serve (and train's tokenizer)
+    runs: tuple[str, ...]  # runs: trained runs side by side, the first the reference
     src: str
     ref: str | None
     limit: int  # first N non-empty lines of --src (0 = all)
@@ -53,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--config", default="configs/multi30k_de_en.yaml", help="recipe: train, fairseq, data")
     p.add_argument("--run-dir", help="trained run: decode, engines, serve; train uses its tokenizer")
+    p.add_argument(
+        "--runs", default="", help="runs: trained run directories, comma-separated, first = reference"
+    )
     p.add_argument("--src", default="data/multi30k/test_2016_flickr.de", help="source lines to decode")
     p.add_argument("--ref", help="references of --src: BLEU of each engine in the engines section")
     p.add_argument("--limit", type=int, default=0, help="decode only the first N lines (0 = all)")
@@ -109,6 +113,7 @@ def parse(argv: list[str] | None) -> Options:
     opts = Options(
         config=a.config,
         run_dir=a.run_dir,
+        runs=_items(a.runs, "--runs"),
         src=a.src,
         ref=a.ref,
         limit=a.limit,
@@ -147,4 +152,8 @@ def parse(argv: list[str] | None) -> Options:
         raise UsageError("--clients, --serve-beam, --rounds must be >= 1 and --time-limit > 0")
     if {"decode", "engines", "serve"} & set(opts.sections) and not opts.run_dir:
         raise UsageError("--sections decode/engines/serve need --run-dir RUN (a trained run directory)")
+    if "runs" in opts.sections and not opts.runs:
+        raise UsageError(
+            "--sections runs needs --runs A,B,... (trained run directories, the first the reference)"
+        )
     return opts

@@ -31,7 +31,7 @@ from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
-from seq2seq.translate.translator import Translation, blank_translations, clip_sources
+from seq2seq.translate.translator import Translation, blank_translations, clip_sources, file_stamps
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,11 @@ def default_threads(cores: int = 0) -> Threads:
 class CT2Translator:
     """A CTranslate2 model with the run's tokenizers."""
 
-    def __init__(self, engine: Any, tokenizers: TokenizerPair, config: Config, info: dict[str, Any]) -> None:
+    def __init__(
+        self, engine: Any, tokenizers: TokenizerPair, config: Config, info: dict[str, Any], export_dir: Path
+    ) -> None:
         self.engine, self.tokenizers, self.config, self.info = engine, tokenizers, config, info
+        self.export_dir = export_dir
         self.task = config.model.task  # an export translates: `s2s export` writes encoder-decoders only
         pieces = vocabulary(tokenizers.tgt)  # the target vocabulary as the export wrote it
         self._ids = {piece: i for i, piece in enumerate(pieces)}
@@ -91,7 +94,15 @@ class CT2Translator:
             )
         except (RuntimeError, ValueError) as e:
             raise RunDirError(f"CTranslate2 cannot load {export_dir}: {e}") from None
-        return cls(engine, tokenizers, config, info)
+        return cls(engine, tokenizers, config, info, Path(export_dir))
+
+    def identity(self) -> dict[str, object]:
+        """The export's weights and how CTranslate2 runs them, as `Translator.identity`."""
+        return {
+            "weights": file_stamps(sorted(self.export_dir.glob("*.bin"))),
+            "device": self.engine.device,
+            "compute_type": self.engine.compute_type,
+        }
 
     @property
     def max_source_tokens(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol, TextIO
 
@@ -56,11 +56,16 @@ def _stdout_is(path: Path) -> bool:
 
 
 def load_run_translator(
-    run_dir: Path, asked: DecodeOverrides, placement: Placement, input: Path | None, output: Path | None
+    run_dir: Path,
+    asked: DecodeOverrides,
+    placement: Placement,
+    input: Path | None,
+    outputs: Mapping[str, Path | None],
 ) -> tuple[Translator, DecodeOptions]:
-    """RUN_DIR's translator and the options asked of it, once OUTPUT is known not to replace an input."""
+    """RUN_DIR's translator and the options asked of it, once no output (named as the command line
+    names it) is known to replace an input."""
     options = decode_options(asked, RunDir(run_dir).load_config().decode)
-    check_outputs({"-o/--output": output}, {"-i/--input": input, **run_inputs(run_dir, options.checkpoints)})
+    check_outputs(outputs, {"-i/--input": input, **run_inputs(run_dir, options.checkpoints)})
     return Translator.load(run_dir, options.checkpoints, placement), options
 
 

@@ -61,6 +61,15 @@ def blank_translations(count: int, nbest: int) -> list[Translation]:
     return [Translation([""] * nbest, [0.0] * nbest) for _ in range(count)]
 
 
+def file_stamps(paths: Sequence[Path]) -> list[str]:
+    """Each file's resolved path, size and modification time: a file replaced since counts as another."""
+    stamps = []
+    for path in paths:
+        stat = path.stat()
+        stamps.append(f"{path.resolve()} ({stat.st_size} bytes, modified {stat.st_mtime_ns})")
+    return stamps
+
+
 def clip_sources(
     sources: list[list], limit: int, line_numbers: Sequence[int], doing: str = "translating"
 ) -> None:
@@ -146,6 +155,16 @@ class Translator:
         if translator.dtype is torch.bfloat16:
             translator.cast_weights()
         return translator
+
+    def identity(self) -> dict[str, object]:
+        """What decides this translator's numbers besides the search: its weight files (each one's
+        size and modification time) and how they run. A resumed `translate` must find the same."""
+        return {
+            "weights": file_stamps(self.checkpoints),
+            "device": str(self.device),
+            "dtype": str(self.dtype),
+            "quantize": self.quantize,
+        }
 
     def cast_weights(self) -> None:
         """Keep the weights in bf16 instead of casting them under autocast at every step: half the

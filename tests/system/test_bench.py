@@ -31,7 +31,7 @@ FEW_CLIENTS = ["--clients", "2", "--rounds", "1", "--serve-beam", "1", "--time-l
 def bench_args(run: TrainedRun, sections: str) -> list[str]:
     """Options for `sections` on the tiny run, each section as short as it goes."""
     files = ["--config", str(run.config), "--run-dir", str(run.run), "--src", str(run.data / "valid.src")]
-    files += ["--ref", str(run.data / "valid.tgt"), "--sections", sections]
+    files += ["--ref", str(run.data / "valid.tgt"), "--sections", sections, "--runs", str(run.run)]
     return [*files, *FEW_STEPS, *FEW_LINES, *SMALL_DATA, *FEW_CLIENTS]
 
 
@@ -48,11 +48,16 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     ran = [s for s in bench.SECTIONS if s in report]
     skipped = [note.split(":")[0] for note in report["skipped"]]
     assert sorted(ran + skipped) == sorted(bench.SECTIONS)
-    assert {"train", "decode", "engines", "data", "serve"} <= set(ran)  # their peers are installed here
+    assert {"train", "decode", "engines", "data", "serve", "runs"} <= set(
+        ran
+    )  # their peers are installed here
     impls = {r["impl"] for r in report["train"]["results"]}
     assert impls == {"s2s", "nn.Transformer"}  # the reference model trains too
     assert all(r["peak_rss_mib"] > 0 for r in report["engines"]["results"])
     assert report["serve"]["wrong"] == 0 and report["serve"]["missing"] == 0
+    runs = {(r["engine"], r["quantize"]): r for r in report["runs"]["results"]}
+    assert set(runs) == {("s2s", None), ("s2s", "int8"), ("ctranslate2", "int8")}
+    assert runs["s2s", None]["vs_reference"] == 1.0 and all(r["parameters"] > 0 for r in runs.values())
     for name in ran:
         assert f"== {name}" in done.stdout
 

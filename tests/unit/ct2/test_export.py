@@ -92,7 +92,7 @@ def under_trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) ->
                     model.output.weight[EOS] *= 2 if norm == "post" else 4
             write_model(model, ours.tokenizers, directory, None)
             engine = ctranslate2.Translator(str(directory), device="cpu")
-            made[kind] = model, CT2Translator(engine, ours.tokenizers, config, {})
+            made[kind] = model, CT2Translator(engine, ours.tokenizers, config, {}, directory)
         return made[kind]
 
     return get

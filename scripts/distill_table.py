@@ -1,0 +1,71 @@
+"""The back-translation and distillation table (docs/distillation.md), from what
+scripts/multi30k_bt_distill.sh wrote into RUNS: each run's val choice and test score
+(multi30k_eval.sh), the int8 evaluations, and the side-by-side speed of `scripts.bench --sections runs`.
+
+    python scripts/distill_table.py runs/bt
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def bleu(path: Path) -> tuple[float, str]:
+    """BLEU and its sacreBLEU signature from an `s2s evaluate --json` record."""
+    score = json.loads(path.read_text(encoding="utf-8"))["systems"][0]["scores"]["bleu"]
+    return score["score"], score["signature"]
+
+
+def chosen(run: Path) -> tuple[Path, Path, str]:
+    """The val record of the settings multi30k_eval.sh chose, the test record, and the choice."""
+    words = (run / "eval" / "selection.txt").read_text(encoding="utf-8").split()
+    checkpoint, lp = words[words.index("checkpoint") + 1].rstrip(","), words[-1]
+    folder = run / "eval"
+    return folder / f"val_{checkpoint}_lp{lp}.json", folder / "test.json", f"{checkpoint}, lp {lp}"
+
+
+def main(runs: Path) -> None:
+    speed = {
+        (Path(r["run_dir"]).name, r["engine"], r["quantize"]): r
+        for r in json.loads((runs / "speed.json").read_text(encoding="utf-8"))["runs"]["results"]
+        if r["beam"] == 5
+    }
+    teacher = Path((runs / "teacher.txt").read_text(encoding="utf-8").split()[1]).name
+    rows = [
+        ("de→en recipe", "de_en", ("s2s", None)),
+        ("+ tagged back-translation of the English captions", "de_en_bt", ("s2s", None)),
+        (f"teacher ({teacher}, the better on val)", teacher, ("s2s", None)),
+        ("student trained on the parallel data alone", "student", ("s2s", None)),
+        ("student distilled from the teacher", "student_distilled", ("s2s", None)),
+    ]
+    columns = ["system", "val BLEU", "test_2016 BLEU", "beam-5 sent/s (CPU)", "vs recipe", "parameters"]
+    print("| " + " | ".join([*columns, "chosen on val"]) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    signature = ""
+    for label, name, engine in rows:
+        val, test, choice = chosen(runs / name)
+        (val_bleu, _), (test_bleu, signature) = bleu(val), bleu(test)
+        s = speed[(name, *engine)]
+        print(
+            f"| {label} | {val_bleu:.2f} | {test_bleu:.2f} | {s['sentences_per_s']:.0f} (s2s, "
+            f"{'bf16' if s['dtype'] == 'bfloat16' else 'fp32'}) | {s['vs_reference']:.2f}x | "
+            f"{s['parameters']:,} | {choice} |"
+        )
+    student = runs / "student_distilled" / "eval"
+    int8 = {
+        "s2s": (student / "int8_val.json", student / "int8_test_2016_flickr.json"),
+        "ctranslate2": (runs / "ct2_int8_val.json", runs / "ct2_int8_test_2016_flickr.json"),
+    }
+    for engine, (val, test) in int8.items():
+        s = speed[("student_distilled", engine, "int8")]
+        print(
+            f"| student distilled, int8, {engine} | {bleu(val)[0]:.2f} | {bleu(test)[0]:.2f} | "
+            f"{s['sentences_per_s']:.0f} | {s['vs_reference']:.2f}x | {s['parameters']:,} | as above |"
+        )
+    print(f"\nBLEU signature: {signature}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

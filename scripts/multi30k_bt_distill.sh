@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Back-translation and distillation on Multi30k de->en, end to end, with plain s2s commands
+# (docs/distillation.md has the table this makes and why each step is what it is):
+#
+#   scripts/fetch_multi30k.sh --from ../shared/data/multi30k              # or without --from when online
+#   scripts/fetch_multi30k.sh --mono --from ../shared/data/multi30k_mono
+#   bash scripts/multi30k_bt_distill.sh
+#
+# Every step is skipped when its result exists and continues when it was interrupted: after a kill,
+# run the script again. Environment: RUNS (default runs/bt), MINUTES (each recipe-size training,
+# default 25), STUDENT_MINUTES (each student, default 20). Data stays in data/multi30k,
+# data/multi30k_mono and data/bt (the corpora the configs name).
+set -euo pipefail
+runs="${RUNS:-runs/bt}"
+minutes="${MINUTES:-25}"
+student_minutes="${STUDENT_MINUTES:-20}"
+data=data/multi30k mono=data/multi30k_mono work=data/bt
+mkdir -p "$runs" "$work"
+
+train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an interrupted one
+  local config="$1" run="$2" how=()
+  shift 2
+  if [ -f "$run/train.log" ] && grep -q "finished at step" "$run/train.log"; then return; fi
+  if [ -f "$run/checkpoints/last.pt" ]; then how=(--resume); elif [ -e "$run" ]; then how=(--overwrite); fi
+  s2s train "$config" --set "run_dir=$run" "$@" "${how[@]}"
+}
+
+evaluate() {  # choose checkpoint and length penalty on val, score test once (multi30k_eval.sh)
+  [ -f "$1/eval/test.json" ] || bash scripts/multi30k_eval.sh "$1" de en
+}
+
+selected() {  # the checkpoint and length penalty multi30k_eval.sh chose on val for RUN
+  sed -E 's/.*checkpoint ([^,]+), beam 5, length penalty (.*)/\1 \2/' "$1/eval/selection.txt"
+}
+
+# 1. the recipe in both directions: de->en is the baseline, en->de makes the synthetic sources
+train configs/multi30k_de_en.yaml "$runs/de_en" --set "train.max_minutes=$minutes"
+train configs/multi30k_en_de.yaml "$runs/en_de" --set "train.max_minutes=$minutes"
+
+# 2. in-domain English captions that are not task 1's training targets, each once
+if [ ! -f "$work/mono.en" ]; then
+  LC_ALL=C sort -u "$mono"/train.{1,2,3,4,5}.en | grep -v '^$' | grep -vxF -f "$data/train.en" > "$work/mono.en.tmp"
+  mv "$work/mono.en.tmp" "$work/mono.en"
+fi
+
+# 3. back-translate them (beam search; resumable: a rerun continues where a kill stopped it)
+[ -f "$work/mono.bt.de" ] || s2s translate "$runs/en_de" -i "$work/mono.en" -o "$work/mono.bt.de"
+
+# 4. de->en on the parallel data plus the tagged synthetic pairs, in the baseline's time
+train configs/multi30k_de_en_bt.yaml "$runs/de_en_bt" --set "train.max_minutes=$minutes"
+evaluate "$runs/de_en"
+evaluate "$runs/de_en_bt"
+
+# 5. the teacher: the better of the two on val, with the checkpoint and length penalty chosen there
+teacher=$(for run in "$runs/de_en" "$runs/de_en_bt"; do
+  echo "$(head -1 "$run/eval/val_table.txt" | awk '{print $3}') $run"
+done | sort -rn | head -1 | cut -d' ' -f2)
+read -r checkpoint lp < <(selected "$teacher")
+echo "teacher: $teacher (checkpoint $checkpoint, beam 5, length penalty $lp)" | tee "$runs/teacher.txt"
+
+# 6. sequence-level distillation: the teacher translates the training sources
+[ -f "$work/train.distilled.en" ] || s2s translate "$teacher" --checkpoint "$checkpoint" --beam 5 \
+  --length-penalty "$lp" -i "$data/train.de" -o "$work/train.distilled.en"
+
+# 7. the student architecture, without and with the teacher, in equal time
+train configs/multi30k_de_en_student.yaml "$runs/student" --set "train.max_minutes=$student_minutes"
+train configs/multi30k_de_en_student_distilled.yaml "$runs/student_distilled" \
+  --set "train.max_minutes=$student_minutes"
+evaluate "$runs/student"
+evaluate "$runs/student_distilled"
+
+# 8. the distilled student in int8: s2s's own (--quantize int8) and a CTranslate2 int8 export
+student="$runs/student_distilled" export="$runs/student_distilled_ct2"
+read -r checkpoint lp < <(selected "$student")
+[ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8
+for split in val test_2016_flickr; do
+  [ -f "$student/eval/int8_$split.json" ] || s2s evaluate "$student" --checkpoint "$checkpoint" \
+    --beam 5 --length-penalty "$lp" --quantize int8 --src "$data/$split.de" --ref "$data/$split.en" \
+    --json "$student/eval/int8_$split.json" > /dev/null
+  hyp="$runs/ct2_int8_$split.hyp"  # beside the export, never in it (CTranslate2 reads it whole)
+  [ -f "$hyp" ] || s2s translate "$export" --engine ctranslate2 --beam 5 --length-penalty "$lp" \
+    -i "$data/$split.de" -o "$hyp"
+  [ -f "$runs/ct2_int8_$split.json" ] || s2s evaluate --hyp "$hyp" --ref "$data/$split.en" \
+    --json "$runs/ct2_int8_$split.json" > /dev/null
+done
+
+# 9. decoding speed side by side (beam 5, each setting in a fresh process), then the table
+[ -f "$runs/speed.json" ] || python -m scripts.bench --sections runs --beams 5 --repeat 2 \
+  --runs "$runs/de_en,$runs/de_en_bt,$runs/student,$runs/student_distilled" \
+  --src "$data/test_2016_flickr.de" --ref "$data/test_2016_flickr.en" --json "$runs/speed.json"
+python scripts/distill_table.py "$runs"

@@ -1,0 +1,231 @@
+"""Translating a corpus file into a file, resumable: a kill loses at most the chunk being decoded.
+
+`s2s translate RUN -i FILE -o OUT` (both regular files) builds OUT in `OUT.partial` beside it. The
+input is cut into chunks of `CHUNK_LINES` lines counted from its first line; each chunk is sorted by
+length into batches inside the engine, and its translations are appended in input order. Once a
+chunk is on disk (flushed and synced), `OUT.partial.json` records how many lines are done, how many
+bytes of `OUT.partial` they fill, the sha256 of those input lines, and the settings of the command.
+
+Run the same command again after a kill and it continues: the partial file is cut back to the
+recorded bytes (a chunk written after the last record is decoded again), the done lines of the input
+are read again and must hash as recorded (the input was not changed or replaced), and decoding goes
+on from the next chunk. Since chunks are counted from line 1 whatever happened, a resumed run decodes
+the very batches an uninterrupted one does, so its lines are the same (sampling with --seed too). At
+the end `OUT.partial` is renamed over OUT and the record removed.
+
+Other settings than the record's (another run, checkpoint, beam, tag...) are refused, naming what
+differs: continue with the same command, or start over with --restart. While a command writes
+`OUT.partial` it holds a lock on it, so a second one writing the same OUT is refused too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from seq2seq.data.compression import open_binary
+from seq2seq.data.textio import BLOCK, stream_line_chunks
+from seq2seq.errors import DataError
+from seq2seq.files import OutputError, atomic_output, disk_error, output_mode
+from seq2seq.translate.options import DecodeOptions
+from seq2seq.translate.streams import LineTranslator, format_translation
+
+log = logging.getLogger(__name__)
+
+CHUNK_LINES = 4096  # lines decoded between two records: the most a kill can cost
+FORMAT = 1  # of OUT.partial.json
+
+
+def partial_paths(output: Path) -> tuple[Path, Path]:
+    """Where OUT is built (`OUT.partial`) and where its progress is recorded (`OUT.partial.json`):
+    beside the file OUT names (a symlink's target is what gets replaced, as `atomic_output` does)."""
+    real = Path(os.path.realpath(output))
+    return real.with_name(real.name + ".partial"), real.with_name(real.name + ".partial.json")
+
+
+def resumable(input: Path | None, output: Path | None) -> bool:
+    """Whether a command can resume: a regular input file (it can be read again) into a path that is
+    a file to build (not stdout, a pipe or a device)."""
+    if input is None or output is None or not input.is_file():
+        return False
+    return not output.exists() or output.is_file()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What `OUT.partial.json` says: the lines done and what they are."""
+
+    settings: dict[str, Any]
+    lines: int  # input lines translated: a multiple of CHUNK_LINES, or all of them
+    output_bytes: int  # the bytes of OUT.partial that hold their translations
+    input_sha256: str  # of those input lines, each with its '\n'
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, **dataclasses.asdict(self)}, indent=1) + "\n"
+
+
+def translate_file(
+    translator: LineTranslator,
+    options: DecodeOptions,
+    input: Path,
+    output: Path,
+    settings: Mapping[str, Any],
+    keep_unk: bool,
+    with_scores: bool,
+    restart: bool,
+    on_lines: Callable[[int], None],
+) -> int:
+    """Translate INPUT into OUTPUT chunk by chunk, continuing a partial run with the same `settings`
+    (anything that changes a translation: run, weights, search, tag, format); returns the line it
+    continued after (0 for a fresh start). `on_lines` gets each chunk's line count, and the lines
+    skipped on resuming."""
+    settings = json.loads(json.dumps(dict(settings)))  # as the record will read back: lists, not tuples
+    partial, record = partial_paths(output)
+    mode = output_mode(Path(os.path.realpath(output)))
+    with _locked(partial, mode) as sink, _kept_once_recorded(partial, record):
+        progress = _start(record, settings, restart)
+        if progress is None or os.fstat(sink.fileno()).st_size < progress.output_bytes:
+            # begin again: asked to, nothing recorded, or the partial file is not the recorded one
+            record.unlink(missing_ok=True)
+            progress = Progress(settings, 0, 0, hashlib.sha256().hexdigest())
+        resumed = progress.lines
+        if resumed:
+            log.warning("continuing %s after line %d (from %s)", output, resumed, partial)
+        sink.truncate(progress.output_bytes)
+        sink.seek(progress.output_bytes)
+        for first, chunk, sha in _chunks_left(input, progress, on_lines):
+            results = translator.translate(
+                chunk, options.search, options.max_tokens, first, keep_unk, with_scores
+            )
+            text = "".join(format_translation(result, with_scores) for result in results)
+            _append(sink, text.encode("utf-8"), output)
+            progress = Progress(settings, first + len(chunk) - 1, sink.tell(), sha)
+            with atomic_output(record) as f:
+                f.write(progress.to_json())
+            on_lines(len(chunk))
+        os.replace(partial, os.path.realpath(output))
+    record.unlink(missing_ok=True)
+    return resumed
+
+
+def _chunks_left(
+    input: Path, progress: Progress, on_lines: Callable[[int], None]
+) -> Iterator[tuple[int, list[str], str]]:
+    """The chunks of INPUT still to translate, as (first line number, lines, sha256 of the input up to
+    their end). The chunks `progress` counts as done are read again, and must hash as it recorded."""
+    digest = hashlib.sha256()
+    done = 0
+    with open_binary(input) as source:
+        for chunk in _line_chunks(source, str(input)):
+            for line in chunk:
+                digest.update(line.encode("utf-8") + b"\n")
+            done += len(chunk)
+            if done > progress.lines:
+                yield done - len(chunk) + 1, chunk, digest.hexdigest()
+                continue
+            if done == progress.lines and digest.hexdigest() != progress.input_sha256:
+                raise DataError(
+                    f"{input}: its first {done:,} lines are not the ones translated before (the file "
+                    "changed): add --restart to begin again"
+                )
+            on_lines(len(chunk))
+    if done < progress.lines:
+        raise DataError(f"{input} has fewer lines than were translated before: add --restart to begin again")
+
+
+def _line_chunks(source: BinaryIO, where: str) -> Iterator[list[str]]:
+    """The input's lines in chunks of exactly CHUNK_LINES (the last one shorter), counted from line 1."""
+    pending: list[str] = []
+    for lines in stream_line_chunks(source, where, BLOCK):
+        pending.extend(lines)
+        while len(pending) >= CHUNK_LINES:
+            yield pending[:CHUNK_LINES]
+            del pending[:CHUNK_LINES]
+    if pending:
+        yield pending
+
+
+def _start(record: Path, settings: dict[str, Any], restart: bool) -> Progress | None:
+    """The progress to continue from, or None for a fresh start (no record, or --restart)."""
+    if restart or not record.exists():
+        return None
+    try:
+        raw = json.loads(record.read_text(encoding="utf-8"))
+        if raw.pop("format") != FORMAT:
+            raise ValueError(raw)
+        progress = Progress(**raw)
+    except (OSError, ValueError, TypeError, KeyError):
+        raise DataError(f"{record} cannot be read: add --restart to begin its output again") from None
+    differ = [key for key in sorted(settings.keys() | progress.settings.keys())
+              if settings.get(key) != progress.settings.get(key)]  # fmt: skip
+    if differ:
+        said = "; ".join(
+            f"{key}: {progress.settings.get(key)!r} then, {settings.get(key)!r} now" for key in differ
+        )
+        raise DataError(
+            f"{record.name[: -len('.partial.json')]} was begun with other settings ({said}): rerun "
+            "with the same ones to continue it, or add --restart to begin again"
+        )
+    return progress
+
+
+def _append(sink: BinaryIO, data: bytes, output: Path) -> None:
+    """Write `data` at the end of the partial file and make sure it is on disk before it is recorded."""
+    try:
+        sink.write(data)
+        sink.flush()
+        os.fsync(sink.fileno())
+    except OSError as e:
+        raise disk_error(output, e) from None
+
+
+@contextlib.contextmanager
+def _kept_once_recorded(partial: Path, record: Path) -> Iterator[None]:
+    """On an error or an interruption, remove `OUT.partial` unless a record says it holds work."""
+    try:
+        yield
+    except BaseException:
+        if not record.exists():
+            partial.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def _locked(partial: Path, mode: int) -> Iterator[BinaryIO]:
+    """`OUT.partial` open for update (made with `mode` when missing), locked against a second writer."""
+    try:
+        fd = os.open(partial, os.O_RDWR | os.O_CREAT, mode)
+        os.fchmod(fd, mode)  # the umask does not narrow what the output had
+    except OSError as e:
+        raise disk_error(partial, e) from None
+    with open(fd, "r+b", buffering=0) as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputError(f"another command is writing {partial}: wait for it to finish") from None
+        yield f
+
+
+def command_settings(
+    run_dir: Path, engine: str, identity: Mapping[str, Any], options: DecodeOptions, **format: Any
+) -> dict[str, Any]:
+    """What a resumed command must share with the one that began OUT: the run, the engine and its
+    `identity` (weight files, device, precision), the search, the batches, and the output's format
+    (`format`: tag, scores...)."""
+    return {
+        "run": str(run_dir.resolve()),
+        "engine": engine,
+        **identity,
+        "search": dataclasses.asdict(options.search),
+        "max_tokens": options.max_tokens,
+        **format,
+    }

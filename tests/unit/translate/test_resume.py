@@ -1,0 +1,167 @@
+"""`translate_file`: a corpus translated into a file resumes after an interruption with exactly the
+lines an uninterrupted run writes, in input order, each once, and refuses to mix two different jobs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from seq2seq.config import DecodeConfig
+from seq2seq.errors import DataError, Seq2SeqError
+from seq2seq.translate import resume
+from seq2seq.translate.options import DecodeOverrides, decode_options
+from seq2seq.translate.translator import Translation
+
+OPTIONS = decode_options(DecodeOverrides(), DecodeConfig())
+SETTINGS = {"run": "/runs/a", "search": {"beam": 5}}
+CHUNK = 7  # lines per chunk in these tests: several chunks and a short last one
+
+
+class Killed(Exception):
+    """Stands in for a kill in the middle of a chunk."""
+
+
+class FakeEngine:
+    """Translates a line into its reverse; remembers the first line number of each chunk it was
+    given, and stops dead (`Killed`) when asked for chunk number `die_at` (1 = the first)."""
+
+    def __init__(self, die_at: int = 0) -> None:
+        self.die_at, self.firsts = die_at, []
+
+    def translate(
+        self, lines: Sequence[str], settings, max_tokens, first_line=1, keep_unk=False, scores=True
+    ) -> list[Translation]:
+        self.firsts.append(first_line)
+        if len(self.firsts) == self.die_at:
+            raise Killed
+        return [Translation([line[::-1]], [-1.5]) for line in lines]
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(resume, "CHUNK_LINES", CHUNK)
+
+
+def run(engine, source: Path, out: Path, settings=SETTINGS, restart=False, scores=False) -> int:
+    return resume.translate_file(
+        engine, OPTIONS, source, out, settings, False, scores, restart, lambda n: None
+    )
+
+
+def corpus(path: Path, count: int = 30) -> Path:
+    path.write_text("".join(f"line {i} {'x' * (i % 5)}\n" for i in range(1, count + 1)), encoding="utf-8")
+    return path
+
+
+def expected(source: Path) -> str:
+    return "".join(line[::-1] + "\n" for line in source.read_text(encoding="utf-8").splitlines())
+
+
+@pytest.mark.parametrize("die_at", [1, 2, 4, 5])
+def test_a_resumed_run_writes_the_lines_of_an_uninterrupted_one_and_decodes_only_what_was_left(
+    tmp_path, die_at
+):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    with pytest.raises(Killed):
+        run(FakeEngine(die_at), source, out)
+    assert not out.exists()  # only the partial file holds the work so far
+    again = FakeEngine()
+    assert run(again, source, out) == CHUNK * (die_at - 1)
+    assert out.read_text(encoding="utf-8") == expected(source)
+    assert again.firsts == list(range(CHUNK * (die_at - 1) + 1, 31, CHUNK))  # not from line 1
+    assert not any(p.exists() for p in resume.partial_paths(out))
+
+
+def test_a_chunk_written_after_the_last_record_is_written_once(tmp_path):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    with pytest.raises(Killed):
+        run(FakeEngine(3), source, out)
+    partial, _ = resume.partial_paths(out)
+    with partial.open("ab") as f:  # killed after the chunk reached the disk, before its record did
+        f.write(b"a chunk that was never recorded\n" * CHUNK)
+    run(FakeEngine(), source, out)
+    assert out.read_text(encoding="utf-8") == expected(source)
+
+
+def test_a_compressed_input_resumes_with_the_same_lines(tmp_path):
+    plain = corpus(tmp_path / "mono.txt", 40)
+    source, out = tmp_path / "mono.txt.gz", tmp_path / "out.txt"
+    source.write_bytes(gzip.compress(plain.read_bytes()))
+    with pytest.raises(Killed):
+        run(FakeEngine(4), source, out)
+    run(FakeEngine(), source, out)
+    assert out.read_text(encoding="utf-8") == expected(plain)
+
+
+def test_other_settings_are_refused_naming_what_differs_and_change_nothing(tmp_path):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    with pytest.raises(Killed):
+        run(FakeEngine(3), source, out)
+    before = [p.read_bytes() for p in resume.partial_paths(out)]
+    with pytest.raises(DataError, match=r"search: \{'beam': 5\} then, \{'beam': 4\} now.*--restart"):
+        run(FakeEngine(), source, out, {**SETTINGS, "search": {"beam": 4}})
+    assert [p.read_bytes() for p in resume.partial_paths(out)] == before
+    again = FakeEngine()
+    run(again, source, out, {**SETTINGS, "search": {"beam": 4}}, restart=True)
+    assert again.firsts[0] == 1 and out.read_text(encoding="utf-8") == expected(source)
+
+
+@pytest.mark.parametrize("change", ["edited", "shorter"])
+def test_an_input_changed_since_the_interruption_is_refused(tmp_path, change):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    with pytest.raises(Killed):
+        run(FakeEngine(4), source, out)
+    lines = source.read_text(encoding="utf-8").splitlines()
+    lines = lines[:CHUNK] if change == "shorter" else [lines[0] + "!", *lines[1:]]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="--restart"):
+        run(FakeEngine(), source, out)
+    assert not out.exists()
+
+
+def test_a_record_without_its_partial_file_begins_again(tmp_path):
+    """Killed between the final rename and the record's removal: the record describes nothing left."""
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    run(FakeEngine(), source, out)
+    partial, record = resume.partial_paths(out)
+    record.write_text(resume.Progress(SETTINGS, 28, 200, "0" * 64).to_json(), encoding="utf-8")
+    again = FakeEngine()
+    run(again, source, out)
+    assert again.firsts[0] == 1 and out.read_text(encoding="utf-8") == expected(source)
+
+
+def test_a_damaged_record_is_an_error_that_says_how_to_go_on(tmp_path):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    with pytest.raises(Killed):
+        run(FakeEngine(2), source, out)
+    _, record = resume.partial_paths(out)
+    record.write_text(json.dumps({"format": 1, "lines": "many"}), encoding="utf-8")
+    with pytest.raises(DataError, match="cannot be read: add --restart"):
+        run(FakeEngine(), source, out)
+
+
+def test_a_second_writer_of_the_same_output_is_refused(tmp_path):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+
+    class Intruder(FakeEngine):
+        def translate(self, lines, *args, **kwargs):
+            with pytest.raises(Seq2SeqError, match="another command is writing"):
+                run(FakeEngine(), source, out)
+            return super().translate(lines, *args, **kwargs)
+
+    run(Intruder(), source, out)
+    assert out.read_text(encoding="utf-8") == expected(source)
+
+
+def test_scores_and_empty_lines_keep_one_output_line_per_input_line(tmp_path):
+    source, out = tmp_path / "mono.txt", tmp_path / "out.txt"
+    source.write_text("a\n\nb c\n" * 5, encoding="utf-8")
+    with pytest.raises(Killed):
+        run(FakeEngine(2), source, out, scores=True)
+    run(FakeEngine(), source, out, scores=True)
+    lines = out.read_text(encoding="utf-8").split("\n")[:-1]
+    assert lines == ["a\t-1.5000", "\t-1.5000", "c b\t-1.5000"] * 5
