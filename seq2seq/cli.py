@@ -240,13 +240,14 @@ def translate(
         )  # fmt: skip
         placement = Placement(device, precision, quantize)
         outputs = {"-o/--output": output}
-        if resume.resumable(input, output):  # what an interrupted run leaves is written too
+        resumes = resume.resumable(input, output)
+        if resumes:  # what an interrupted run leaves is written too
             outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output))
         translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
         if tag:
             translator.use_tag(tag)
         with_scores = scores or nbest > 1
-        if resume.resumable(input, output):
+        if resumes:
             assert input is not None and output is not None
             settings = resume.command_settings(
                 run_dir,
