@@ -33,10 +33,12 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
     cores = torch.get_num_threads()
     best: dict[tuple[str, str, str | None, int], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        exports = {}
+        exports, budgets, sizes = {}, {}, {}  # each run's export, decode.max_tokens and parameters
         for run_dir in opts.runs:
             exports[run_dir] = Path(scratch) / f"ct2_{len(exports)}"
             export_ctranslate2(Path(run_dir), "best", exports[run_dir], "int8")
+            budgets[run_dir] = RunDir(run_dir).load_config().decode.max_tokens
+            sizes[run_dir] = parameters(run_dir)
         for _ in range(opts.repeat):  # round-robin, so a noisy minute does not hit one run only
             for run_dir in opts.runs:
                 base = {
@@ -45,7 +47,7 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
                     "limit": opts.limit,
                     "at_once": cores,
                     "each": 1,
-                    "max_tokens": RunDir(run_dir).load_config().decode.max_tokens,
+                    "max_tokens": budgets[run_dir],
                 }
                 for beam in opts.beams:
                     for engine, quantize, precision in SETTINGS:
@@ -59,7 +61,7 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
     for row in rows:
         reference = best[(opts.runs[0], "s2s", None, row["beam"])]
         row["vs_reference"] = row["sentences_per_s"] / reference["sentences_per_s"]
-        row["parameters"] = parameters(row["run_dir"])
+        row["parameters"] = sizes[row["run_dir"]]
     return {"sentences": count, "cores": cores, "reference": opts.runs[0], "results": rows}
 
 
