@@ -2,7 +2,7 @@
 scripts/multi30k_bt_distill.sh wrote into RUNS: each run's val choice and test score
 (multi30k_eval.sh), the int8 evaluations, and the side-by-side speed of `scripts.bench --sections runs`.
 
-    python scripts/distill_table.py runs/bt
+    python -m scripts.distill_table runs/bt
 """
 
 from __future__ import annotations
@@ -11,19 +11,18 @@ import json
 import sys
 from pathlib import Path
 
-
-def bleu(path: Path) -> tuple[float, str]:
-    """BLEU and its sacreBLEU signature from an `s2s evaluate --json` record."""
-    score = json.loads(path.read_text(encoding="utf-8"))["systems"][0]["scores"]["bleu"]
-    return score["score"], score["signature"]
+from scripts.select_on_val import bleu, recorded
 
 
 def chosen(run: Path) -> tuple[Path, Path, str]:
     """The val record of the settings multi30k_eval.sh chose, the test record, and the choice."""
-    words = (run / "eval" / "selection.txt").read_text(encoding="utf-8").split()
-    checkpoint, lp = words[words.index("checkpoint") + 1].rstrip(","), words[-1]
     folder = run / "eval"
-    return folder / f"val_{checkpoint}_lp{lp}.json", folder / "test.json", f"{checkpoint}, lp {lp}"
+    choice = recorded(folder)
+    return (
+        folder / choice["val_record"],
+        folder / "test.json",
+        f"{choice['checkpoint']}, lp {choice['length_penalty']}",
+    )
 
 
 def main(runs: Path) -> None:
@@ -40,6 +39,8 @@ def main(runs: Path) -> None:
         ("student trained on the parallel data alone", "student", ("s2s", None)),
         ("student distilled from the teacher", "student_distilled", ("s2s", None)),
     ]
+    if (runs / "student_distilled_sources" / "eval").is_dir():  # VARIANTS=1
+        rows.append(("student distilled, training sources only", "student_distilled_sources", ("s2s", None)))
     columns = ["system", "val BLEU", "test_2016 BLEU", "beam-5 sent/s (CPU)", "vs recipe", "parameters"]
     print("| " + " | ".join([*columns, "chosen on val"]) + " |")
     print("|---" * (len(columns) + 1) + "|")
@@ -47,12 +48,14 @@ def main(runs: Path) -> None:
     for label, name, engine in rows:
         val, test, choice = chosen(runs / name)
         (val_bleu, _), (test_bleu, signature) = bleu(val), bleu(test)
-        s = speed[(name, *engine)]
-        print(
-            f"| {label} | {val_bleu:.2f} | {test_bleu:.2f} | {s['sentences_per_s']:.0f} (s2s, "
-            f"{'bf16' if s['dtype'] == 'bfloat16' else 'fp32'}) | {s['vs_reference']:.2f}x | "
-            f"{s['parameters']:,} | {choice} |"
+        s = speed.get((name, *engine))
+        timed = (
+            f"{s['sentences_per_s']:.0f} (s2s, {'bf16' if s['dtype'] == 'bfloat16' else 'fp32'}) | "
+            f"{s['vs_reference']:.2f}x | {s['parameters']:,}"
+            if s
+            else "not in speed.json | | "  # a run trained after the speed was measured
         )
+        print(f"| {label} | {val_bleu:.2f} | {test_bleu:.2f} | {timed} | {choice} |")
     student = runs / "student_distilled" / "eval"
     int8 = {
         "s2s": (student / "int8_val.json", student / "int8_test_2016_flickr.json"),

@@ -8,12 +8,14 @@
 #
 # Every step is skipped when its result exists and continues when it was interrupted: after a kill,
 # run the script again. Environment: RUNS (default runs/bt), MINUTES (each recipe-size training,
-# default 25), STUDENT_MINUTES (each student, default 20). Data stays in data/multi30k,
+# default 25), STUDENT_MINUTES (each student, default 30), VARIANTS (1: also the student variant
+# of step 7b). Data stays in data/multi30k,
 # data/multi30k_mono and data/bt (the corpora the configs name).
 set -euo pipefail
+shopt -s inherit_errexit  # a failing $(command) stops the script too
 runs="${RUNS:-runs/bt}"
 minutes="${MINUTES:-25}"
-student_minutes="${STUDENT_MINUTES:-20}"
+student_minutes="${STUDENT_MINUTES:-30}"
 data=data/multi30k mono=data/multi30k_mono work=data/bt
 mkdir -p "$runs" "$work"
 
@@ -26,22 +28,30 @@ train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an inte
 }
 
 evaluate() {  # choose checkpoint and length penalty on val, score test once (multi30k_eval.sh)
-  [ -f "$1/eval/test.json" ] || bash scripts/multi30k_eval.sh "$1" de en
+  if [ ! -f "$1/eval/test.json" ]; then
+    bash scripts/multi30k_eval.sh "$1" de en
+  elif [ ! -f "$1/eval/selection.json" ]; then  # evaluated before the choice was kept as JSON
+    python -m scripts.select_on_val "$1/eval" > /dev/null
+  fi
 }
 
-selected() {  # the checkpoint and length penalty multi30k_eval.sh chose on val for RUN
-  sed -E 's/.*checkpoint ([^,]+), beam 5, length penalty (.*)/\1 \2/' "$1/eval/selection.txt"
+selected() {  # the checkpoint, length penalty and val BLEU multi30k_eval.sh chose for RUN
+  python -m scripts.select_on_val "$1/eval" --show
 }
 
 # 1. the recipe in both directions: de->en is the baseline, en->de makes the synthetic sources
 train configs/multi30k_de_en.yaml "$runs/de_en" --set "train.max_minutes=$minutes"
 train configs/multi30k_en_de.yaml "$runs/en_de" --set "train.max_minutes=$minutes"
 
-# 2. in-domain English captions that are not task 1's training targets, each once
-if [ ! -f "$work/mono.en" ]; then
-  LC_ALL=C sort -u "$mono"/train.{1,2,3,4,5}.en | grep -v '^$' | grep -vxF -f "$data/train.en" > "$work/mono.en.tmp"
-  mv "$work/mono.en.tmp" "$work/mono.en"
-fi
+unseen() {  # unseen LANG: task 2's captions in LANG that are not task 1's training side, each once
+  [ -f "$work/mono.$1" ] && return
+  LC_ALL=C sort -u "$mono"/train.{1,2,3,4,5}."$1" | grep -v '^$' | grep -vxF -f "$data/train.$1" \
+    > "$work/mono.$1.tmp"
+  mv "$work/mono.$1.tmp" "$work/mono.$1"
+}
+
+# 2. in-domain English captions that are not task 1's training targets
+unseen en
 
 # 3. back-translate them (beam search; resumable: a rerun continues where a kill stopped it)
 [ -f "$work/mono.bt.de" ] || s2s translate "$runs/en_de" -i "$work/mono.en" -o "$work/mono.bt.de"
@@ -53,14 +63,20 @@ evaluate "$runs/de_en_bt"
 
 # 5. the teacher: the better of the two on val, with the checkpoint and length penalty chosen there
 teacher=$(for run in "$runs/de_en" "$runs/de_en_bt"; do
-  echo "$(head -1 "$run/eval/val_table.txt" | awk '{print $3}') $run"
+  choice=$(selected "$run")
+  echo "${choice##* } $run"
 done | sort -rn | head -1 | cut -d' ' -f2)
-read -r checkpoint lp < <(selected "$teacher")
+choice=$(selected "$teacher")
+read -r checkpoint lp _ <<< "$choice"
 echo "teacher: $teacher (checkpoint $checkpoint, beam 5, length penalty $lp)" | tee "$runs/teacher.txt"
 
-# 6. sequence-level distillation: the teacher translates the training sources
+# 6. sequence-level distillation: the teacher translates the training sources, and the in-domain
+# German captions that are not training sources (more of what the student should imitate)
+unseen de
 [ -f "$work/train.distilled.en" ] || s2s translate "$teacher" --checkpoint "$checkpoint" --beam 5 \
   --length-penalty "$lp" -i "$data/train.de" -o "$work/train.distilled.en"
+[ -f "$work/mono.distilled.en" ] || s2s translate "$teacher" --checkpoint "$checkpoint" --beam 5 \
+  --length-penalty "$lp" -i "$work/mono.de" -o "$work/mono.distilled.en"
 
 # 7. the student architecture, without and with the teacher, in equal time
 train configs/multi30k_de_en_student.yaml "$runs/student" --set "train.max_minutes=$student_minutes"
@@ -68,10 +84,20 @@ train configs/multi30k_de_en_student_distilled.yaml "$runs/student_distilled" \
   --set "train.max_minutes=$student_minutes"
 evaluate "$runs/student"
 evaluate "$runs/student_distilled"
+students="$runs/student,$runs/student_distilled"
+
+# 7b. with VARIANTS=1, the variant distilled from the training sources alone (30 more minutes)
+if [ "${VARIANTS:-0}" = 1 ]; then
+  train configs/multi30k_de_en_student_distilled_sources.yaml "$runs/student_distilled_sources" \
+    --set "train.max_minutes=$student_minutes"
+  evaluate "$runs/student_distilled_sources"
+  students="$students,$runs/student_distilled_sources"
+fi
 
 # 8. the distilled student in int8: s2s's own (--quantize int8) and a CTranslate2 int8 export
 student="$runs/student_distilled" export="$runs/student_distilled_ct2"
-read -r checkpoint lp < <(selected "$student")
+choice=$(selected "$student")
+read -r checkpoint lp _ <<< "$choice"
 [ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8
 for split in val test_2016_flickr; do
   [ -f "$student/eval/int8_$split.json" ] || s2s evaluate "$student" --checkpoint "$checkpoint" \
@@ -86,6 +112,6 @@ done
 
 # 9. decoding speed side by side (beam 5, each setting in a fresh process), then the table
 [ -f "$runs/speed.json" ] || python -m scripts.bench --sections runs --beams 5 --repeat 2 \
-  --runs "$runs/de_en,$runs/de_en_bt,$runs/student,$runs/student_distilled" \
+  --runs "$runs/de_en,$runs/de_en_bt,$students" \
   --src "$data/test_2016_flickr.de" --ref "$data/test_2016_flickr.en" --json "$runs/speed.json"
-python scripts/distill_table.py "$runs"
+python -m scripts.distill_table "$runs"

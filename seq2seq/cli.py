@@ -238,11 +238,19 @@ def translate(
             beam, nbest, length_penalty, length_norm, max_len_a, max_len_b, min_len, no_repeat_ngram,
             sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()),
         )  # fmt: skip
-        placement = Placement(device, precision, quantize)
         outputs = {"-o/--output": output}
         resumes = resume.resumable(input, output)
+        if restart and not resumes:
+            raise Seq2SeqError(
+                "--restart begins again an output that -i FILE -o FILE was building; there is none "
+                "here (standard input or output): leave it out"
+            )
         if resumes:  # what an interrupted run leaves is written too
             outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output))
+        if resumes and not restart and engine == "s2s" and precision == "auto" and quantize is None:
+            assert output is not None
+            precision = resume.recorded_precision(output) or precision  # not timed again halfway
+        placement = Placement(device, precision, quantize)
         translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
         if tag:
             translator.use_tag(tag)

@@ -91,7 +91,7 @@ def translate_file(
     settings = json.loads(json.dumps(dict(settings)))  # as the record will read back: lists, not tuples
     partial, record = partial_paths(output)
     mode = output_mode(Path(os.path.realpath(output)))
-    with _locked(partial, mode) as sink, _kept_once_recorded(partial, record):
+    with _locked(partial) as sink, _kept_once_recorded(partial, record):
         progress = _start(record, settings, restart)
         if progress is None or os.fstat(sink.fileno()).st_size < progress.output_bytes:
             # begin again: asked to, nothing recorded, or the partial file is not the recorded one
@@ -112,8 +112,9 @@ def translate_file(
             with atomic_output(record) as f:
                 f.write(progress.to_json())
             on_lines(len(chunk))
+        os.chmod(partial, mode)  # the output's own permissions, once nothing more is written
         os.replace(partial, os.path.realpath(output))
-    record.unlink(missing_ok=True)
+        record.unlink(missing_ok=True)  # under the lock: a waiting command finds neither
     return resumed
 
 
@@ -130,16 +131,24 @@ def _chunks_left(
                 digest.update(line.encode("utf-8") + b"\n")
             done += len(chunk)
             if done > progress.lines:
+                if done - len(chunk) < progress.lines:  # the recorded last chunk has grown since
+                    raise changed(input, progress.lines)
                 yield done - len(chunk) + 1, chunk, digest.hexdigest()
                 continue
             if done == progress.lines and digest.hexdigest() != progress.input_sha256:
-                raise DataError(
-                    f"{input}: its first {done:,} lines are not the ones translated before (the file "
-                    "changed): add --restart to begin again"
-                )
+                raise changed(input, done)
             on_lines(len(chunk))
     if done < progress.lines:
         raise DataError(f"{input} has fewer lines than were translated before: add --restart to begin again")
+
+
+def changed(input: Path, lines: int) -> DataError:
+    """The input is not the one the record describes: its first `lines` lines differ, or go on where
+    its end was."""
+    return DataError(
+        f"{input}: its first {lines:,} lines are not the ones translated before (the file changed): add "
+        "--restart to begin again"
+    )
 
 
 def _line_chunks(source: BinaryIO, where: str) -> Iterator[list[str]]:
@@ -154,6 +163,23 @@ def _line_chunks(source: BinaryIO, where: str) -> Iterator[list[str]]:
         yield pending
 
 
+PRECISIONS = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}  # by dtype
+
+
+def recorded_precision(output: Path) -> str | None:
+    """The precision (fp32, bf16, fp16) the interrupted command building OUTPUT ran at, or None when
+    nothing usable is recorded (`translate_file` then says why, or begins again).
+
+    `--precision auto` is timed at every start and may choose otherwise the second time: a command
+    continuing OUTPUT runs at the recorded precision instead, so that its lines are the ones the
+    uninterrupted command would have written."""
+    try:
+        settings = json.loads(partial_paths(output)[1].read_text(encoding="utf-8"))["settings"]
+        return PRECISIONS.get(settings["dtype"]) if settings["quantize"] is None else None
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
 def _start(record: Path, settings: dict[str, Any], restart: bool) -> Progress | None:
     """The progress to continue from, or None for a fresh start (no record, or --restart)."""
     if restart or not record.exists():
@@ -163,7 +189,10 @@ def _start(record: Path, settings: dict[str, Any], restart: bool) -> Progress | 
         if raw.pop("format") != FORMAT:
             raise ValueError(raw)
         progress = Progress(**raw)
-    except (OSError, ValueError, TypeError, KeyError):
+        kinds = (progress.settings, progress.lines, progress.output_bytes, progress.input_sha256)
+        if [type(value) for value in kinds] != [dict, int, int, str] or min(kinds[1:3]) < 0:
+            raise ValueError(raw)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         raise DataError(f"{record} cannot be read: add --restart to begin its output again") from None
     differ = [key for key in sorted(settings.keys() | progress.settings.keys())
               if settings.get(key) != progress.settings.get(key)]  # fmt: skip
@@ -181,8 +210,9 @@ def _start(record: Path, settings: dict[str, Any], restart: bool) -> Progress | 
 def _append(sink: BinaryIO, data: bytes, output: Path) -> None:
     """Write `data` at the end of the partial file and make sure it is on disk before it is recorded."""
     try:
-        sink.write(data)
-        sink.flush()
+        view = memoryview(data)
+        while view:  # an unbuffered write may take only part of it (a nearly full disk)
+            view = view[sink.write(view) :]
         os.fsync(sink.fileno())
     except OSError as e:
         raise disk_error(output, e) from None
@@ -200,11 +230,11 @@ def _kept_once_recorded(partial: Path, record: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _locked(partial: Path, mode: int) -> Iterator[BinaryIO]:
-    """`OUT.partial` open for update (made with `mode` when missing), locked against a second writer."""
+def _locked(partial: Path) -> Iterator[BinaryIO]:
+    """`OUT.partial` open for update, locked against a second writer. It stays writable by its owner
+    while it is built (a read-only OUT gets its mode at the end), so that a rerun can continue it."""
     try:
-        fd = os.open(partial, os.O_RDWR | os.O_CREAT, mode)
-        os.fchmod(fd, mode)  # the umask does not narrow what the output had
+        fd = os.open(partial, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as e:
         raise disk_error(partial, e) from None
     with open(fd, "r+b", buffering=0) as f:
@@ -212,6 +242,12 @@ def _locked(partial: Path, mode: int) -> Iterator[BinaryIO]:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise OutputError(f"another command is writing {partial}: wait for it to finish") from None
+        try:
+            same = os.path.samestat(os.fstat(f.fileno()), os.stat(partial))
+        except FileNotFoundError:
+            same = False
+        if not same:  # locked just after another command renamed it over OUT
+            raise OutputError(f"another command has just written {partial}: run again to check it")
         yield f
 
 

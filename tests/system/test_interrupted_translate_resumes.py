@@ -1,5 +1,6 @@
 """`s2s translate -i FILE -o OUT` killed with SIGKILL in the middle of a corpus continues when the same
-command is given again, and writes exactly the lines an uninterrupted run writes."""
+command is given again, and writes exactly the lines an uninterrupted run writes; `--precision auto`
+continues at the precision it began with, whatever timing it again would choose."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ import subprocess
 import sys
 import time
 
+import torch
+
+from seq2seq.translate import resume, translator
 from seq2seq.translate.resume import CHUNK_LINES, partial_paths
 from tests.conftest import ROOT, WORDS
-from tests.helpers import run_process
+from tests.helpers import run_cli, run_process
 
 
 def test_a_killed_translation_resumes_with_the_lines_of_an_uninterrupted_one(tiny_run, tmp_path):
@@ -55,3 +59,45 @@ def test_a_killed_translation_resumes_with_the_lines_of_an_uninterrupted_one(tin
     assert out.read_bytes() == whole.read_bytes()
     assert len(out.read_text().splitlines()) == len(lines)
     assert not partial.exists() and not record.exists()
+
+
+def test_precision_auto_continues_at_the_precision_it_began_with(tiny_run, tmp_path, monkeypatch):
+    monkeypatch.setattr(resume, "CHUNK_LINES", 4)
+    rng = random.Random(7)
+    source = tmp_path / "mono.txt"
+    source.write_text("".join(" ".join(rng.choices(WORDS, k=3)) + "\n" for _ in range(10)), encoding="utf-8")
+    args = ["translate", str(tiny_run.run), "-i", str(source), "--device", "cpu"]
+    whole, out = tmp_path / "whole.txt", tmp_path / "out.txt"
+    assert run_cli(*args, "--precision", "bf16", "-o", str(whole)).exit_code == 0
+
+    timed = []
+
+    def probe_says(dtype):  # what `auto` times on this CPU, pretended; counts the timings
+        return lambda *a, **k: timed.append(dtype) or (dtype, "pretended")
+
+    real = translator.Translator.translate
+    chunks = []
+
+    def killed_at_the_second_chunk(self, lines, *rest, **named):
+        chunks.append(lines)
+        if len(chunks) == 2:
+            raise KeyboardInterrupt
+        return real(self, lines, *rest, **named)
+
+    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(torch.bfloat16))
+    monkeypatch.setattr(translator.Translator, "translate", killed_at_the_second_chunk)
+    assert run_cli(*args, "-o", str(out)).exit_code != 0
+    assert json.loads(partial_paths(out)[1].read_text())["settings"]["dtype"] == "torch.bfloat16"
+    assert timed == [torch.bfloat16]
+
+    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(None))  # now fp32 would win
+    monkeypatch.setattr(translator.Translator, "translate", real)
+    again = run_cli(*args, "-o", str(out))
+    assert again.exit_code == 0, again.output
+    assert timed == [torch.bfloat16]  # not timed again: the recorded precision holds
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_restart_where_nothing_resumes_is_refused(tiny_run, tmp_path):
+    refused = run_cli("translate", str(tiny_run.run), "--device", "cpu", "--restart", input="a b\n")
+    assert refused.exit_code == 2 and "error: --restart" in refused.output

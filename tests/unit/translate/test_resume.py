@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -134,14 +135,84 @@ def test_a_record_without_its_partial_file_begins_again(tmp_path):
     assert again.firsts[0] == 1 and out.read_text(encoding="utf-8") == expected(source)
 
 
-def test_a_damaged_record_is_an_error_that_says_how_to_go_on(tmp_path):
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"format": 1, "lines": "many"},
+        "a string, not a record",
+        {"format": 1, "settings": SETTINGS, "lines": "7", "output_bytes": 10, "input_sha256": "0" * 64},
+        {"format": 1, "settings": SETTINGS, "lines": -7, "output_bytes": 10, "input_sha256": "0" * 64},
+    ],
+)
+def test_a_damaged_record_is_an_error_that_says_how_to_go_on(tmp_path, damage):
     source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
     with pytest.raises(Killed):
         run(FakeEngine(2), source, out)
     _, record = resume.partial_paths(out)
-    record.write_text(json.dumps({"format": 1, "lines": "many"}), encoding="utf-8")
+    record.write_text(json.dumps(damage), encoding="utf-8")
     with pytest.raises(DataError, match="cannot be read: add --restart"):
         run(FakeEngine(), source, out)
+
+
+def test_an_input_grown_after_its_last_chunk_was_recorded_is_refused(tmp_path, monkeypatch):
+    """Killed after the last (short) chunk's record, before the rename: lines added to the input since
+    then end the recorded chunk somewhere else, and are not translated after it twice."""
+    source, out = corpus(tmp_path / "mono.txt", 2 * CHUNK + 3), tmp_path / "out.txt"
+    real_replace = os.replace
+
+    def killed_at_the_rename(src, dst):  # the records' own renames go through
+        if str(src).endswith(".partial"):
+            raise Killed
+        real_replace(src, dst)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", killed_at_the_rename)
+        with pytest.raises(Killed):
+            run(FakeEngine(), source, out)
+    assert json.loads(resume.partial_paths(out)[1].read_text())["lines"] == 2 * CHUNK + 3
+    with source.open("a", encoding="utf-8") as f:
+        f.write("one more line\n" * 5)
+    with pytest.raises(DataError, match="not the ones translated before.*--restart"):
+        run(FakeEngine(), source, out)
+    assert not out.exists()
+
+
+def test_multibyte_text_resumes_at_the_right_byte(tmp_path):
+    source, out = tmp_path / "mono.txt", tmp_path / "out.txt"
+    source.write_text("".join(f"Grüße {i} € 😀 {'ä' * (i % 4)}\n" for i in range(30)), encoding="utf-8")
+    with pytest.raises(Killed):
+        run(FakeEngine(3), source, out)
+    run(FakeEngine(), source, out)
+    assert out.read_text(encoding="utf-8") == expected(source)
+
+
+def test_a_write_the_disk_takes_only_part_of_is_finished(tmp_path):
+    class Nearly:  # an unbuffered file on a nearly full disk: each write takes 5 bytes at most
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, data):
+            return self.f.write(bytes(data[:5]))
+
+        def fileno(self):
+            return self.f.fileno()
+
+    with (tmp_path / "partial").open("wb", buffering=0) as f:
+        resume._append(Nearly(f), "translated line ünïcode\n".encode() * 3, tmp_path / "out")
+    assert (tmp_path / "partial").read_bytes() == "translated line ünïcode\n".encode() * 3
+
+
+def test_a_read_only_output_is_continued_and_keeps_its_mode(tmp_path):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    out.write_text("an older translation\n", encoding="utf-8")
+    out.chmod(0o444)
+    with pytest.raises(Killed):
+        run(FakeEngine(2), source, out)
+    partial, _ = resume.partial_paths(out)
+    assert partial.stat().st_mode & 0o200  # its owner can continue it
+    run(FakeEngine(), source, out)
+    assert out.read_text(encoding="utf-8") == expected(source)
+    assert out.stat().st_mode & 0o777 == 0o444
 
 
 def test_a_second_writer_of_the_same_output_is_refused(tmp_path):
@@ -165,3 +236,22 @@ def test_scores_and_empty_lines_keep_one_output_line_per_input_line(tmp_path):
     run(FakeEngine(), source, out, scores=True)
     lines = out.read_text(encoding="utf-8").split("\n")[:-1]
     assert lines == ["a\t-1.5000", "\t-1.5000", "c b\t-1.5000"] * 5
+
+
+@pytest.mark.parametrize(
+    "record, precision",
+    [
+        ({"settings": {"dtype": "torch.bfloat16", "quantize": None}}, "bf16"),
+        ({"settings": {"dtype": "torch.float32", "quantize": None}}, "fp32"),
+        ({"settings": {"dtype": "None", "quantize": "int8"}}, None),  # int8 has no precision to keep
+        ({"settings": {}}, None),
+        ("{not json", None),
+        (None, None),  # nothing recorded
+    ],
+)
+def test_the_recorded_precision_is_what_the_interrupted_command_ran_at(tmp_path, record, precision):
+    out = tmp_path / "out.txt"
+    if record is not None:
+        text = record if isinstance(record, str) else json.dumps(record)
+        resume.partial_paths(out)[1].write_text(text, encoding="utf-8")
+    assert resume.recorded_precision(out) == precision
