@@ -28,6 +28,9 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}  # by precision; None = plain fp32
+
+
 def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     """The autocast dtype for `precision` on `device`; None means plain fp32.
 
@@ -42,7 +45,7 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
         return torch.bfloat16 if has_native_bf16(device) else torch.float16
     if precision == "fp16" and device.type != "cuda":
         raise Seq2SeqError("precision fp16 needs a CUDA GPU; use bf16 or fp32 on the CPU")
-    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    return DTYPES[precision]
 
 
 def has_native_bf16(device: torch.device) -> bool:

@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 
 from seq2seq.data.compression import open_binary
 from seq2seq.data.textio import BLOCK, stream_line_chunks
+from seq2seq.device import DTYPES
 from seq2seq.errors import DataError
 from seq2seq.files import OutputError, atomic_output, disk_error, output_mode
 from seq2seq.translate.options import DecodeOptions
@@ -163,7 +164,7 @@ def _line_chunks(source: BinaryIO, where: str) -> Iterator[list[str]]:
         yield pending
 
 
-PRECISIONS = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}  # by dtype
+PRECISIONS = {str(dtype): name for name, dtype in DTYPES.items()}  # as `identity` records the dtype
 
 
 def recorded_precision(output: Path) -> str | None:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
 from seq2seq.translate import resume, translator
@@ -61,14 +62,20 @@ def test_a_killed_translation_resumes_with_the_lines_of_an_uninterrupted_one(tin
     assert not partial.exists() and not record.exists()
 
 
-def test_precision_auto_continues_at_the_precision_it_began_with(tiny_run, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "first, then, recorded", [(torch.bfloat16, None, "torch.bfloat16"), (None, torch.bfloat16, "None")]
+)
+def test_precision_auto_continues_at_the_precision_it_began_with(
+    tiny_run, tmp_path, monkeypatch, first, then, recorded
+):
     monkeypatch.setattr(resume, "CHUNK_LINES", 4)
     rng = random.Random(7)
     source = tmp_path / "mono.txt"
     source.write_text("".join(" ".join(rng.choices(WORDS, k=3)) + "\n" for _ in range(10)), encoding="utf-8")
     args = ["translate", str(tiny_run.run), "-i", str(source), "--device", "cpu"]
     whole, out = tmp_path / "whole.txt", tmp_path / "out.txt"
-    assert run_cli(*args, "--precision", "bf16", "-o", str(whole)).exit_code == 0
+    began = "bf16" if first is torch.bfloat16 else "fp32"
+    assert run_cli(*args, "--precision", began, "-o", str(whole)).exit_code == 0
 
     timed = []
 
@@ -84,17 +91,17 @@ def test_precision_auto_continues_at_the_precision_it_began_with(tiny_run, tmp_p
             raise KeyboardInterrupt
         return real(self, lines, *rest, **named)
 
-    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(torch.bfloat16))
+    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(first))
     monkeypatch.setattr(translator.Translator, "translate", killed_at_the_second_chunk)
     assert run_cli(*args, "-o", str(out)).exit_code != 0
-    assert json.loads(partial_paths(out)[1].read_text())["settings"]["dtype"] == "torch.bfloat16"
-    assert timed == [torch.bfloat16]
+    assert json.loads(partial_paths(out)[1].read_text())["settings"]["dtype"] == recorded
+    assert timed == [first]
 
-    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(None))  # now fp32 would win
+    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(then))  # now the other would win
     monkeypatch.setattr(translator.Translator, "translate", real)
     again = run_cli(*args, "-o", str(out))
     assert again.exit_code == 0, again.output
-    assert timed == [torch.bfloat16]  # not timed again: the recorded precision holds
+    assert timed == [first]  # not timed again: the recorded precision holds
     assert out.read_bytes() == whole.read_bytes()
 
 

@@ -242,7 +242,7 @@ def test_scores_and_empty_lines_keep_one_output_line_per_input_line(tmp_path):
     "record, precision",
     [
         ({"settings": {"dtype": "torch.bfloat16", "quantize": None}}, "bf16"),
-        ({"settings": {"dtype": "torch.float32", "quantize": None}}, "fp32"),
+        ({"settings": {"dtype": "None", "quantize": None}}, "fp32"),  # plain fp32 runs with no dtype
         ({"settings": {"dtype": "None", "quantize": "int8"}}, None),  # int8 has no precision to keep
         ({"settings": {}}, None),
         ("{not json", None),
