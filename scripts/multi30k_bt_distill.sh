@@ -39,16 +39,16 @@ selected() {  # the checkpoint, length penalty and val BLEU multi30k_eval.sh cho
   python -m scripts.select_on_val "$1/eval" --show
 }
 
-# 1. the recipe in both directions: de->en is the baseline, en->de makes the synthetic sources
-train configs/multi30k_de_en.yaml "$runs/de_en" --set "train.max_minutes=$minutes"
-train configs/multi30k_en_de.yaml "$runs/en_de" --set "train.max_minutes=$minutes"
-
 unseen() {  # unseen LANG: task 2's captions in LANG that are not task 1's training side, each once
   [ -f "$work/mono.$1" ] && return
   LC_ALL=C sort -u "$mono"/train.{1,2,3,4,5}."$1" | grep -v '^$' | grep -vxF -f "$data/train.$1" \
     > "$work/mono.$1.tmp"
   mv "$work/mono.$1.tmp" "$work/mono.$1"
 }
+
+# 1. the recipe in both directions: de->en is the baseline, en->de makes the synthetic sources
+train configs/multi30k_de_en.yaml "$runs/de_en" --set "train.max_minutes=$minutes"
+train configs/multi30k_en_de.yaml "$runs/en_de" --set "train.max_minutes=$minutes"
 
 # 2. in-domain English captions that are not task 1's training targets
 unseen en
