@@ -1,4 +1,4 @@
-"""`python -m scripts.bench`: every requested section, one after the other, then issue 11's targets.
+"""`python -m scripts.bench`: every requested section, one after the other, then the issues' targets.
 
 Each section reports a table on stdout and its numbers into `--json`. A section whose peer is not
 installed (CTranslate2, fairseq, the serve extra) is skipped with a note; a section that fails
@@ -80,7 +80,7 @@ def run_sections(opts: Options, device: torch.device) -> Result:
 
 
 def targets_report(values: dict[str, float], skipped: list[str], failed: dict[str, str]) -> str:
-    lines = ["== targets (issue 11)"]
+    lines = ["== targets (issues 11 and 24)"]
     lines += [f"{name:<52}{value:>8.2f}{'' if 'BLEU' in name else 'x'}" for name, value in values.items()]
     lines += [f"skipped {note}" for note in skipped]
     lines += [f"failed {name}: {error.splitlines()[0]}" for name, error in failed.items()]

@@ -102,9 +102,13 @@ def _next_scores(
 
 def _best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
     """The `count` most likely tokens of each row of `logits` (N, V) and their log-probabilities, both
-    (N, count): a top-k and one log-sum-exp instead of the whole (N, V) log-softmax."""
+    (N, count): a top-k and one log-sum-exp instead of the whole (N, V) log-softmax.
+
+    `logits` is used up: the log-sum-exp runs in place, from the maximum the top-k already found.
+    """
     best, tokens = logits.topk(min(count, logits.size(1)), dim=1)
-    return best - logits.logsumexp(1, keepdim=True), tokens
+    top = best[:, :1]  # (N, 1) each row's maximum
+    return best - logits.sub_(top).exp_().sum(1, keepdim=True).log_().add_(top), tokens
 
 
 def _constrain(

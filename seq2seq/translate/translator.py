@@ -22,6 +22,7 @@ from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
 from seq2seq.models.ensemble import Ensemble
+from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.rundir import RunDir
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
@@ -168,9 +169,12 @@ class Translator:
 
     def cast_weights(self) -> None:
         """Keep the weights in bf16 instead of casting them under autocast at every step: half the
-        memory, no casts, the same kernels (log-probabilities are still taken in fp32)."""
+        memory, no casts, the same kernels (log-probabilities are still taken in fp32). On a CPU the
+        linear layers' weights are also laid out once for oneDNN (`models.packed`)."""
         for model in self.model.models if isinstance(self.model, Ensemble) else [self.model]:
             model.to(self.dtype)
+            if can_pack(self.device, self.dtype):
+                pack_linear_layers(model)
         self.weights_cast = True
 
     def _probe(self, dtype: torch.dtype | None) -> None:

@@ -1,10 +1,12 @@
-"""The translator's precision: bf16 weights cast once at load, not autocast at every step."""
+"""The translator's precision: bf16 weights cast (and packed) once at load, not autocast at every step."""
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from seq2seq.data.textio import read_lines
+from seq2seq.models.packed import can_pack
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -16,6 +18,8 @@ def test_bf16_weights_are_cast_once_and_decode_without_autocast(tiny_run: Traine
     weights again at every step) and gives the lines autocast gives wherever both are sure."""
     bf16 = Translator.load(tiny_run.run, ["best"], Placement("cpu", "bf16"))
     assert bf16.weights_cast and {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
+    if can_pack(bf16.device, torch.bfloat16):  # and laid out once for oneDNN (models.packed)
+        assert not any(type(m) is nn.Linear for m in bf16.model.modules())
     lines = read_lines(tiny_run.data / "valid.src")
     settings = bf16.options(DecodeOverrides(beam=1)).search
     entered = []
