@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seq2seq.config.rules import broken
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a corpus's name is also its prepared directory's
+LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)?")  # an ISO 639 code, maybe a script or region: pt_BR
+
+
+def language_token(code: str) -> str:
+    """The control token that asks for `code` as the target language (Johnson et al. 2017): <2fr>."""
+    return f"<2{code}>"
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,8 @@ class CorpusConfig:
 
     Each epoch draws size x `weight` of its pairs (2 = every pair twice, 0.3 = a fresh 30% sample each
     epoch); `tag`, a control token declared in tokenizer.control_tokens, starts each of its sources.
+    In a multilingual run every corpus names its direction (`src_lang`, `tgt_lang`), and its sources
+    start with the target language's token (`language_token`: <2en>), before any tag.
     """
 
     name: str = ""
@@ -50,16 +59,37 @@ class CorpusConfig:
     tsv: str = ""
     weight: float = 1.0
     tag: str = ""
+    src_lang: str = ""
+    tgt_lang: str = ""
     clean: CleanConfig = field(default_factory=CleanConfig)
+
+    @property
+    def direction(self) -> str:
+        """`de-en` for a corpus of a multilingual run, "" for a bilingual run's."""
+        return f"{self.src_lang}-{self.tgt_lang}" if self.src_lang or self.tgt_lang else ""
 
     def files(self) -> dict[str, str]:
         """Its text files by role: {"src": ..., "tgt": ...} or {"tsv": ...}."""
         return {"tsv": self.tsv} if self.tsv else {"src": self.src, "tgt": self.tgt}
 
-    def problems(self, where: str, control_tokens: tuple[str, ...], languages: bool) -> list[str]:
+    def problems(
+        self, where: str, control_tokens: tuple[str, ...], languages: bool, multilingual: bool
+    ) -> list[str]:
         two_files = bool(self.src or self.tgt)
         return broken(
             [
+                *(
+                    (
+                        multilingual and not LANGUAGE.fullmatch(code),
+                        f"{where}.{key}: "
+                        + (
+                            f"{code!r} is not a language code such as de, en or pt_BR"
+                            if code
+                            else "required: a multilingual run names the direction of every corpus"
+                        ),
+                    )
+                    for key, code in (("src_lang", self.src_lang), ("tgt_lang", self.tgt_lang))
+                ),  # fmt: skip
                 (
                     not NAME.fullmatch(self.name),
                     f"{where}.name: required: letters, digits, '_', '.' or '-' (it names the corpus's "
@@ -77,7 +107,7 @@ class CorpusConfig:
                     f"({', '.join(control_tokens) or 'none declared'}); declare it there",
                 ),
             ]
-        ) + self.clean.problems(f"{where}.clean", languages)
+        ) + self.clean.problems(f"{where}.clean", languages or bool(self.src_lang and self.tgt_lang))
 
 
 @dataclass(frozen=True)
@@ -98,7 +128,20 @@ class DataConfig:
     tgt_lang: str = ""
     max_len: int = 256  # max subword tokens per side; longer training pairs are dropped
     max_len_ratio: float = 3.0  # drop training pairs whose token-length ratio exceeds this (0 = off)
+    temperature: float = 1.0  # sampling across the directions of a multilingual run: 1 = by size, 5 = flatter
     prepared_dir: str = ""  # where `s2s prepare` keeps the token arrays ("" = RUN_DIR/prepared)
+
+    @property
+    def multilingual(self) -> bool:
+        """Whether the corpora name their directions (`src_lang`, `tgt_lang`): one model for several."""
+        return any(c.src_lang or c.tgt_lang for c in self.corpora)
+
+    def languages(self) -> list[str]:
+        """The languages of a multilingual run, sorted (none for a bilingual run)."""
+        return languages_of(self.corpora)
+
+    def language_tokens(self) -> list[str]:
+        return language_tokens(self.corpora)
 
     def training_corpora(self) -> tuple[CorpusConfig, ...]:
         """The corpora training reads: `corpora`, or one per `train_src`/`train_tgt` pair of files
@@ -157,9 +200,34 @@ class DataConfig:
                 (not self.valid_tgt, "data.valid_tgt: required"),
                 (self.max_len < 1, "data.max_len: must be >= 1"),
                 (self.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
+                (self.temperature <= 0, "data.temperature: must be > 0 (1 samples directions by size)"),
+                (
+                    self.temperature != 1 and not self.multilingual,
+                    "data.temperature: samples across the directions of a multilingual run: give each "
+                    "corpus its src_lang and tgt_lang, or leave it out",
+                ),
+                *(
+                    (
+                        self.multilingual and token in control_tokens,
+                        f"tokenizer.control_tokens: {token} is a language token, which a multilingual "
+                        "run reserves itself: leave it out",
+                    )
+                    for token in self.language_tokens()
+                ),
             ]
         ) + [
             problem
             for i, corpus in enumerate(self.corpora)
-            for problem in corpus.problems(f"data.corpora[{i}]", control_tokens, languages)
+            for problem in corpus.problems(f"data.corpora[{i}]", control_tokens, languages, self.multilingual)
         ]
+
+
+def languages_of(corpora: Sequence[CorpusConfig]) -> list[str]:
+    """The languages the corpora name on either side, sorted (none for a bilingual run's)."""
+    return sorted({code for c in corpora for code in (c.src_lang, c.tgt_lang) if code})
+
+
+def language_tokens(corpora: Sequence[CorpusConfig]) -> list[str]:
+    """Their tokens, in the order the tokenizer reserves them. Each language gets one, target or not,
+    so that a direction not trained (fr-de when only X-en and en-X were) can still be asked for."""
+    return [language_token(code) for code in languages_of(corpora)]

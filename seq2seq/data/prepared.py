@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from seq2seq.config import Config
-from seq2seq.config.data import CorpusConfig
+from seq2seq.config.data import CorpusConfig, language_token
 from seq2seq.data.control import source_prefix
 from seq2seq.data.corpora import count_pairs
 from seq2seq.data.encode import REASONS_FILE, Rules, encode_corpus
@@ -53,7 +53,7 @@ from seq2seq.data.manifest import (
     read_manifest,
     stale_reason,
 )
-from seq2seq.data.mixing import Mixture, mixture_of
+from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData, TokenArrays
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.errors import DataError
@@ -90,7 +90,10 @@ def ensure_prepared_corpus(
         for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys()):
             directory = top / corpus.name
             sums = {role: data_sums[key] for role, key in keys.items()}
-            wanted = made_from(cfg, corpus, sums, tokenizer_sums, source_prefix(tokenizer, tag=corpus.tag))
+            prefix = source_prefix(
+                tokenizer, language_token(corpus.tgt_lang) if corpus.tgt_lang else "", corpus.tag
+            )
+            wanted = made_from(cfg, corpus, sums, tokenizer_sums, prefix)
             reason = stale_reason(directory, wanted) or inconsistency(directory, read_manifest(directory))
             if reason is None:
                 manifest = read_manifest(directory)
@@ -166,10 +169,19 @@ def read_manifests(top: Path, corpora: Sequence[CorpusConfig]) -> dict[str, dict
     return {corpus.name: read_manifest(top / corpus.name) for corpus in corpora}
 
 
-def corpus_mixture(manifests: dict[str, dict[str, Any]], corpora: Sequence[CorpusConfig]) -> Mixture:
-    """What an epoch draws from the prepared corpora (`read_manifests`): each one's kept pairs and weight."""
-    return mixture_of(
-        [c.name for c in corpora], [manifests[c.name]["pairs"] for c in corpora], [c.weight for c in corpora]
+def corpus_mixture(
+    manifests: dict[str, dict[str, Any]], corpora: Sequence[CorpusConfig], temperature: float = 1.0
+) -> Mixture:
+    """What an epoch draws from the prepared corpora (`read_manifests`): each one's kept pairs and
+    weight, grouped by direction (a multilingual run's) with `temperature` (data.temperature) across."""
+    directions = [c.direction for c in corpora]
+    order = {direction: i for i, direction in enumerate(dict.fromkeys(directions))}
+    return Mixture(
+        tuple(int(manifests[c.name]["pairs"]) for c in corpora),
+        tuple(float(c.weight) for c in corpora),
+        tuple(order[d] for d in directions),
+        temperature,
+        tuple(c.name for c in corpora),
     )
 
 

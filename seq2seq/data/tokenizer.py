@@ -18,7 +18,7 @@ import numpy as np
 import sentencepiece as spm
 
 from seq2seq.config import TokenizerConfig
-from seq2seq.config.data import CorpusConfig
+from seq2seq.config.data import CorpusConfig, language_tokens
 from seq2seq.data.corpora import count_pairs, side_chunks
 from seq2seq.data.labels import LABELS_FILE, Labels, build_labels
 from seq2seq.data.workers import spawned_pool
@@ -219,6 +219,8 @@ def train_or_load_tokenizers(
         "src": [(c, "src") for c in corpora],
         "tgt": [(c, "tgt") for c in corpora],
     }
+    languages = language_tokens(corpora)  # they start sources: in the joint or the source model
+    controls = {"joint": [*cfg.control_tokens, *languages], "src": [*cfg.control_tokens, *languages]}
     for side, path in files.items():
         if path.is_file():
             log.info("reusing tokenizer %s", path)
@@ -233,27 +235,28 @@ def train_or_load_tokenizers(
             tokenizer = Tokenizer(files.get("joint", files.get("src")))
             build_labels(task, [c.src for c in corpora], [c.tgt for c in corpora], path, tokenizer)
         else:
-            _train(cfg, sides[side], path)
+            _train(cfg, sides[side], path, controls.get(side, list(cfg.control_tokens)))
     return load_tokenizers(directory, cfg.joint)
 
 
 Side = tuple[CorpusConfig, str]  # a corpus and one of its sides ("src" or "tgt")
 
 
-def _train(cfg: TokenizerConfig, sides: list[Side], target: Path) -> None:
-    """Train one SentencePiece model; it appears at `target` only once complete."""
+def _train(cfg: TokenizerConfig, sides: list[Side], target: Path, controls: list[str]) -> None:
+    """Train one SentencePiece model with the control tokens `controls` after s2s's own; it appears
+    at `target` only once complete."""
     named = ", ".join(f"{c.name} {side}" for c, side in sides)
     log.info("training %s tokenizer (vocab %d) on %s", cfg.type, cfg.vocab_size, named)
     prefix = target.parent / f".{target.stem}.tmp{os.getpid()}"
     # In a child process: the sample and SentencePiece's trainer take hundreds of MB that the
     # allocator would otherwise keep in this process through the whole training run.
     with spawned_pool(1, "training the tokenizer") as child:
-        child.submit(_train_model, cfg, sides, prefix).result()
+        child.submit(_train_model, cfg, sides, prefix, controls).result()
     os.replace(f"{prefix}.vocab", target.with_suffix(".vocab"))
     os.replace(f"{prefix}.model", target)
 
 
-def _train_model(cfg: TokenizerConfig, sides: list[Side], prefix: Path) -> None:
+def _train_model(cfg: TokenizerConfig, sides: list[Side], prefix: Path, controls: list[str]) -> None:
     """SentencePiece training on a sample of `sides`; writes PREFIX.model and PREFIX.vocab."""
     try:
         spm.SentencePieceTrainer.train(
@@ -268,8 +271,9 @@ def _train_model(cfg: TokenizerConfig, sides: list[Side], prefix: Path) -> None:
             unk_id=UNK,
             bos_id=BOS,
             eos_id=EOS,
-            # never produced from text, dropped when decoding; declared ones after s2s's own
-            control_symbols=[*CONTROL_PIECES, *cfg.control_tokens],
+            # never produced from text, dropped when decoding; declared ones after s2s's own, then
+            # a multilingual run's language tokens
+            control_symbols=[*CONTROL_PIECES, *controls],
             hard_vocab_limit=False,
             num_threads=os.cpu_count() or 1,
             minloglevel=2,
@@ -280,21 +284,18 @@ def _train_model(cfg: TokenizerConfig, sides: list[Side], prefix: Path) -> None:
 
 
 def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
-    """Non-empty lines of the corpora's sides, sampled in proportion to size x weight.
+    """Non-empty lines of the corpora's sides, sampled in proportion to size x weight, or balanced
+    across languages in a multilingual run.
 
-    With every weight 1, a seeded uniform sample of `limit` lines if there are more (reservoir
-    sampling), else all of them in order. Otherwise each line of a corpus of weight w is taken
-    w x s times on average (s = min(1, limit / the weighted line count), so about `limit` lines in
-    all; a weight of 2 takes a line twice): what the corpus mix will show the model. Streamed: memory
-    holds the sample only.
+    With every weight 1 and no languages, a seeded uniform sample of `limit` lines if there are more
+    (reservoir sampling), else all of them in order. Otherwise each line is taken a number of times
+    drawn around its side's expected count (`expected_takes`); a weight of 2 takes a line twice, so
+    the sample shows what the corpus mix will show the model. Streamed: memory holds the sample only.
     """
     rng = random.Random(seed)
-    if any(corpus.weight != 1 for corpus, _ in sides):
-        counts = {corpus.name: count_pairs(corpus) for corpus in {c.name: c for c, _ in sides}.values()}
-        scale = min(1.0, limit / max(sum(counts[c.name] * c.weight for c, _ in sides), 1))
+    if any(corpus.weight != 1 or corpus.direction for corpus, _ in sides):
         taken = []
-        for corpus, side in sides:
-            expected = corpus.weight * scale
+        for (corpus, side), expected in zip(sides, expected_takes(sides, limit)):
             whole, part = int(expected), expected - int(expected)
             for chunk in side_chunks(corpus, side):
                 for line in chunk:
@@ -314,3 +315,24 @@ def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
                 elif (j := rng.randrange(seen)) < limit:
                     sample[j] = line
     return sample
+
+
+def expected_takes(sides: Sequence[Side], limit: int) -> list[float]:
+    """How many times, on average, the tokenizer's sample takes each line of each side (about `limit`
+    lines in all, or all of them weighted if there are fewer).
+
+    Bilingual: weight x s for every side (s = min(1, limit / the weighted line count)). Multilingual:
+    every language gets the same share of the sample, however many corpora it is on (English on six
+    sides of an X<->en run, German on two) and however large they are; within a language, lines are
+    taken by size x weight. A language with few lines has them taken several times: it keeps its
+    pieces in the joint vocabulary.
+    """
+    counts = {corpus.name: count_pairs(corpus) for corpus in {c.name: c for c, _ in sides}.values()}
+    mass = [counts[c.name] * c.weight for c, _ in sides]
+    budget = min(limit, sum(mass))
+    if not any(corpus.direction for corpus, _ in sides):
+        return [c.weight * budget / max(sum(mass), 1) for c, _ in sides]
+    language = [c.src_lang if side == "src" else c.tgt_lang for c, side in sides]
+    per_language = {code: sum(m for m, lang in zip(mass, language) if lang == code) for code in set(language)}
+    share = budget / len(per_language)
+    return [c.weight * share / max(per_language[lang], 1) for (c, _), lang in zip(sides, language)]

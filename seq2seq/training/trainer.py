@@ -340,7 +340,7 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo) -> tuple[Progress, b
         inputs.valid,
         info,
         device_name,
-        corpus_mixture(manifests, corpora),
+        corpus_mixture(manifests, corpora, cfg.data.temperature),
     )
     if plan.mode == "resume":
         trainer.resume()
