@@ -219,6 +219,7 @@ def translate(
     keep_unk: opt.KeepUnk = False,
     engine: opt.Engine = "s2s",
     tag: opt.Tag = "",
+    to: opt.To = "",
     restart: opt.Restart = False,
     verbose: opt.Verbose = False,
 ) -> None:
@@ -252,8 +253,7 @@ def translate(
             precision = resume.recorded_precision(output) or precision  # not timed again halfway
         placement = Placement(device, precision, quantize)
         translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
-        if tag:
-            translator.use_tag(tag)
+        translator.start_sources(to, tag)
         with_scores = scores or nbest > 1
         if resumes:
             assert input is not None and output is not None
@@ -262,6 +262,7 @@ def translate(
                 engine,
                 translator.identity(),
                 options,
+                to=translator.starts.to,
                 tag=tag,
                 keep_unk=keep_unk,
                 scores=with_scores,
@@ -360,6 +361,7 @@ def evaluate(
     precision: opt.Precision = "auto",
     quantize: opt.Quantize = None,
     tag: opt.Tag = "",
+    to: opt.To = "",
     verbose: opt.Verbose = False,
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF, TER): given ones (--hyp), or RUN_DIR's of --src.
@@ -381,7 +383,7 @@ def evaluate(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        plan = plan_evaluation(files, task, asked, tag)
+        plan = plan_evaluation(files, task, asked, tag, to)
         metrics = MetricOptions(tokenize, lowercase, chrf_plus)
         result, translator = run_evaluation(plan, metrics, Placement(device, precision, quantize), bootstrap)
         typer.echo(format_table(result))

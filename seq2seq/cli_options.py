@@ -57,6 +57,13 @@ RunDirArg = Annotated[Path, Argument(help="Run directory made by `s2s train`.")]
 Tag = Annotated[
     str, Option(help="Start every source with this control token, e.g. <bt> (tokenizer.control_tokens).")
 ]
+To = Annotated[
+    str,
+    Option(
+        "--to",
+        help="A multilingual run: the language to translate into (a code it was trained with, e.g. fr).",
+    ),
+]
 Input = Annotated[Path | None, Option("-i", "--input", help="Source text (default: stdin).")]
 Output = Annotated[Path | None, Option("-o", "--output", help="Translations (default: stdout).")]
 NBest = Annotated[int, Option(help="Hypotheses per line, tab-separated, each with its score.", min=1)]

@@ -143,6 +143,37 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Tra
     return get
 
 
+@pytest.fixture(scope="session")
+def multilingual_run(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
+    """A tiny run of two directions on the tiny corpus: `de` for its sources, `en` for its targets
+    (the words reversed and upper-cased), each direction validated on its own."""
+    directory = tmp_path_factory.mktemp("multilingual")
+    data = directory / "data"
+    tiny_config_dict(directory)  # writes the tiny corpus into `data`
+    one_way = {"src_lang": "de", "tgt_lang": "en"}
+    other_way = {"src_lang": "en", "tgt_lang": "de"}
+    changes: dict[str, dict[str, object]] = {
+        "data": {
+            "corpora": [
+                {"name": "de_en", "src": str(data / "train.src"), "tgt": str(data / "train.tgt"), **one_way},
+                {
+                    "name": "en_de",
+                    "src": str(data / "train.tgt"),
+                    "tgt": str(data / "train.src"),
+                    **other_way,
+                },
+            ],
+            "valid": [
+                {"src": str(data / "valid.src"), "tgt": str(data / "valid.tgt"), **one_way},
+                {"src": str(data / "valid.tgt"), "tgt": str(data / "valid.src"), **other_way},
+            ],
+            "temperature": 2.0,
+        },
+        "train": {"max_steps": 12, "valid_every": 6, "best_metric": "bleu"},
+    }
+    return train_run(directory, changes, drop=("train_src", "train_tgt", "valid_src", "valid_tgt"))
+
+
 @pytest.fixture
 def tiny_run(trained_run: Callable[[str], TrainedRun]) -> TrainedRun:
     """The shared "tiny" run (read-only)."""

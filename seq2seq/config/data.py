@@ -111,6 +111,40 @@ class CorpusConfig:
 
 
 @dataclass(frozen=True)
+class ValidConfig:
+    """One validation set of a multilingual run: two aligned files and their direction."""
+
+    src: str = ""
+    tgt: str = ""
+    src_lang: str = ""
+    tgt_lang: str = ""
+
+    @property
+    def direction(self) -> str:
+        return f"{self.src_lang}-{self.tgt_lang}" if self.src_lang or self.tgt_lang else ""
+
+    def problems(self, where: str, languages: list[str]) -> list[str]:
+        return broken(
+            [
+                (not self.src, f"{where}.src: required"),
+                (not self.tgt, f"{where}.tgt: required"),
+                *(
+                    (
+                        code not in languages,
+                        f"{where}.{key}: "
+                        + (
+                            f"{code!r} is not a language of the training corpora ({', '.join(languages)})"
+                            if code
+                            else "required: the direction it validates"
+                        ),
+                    )
+                    for key, code in (("src_lang", self.src_lang), ("tgt_lang", self.tgt_lang))
+                ),  # fmt: skip
+            ]
+        )
+
+
+@dataclass(frozen=True)
 class DataConfig:
     """Training corpora, validation files, the training length filter, the prepared corpus.
 
@@ -124,6 +158,7 @@ class DataConfig:
     corpora: tuple[CorpusConfig, ...] = ()
     valid_src: str = ""
     valid_tgt: str = ""
+    valid: tuple[ValidConfig, ...] = ()  # a multilingual run's validation sets, one per direction
     src_lang: str = ""  # ISO 639-1 code of the source language (what clean.langid checks)
     tgt_lang: str = ""
     max_len: int = 256  # max subword tokens per side; longer training pairs are dropped
@@ -173,53 +208,86 @@ class DataConfig:
         legacy = bool(self.train_src or self.train_tgt)
         names = [c.name for c in self.corpora]
         languages = bool(self.src_lang and self.tgt_lang)
-        return broken(
-            [
-                (
-                    legacy and bool(self.corpora),
-                    "data.corpora: give the training text as data.corpora or as "
-                    "data.train_src/train_tgt, not both",
-                ),
-                (not legacy and not self.corpora, "data.train_src: required (or data.corpora)"),
-                (not legacy and not self.corpora, "data.train_tgt: required (or data.corpora)"),
-                (
-                    len(self.train_src) != len(self.train_tgt),
-                    f"data.train_tgt: {len(self.train_tgt)} file(s) but data.train_src has "
-                    f"{len(self.train_src)}: list the target file of each source file, in the same order",
-                ),
-                (
-                    len(set(names)) != len(names),
-                    "data.corpora: two corpora have the same name: "
-                    + ", ".join(sorted({n for n in names if names.count(n) > 1})),
-                ),
-                (
-                    bool(self.corpora) and task != "translate",
-                    f"data.corpora: model.task {task} reads data.train_src/train_tgt",
-                ),
-                (not self.valid_src, "data.valid_src: required"),
-                (not self.valid_tgt, "data.valid_tgt: required"),
-                (self.max_len < 1, "data.max_len: must be >= 1"),
-                (self.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
-                (self.temperature <= 0, "data.temperature: must be > 0 (1 samples directions by size)"),
-                (
-                    self.temperature != 1 and not self.multilingual,
-                    "data.temperature: samples across the directions of a multilingual run: give each "
-                    "corpus its src_lang and tgt_lang, or leave it out",
-                ),
-                *(
+        return (
+            broken(
+                [
                     (
-                        self.multilingual and token in control_tokens,
-                        f"tokenizer.control_tokens: {token} is a language token, which a multilingual "
-                        "run reserves itself: leave it out",
-                    )
-                    for token in self.language_tokens()
-                ),
+                        legacy and bool(self.corpora),
+                        "data.corpora: give the training text as data.corpora or as "
+                        "data.train_src/train_tgt, not both",
+                    ),
+                    (not legacy and not self.corpora, "data.train_src: required (or data.corpora)"),
+                    (not legacy and not self.corpora, "data.train_tgt: required (or data.corpora)"),
+                    (
+                        len(self.train_src) != len(self.train_tgt),
+                        f"data.train_tgt: {len(self.train_tgt)} file(s) but data.train_src has "
+                        f"{len(self.train_src)}: list the target file of each source file, in the same order",
+                    ),
+                    (
+                        len(set(names)) != len(names),
+                        "data.corpora: two corpora have the same name: "
+                        + ", ".join(sorted({n for n in names if names.count(n) > 1})),
+                    ),
+                    (
+                        bool(self.corpora) and task != "translate",
+                        f"data.corpora: model.task {task} reads data.train_src/train_tgt",
+                    ),
+                    (not self.multilingual and not self.valid_src, "data.valid_src: required"),
+                    (not self.multilingual and not self.valid_tgt, "data.valid_tgt: required"),
+                    (
+                        not self.multilingual and bool(self.valid),
+                        "data.valid: validation sets by direction are a multilingual run's (corpora with "
+                        "src_lang and tgt_lang); give data.valid_src and data.valid_tgt",
+                    ),
+                    (
+                        self.multilingual and bool(self.valid_src or self.valid_tgt),
+                        "data.valid_src: a multilingual run validates each direction: list them in "
+                        "data.valid ({src, tgt, src_lang, tgt_lang} each)",
+                    ),
+                    (
+                        self.multilingual and not self.valid,
+                        "data.valid: required: a multilingual run's validation sets ({src, tgt, src_lang, "
+                        "tgt_lang} each)",
+                    ),
+                    (
+                        len({v.direction for v in self.valid}) != len(self.valid),
+                        "data.valid: two validation sets have the same direction",
+                    ),
+                    (self.max_len < 1, "data.max_len: must be >= 1"),
+                    (self.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
+                    (self.temperature <= 0, "data.temperature: must be > 0 (1 samples directions by size)"),
+                    (
+                        self.temperature != 1 and not self.multilingual,
+                        "data.temperature: samples across the directions of a multilingual run: give each "
+                        "corpus its src_lang and tgt_lang, or leave it out",
+                    ),
+                    *(
+                        (
+                            self.multilingual and token in control_tokens,
+                            f"tokenizer.control_tokens: {token} is a language token, which a multilingual "
+                            "run reserves itself: leave it out",
+                        )
+                        for token in self.language_tokens()
+                    ),
+                ]
+            )
+            + [
+                problem
+                for i, corpus in enumerate(self.corpora)
+                for problem in corpus.problems(
+                    f"data.corpora[{i}]", control_tokens, languages, self.multilingual
+                )
             ]
-        ) + [
-            problem
-            for i, corpus in enumerate(self.corpora)
-            for problem in corpus.problems(f"data.corpora[{i}]", control_tokens, languages, self.multilingual)
-        ]
+            + [
+                problem
+                for i, valid in enumerate(self.valid if self.multilingual else ())
+                for problem in valid.problems(f"data.valid[{i}]", self.languages())
+            ]
+        )
+
+    def validation_sets(self) -> tuple[ValidConfig, ...]:
+        """What training validates: a multilingual run's `valid`, or the one pair of files (no direction)."""
+        return self.valid if self.multilingual else (ValidConfig(self.valid_src, self.valid_tgt),)
 
 
 def languages_of(corpora: Sequence[CorpusConfig]) -> list[str]:

@@ -29,7 +29,8 @@ class Config:
 
         A rule that reads two sections sits with the section whose key it names, which gets the other
         section's fact as a value (the model's family rules need data.max_len, tokenizer.joint and
-        train.best_metric; decode.min_len needs model.max_positions).
+        train.best_metric; decode.min_len needs model.max_positions; train.best_direction the
+        directions of data.valid).
         """
         return [
             *(["run_dir: required (the directory this run writes to)"] if not self.run_dir else []),
@@ -40,7 +41,7 @@ class Config:
                 joint_vocab=self.tokenizer.joint,
                 best_metric=self.train.best_metric,
             ),
-            *self.train.problems(),
+            *self.train.problems(directions=[v.direction for v in self.data.validation_sets()]),
             *self.decode.problems(max_positions=self.model.max_positions),
         ]
 
@@ -56,7 +57,10 @@ def data_files(cfg: Config) -> dict[str, str]:
         for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys())
         for role, key in keys.items()
     }
-    return files | {"valid_src": cfg.data.valid_src, "valid_tgt": cfg.data.valid_tgt}
+    for valid in cfg.data.validation_sets():  # a multilingual run's by direction: valid_src.de-en
+        suffix = f".{valid.direction}" if valid.direction else ""
+        files |= {f"valid_src{suffix}": valid.src, f"valid_tgt{suffix}": valid.tgt}
+    return files
 
 
 def is_training_file(key: str) -> bool:

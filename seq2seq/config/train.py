@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +35,7 @@ class TrainConfig:
     keep_checkpoints: int = 5  # numbered checkpoints kept besides last.pt and best.pt
     keep_optimizer: Literal["last", "all"] = "last"  # optimizer state in last.pt only, or in every checkpoint
     best_metric: Literal["loss", "bleu", "accuracy"] = "loss"  # accuracy: readers
+    best_direction: str = ""  # a multilingual run: the direction best_metric reads ("" = their mean)
     patience: int = 0  # stop after this many validations without improvement (0 = never)
     valid_bleu: bool = True  # decode the validation set and compute BLEU at each validation
     valid_bleu_tokenize: str = (
@@ -47,9 +49,17 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model
     tensorboard: bool = False  # also write the metrics as TensorBoard curves to RUN_DIR/tensorboard/
 
-    def problems(self) -> list[str]:
-        """Every broken rule of this section (those the libraries would refuse mid-run included)."""
-        return broken([*self._optimizer_rules(), *self._stopping_rules(), *self._validation_rules()])
+    @property
+    def best_key(self) -> str:
+        """What `best.pt` is chosen by, as a checkpoint records it: `bleu`, or `bleu de-en`."""
+        return f"{self.best_metric} {self.best_direction}" if self.best_direction else self.best_metric
+
+    def problems(self, directions: Sequence[str] = ()) -> list[str]:
+        """Every broken rule of this section (those the libraries would refuse mid-run included);
+        `directions` are those validated (data.valid), which train.best_direction must be one of."""
+        return broken(
+            [*self._optimizer_rules(), *self._stopping_rules(), *self._validation_rules(directions)]
+        )
 
     def _optimizer_rules(self) -> list[Rule]:
         """Batches, the learning-rate schedule and the update (AdamW refuses some of these itself)."""
@@ -87,7 +97,7 @@ class TrainConfig:
             ),
         ]
 
-    def _validation_rules(self) -> list[Rule]:
+    def _validation_rules(self, directions: Sequence[str]) -> list[Rule]:
         """Logging, checkpoints, validation and where the run goes."""
         return [
             (self.log_every < 1, "train.log_every: must be >= 1"),
@@ -103,6 +113,11 @@ class TrainConfig:
                 "train.best_metric: 'bleu' needs train.valid_bleu: true",
             ),
             (not 0 <= self.ema_decay < 1, "train.ema_decay: must be in [0, 1)"),
+            (
+                bool(self.best_direction) and self.best_direction not in directions,
+                f"train.best_direction: {self.best_direction!r} is not a direction of data.valid "
+                f"({', '.join(d for d in directions if d) or 'none: a bilingual run has one'})",
+            ),
             (
                 not _valid_device(self.device),
                 f"train.device: {self.device!r} is not one of auto, cpu, cuda, cuda:N",

@@ -24,13 +24,13 @@ import torch
 
 from seq2seq.config import Config
 from seq2seq.ct2.export import read_export_info, require_ctranslate2, vocabulary
-from seq2seq.data.control import source_prefix
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, output_limits
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
+from seq2seq.translate.starts import SourceStart
 from seq2seq.translate.translator import Translation, blank_translations, clip_sources, file_stamps
 
 
@@ -60,11 +60,17 @@ class CT2Translator:
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
-        self.source_prefix: tuple[int, ...] = ()  # control ids put before every source (`use_tag`)
+        self.starts = SourceStart(tokenizers.src, config.data)  # what starts every source
 
-    def use_tag(self, tag: str) -> None:
-        """Start every source with the control token `tag`, as `Translator.use_tag` does."""
-        self.source_prefix = source_prefix(self.tokenizers.src, tag=tag)
+    def start_sources(self, to: str = "", tag: str = "") -> None:
+        """Translate into `to` (a multilingual run's target language), starting every source with the
+        corpus tag `tag` too, as `Translator.start_sources` does."""
+        self.starts.use(to, tag)
+
+    @property
+    def source_prefix(self) -> tuple[int, ...]:
+        """The control ids put before every source (`start_sources`)."""
+        return self.starts.prefix
 
     @classmethod
     def load(

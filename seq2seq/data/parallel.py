@@ -233,9 +233,11 @@ def encode_eval_pairs(
     max_len: int,
     src_path: str | Path,
     tgt_path: str | Path,
+    prefix: Sequence[int] = (),
 ) -> ParallelData:
-    """`load_eval_pairs` for lines already read from `src_path` and `tgt_path` (named in messages)."""
-    sources = tokenizers.src.encode(src_lines)
+    """`load_eval_pairs` for lines already read from `src_path` and `tgt_path` (named in messages);
+    `prefix` (control ids: a multilingual run's language token) starts every source."""
+    sources = [[*prefix, *ids] for ids in tokenizers.src.encode(src_lines)]
     if tokenizers.task != "translate":
         check_eval_labels(tokenizers.labels, src_lines, tgt_lines, src_path, tgt_path)
     targets = tokenizers.target_ids(sources, tgt_lines)

@@ -46,11 +46,12 @@ class EvaluationPlan:
     files: EvaluateFiles  # `out` filled in when --src is translated
     task: str  # translate, classify or tag
     decoding: DecodeOptions  # how --src is translated (when it is)
-    tag: str = ""  # a control token put before every source (`Translator.use_tag`), or none
+    tag: str = ""  # a control token put before every source (`Translator.start_sources`), or none
+    to: str = ""  # a multilingual run's target language (`--to`)
 
 
 def plan_evaluation(
-    files: EvaluateFiles, task: str | None, asked: DecodeOverrides, tag: str = ""
+    files: EvaluateFiles, task: str | None, asked: DecodeOverrides, tag: str = "", to: str = ""
 ) -> EvaluationPlan:
     """Check the mode and the outputs, and decide the task, reading the run's config once.
 
@@ -59,6 +60,8 @@ def plan_evaluation(
     run = check_evaluate_mode(files)
     if tag and files.hyps:
         raise EvaluateError("--tag starts the sources RUN_DIR translates; --hyp files are already translated")
+    if to and files.hyps:
+        raise EvaluateError("--to chooses what RUN_DIR translates into; --hyp files are already translated")
     decoding = decode_options(asked, run.decode if run is not None else DecodeConfig())
     if not files.hyps:
         files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
@@ -72,7 +75,7 @@ def plan_evaluation(
             **run_inputs(files.run_dir, decoding.checkpoints),
         },
     )
-    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding, tag)
+    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding, tag, to)
 
 
 def check_evaluate_mode(files: EvaluateFiles) -> Config | None:
@@ -130,8 +133,7 @@ def run_evaluation(
         return evaluate_files(files.hyps, references, options, source, samples, MadeBy(files.run_dir)), None
     assert files.run_dir is not None and source is not None and files.out is not None  # the plan's rules
     translator = Translator.load(files.run_dir, plan.decoding.checkpoints, placement)
-    if plan.tag:
-        translator.use_tag(plan.tag)
+    translator.start_sources(plan.to, plan.tag)
     decode = translate_timed(translator, source, files.out, plan.decoding)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
@@ -154,7 +156,8 @@ def translate_timed(
             "device": str(translator.device),
             "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
             "quantize": translator.quantize,
-            "tag": "".join(translator.tokenizers.src.sp.id_to_piece(i) for i in translator.source_prefix),
+            "tag": translator.starts.tag,
+            **({"to": translator.starts.to} if translator.starts.to else {}),  # a multilingual run's
         },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),

@@ -70,7 +70,22 @@ def learning_curves_figure(records: Sequence[dict[str, Any]]) -> Figure | None:
     loss_ax.plot([r["step"] for r in train], [r["train_loss"] for r in train], label="train loss")
     loss_ax.plot([r["step"] for r in valid], [r["valid_loss"] for r in valid], "o-", label="valid loss")
     loss_ax.legend()
-    bleu_ax.plot([r["step"] for r in bleu], [r["valid_bleu"] for r in bleu], "o-", color="tab:green")
+    directions = sorted(
+        {key[len("valid_bleu.") :] for r in bleu for key in r if key.startswith("valid_bleu.")}
+    )
+    mean = " (mean of the directions)" if directions else ""
+    bleu_ax.plot(
+        [r["step"] for r in bleu],
+        [r["valid_bleu"] for r in bleu],
+        "o-",
+        color="tab:green",
+        label=f"BLEU{mean}",
+    )
+    for direction in directions:  # a multilingual run's, each on its own
+        steps = [(r["step"], r[f"valid_bleu.{direction}"]) for r in bleu if f"valid_bleu.{direction}" in r]
+        bleu_ax.plot(*zip(*steps), ".-", linewidth=1, label=direction)
+    if directions:
+        bleu_ax.legend(fontsize="small")
     lr_ax.plot([r["step"] for r in train], [r["lr"] for r in train], color="tab:purple")
     for ax, title in zip((loss_ax, bleu_ax, lr_ax), ("loss", "validation BLEU", "learning rate")):
         ax.set_title(title)

@@ -105,6 +105,13 @@ class TrainLog:
             f"{weights} loss {r.loss:.4f}, ppl {r.ppl:.2f}"
             + (f", BLEU {r.bleu:.2f}" if r.bleu is not None else "")
             + (f", accuracy {r.accuracy:.2f}%" if r.accuracy is not None else "")
+            + (" (mean); " if r.directions else "")
+            + ", ".join(
+                f"{direction} BLEU {each.bleu:.2f}"
+                if each.bleu is not None
+                else f"{direction} loss {each.loss:.4f}"
+                for direction, each in r.directions.items()
+            )
             for weights, r in results.items()
         ]
         using = f"; using {chosen} weights" if len(results) > 1 else ""
@@ -115,10 +122,17 @@ class TrainLog:
 
 
 def validation_fields(result: ValidResult) -> dict[str, Any]:
-    """The metrics.jsonl fields of one validation result."""
+    """The metrics.jsonl fields of one validation result; a multilingual run's also by direction
+    (`valid_bleu.de-en`), besides their mean (`valid_bleu`)."""
     fields: dict[str, Any] = {"valid_loss": round(result.loss, 5), "valid_ppl": round(result.ppl, 3)}
     if result.bleu is not None:
         fields |= {"valid_bleu": round(result.bleu, 2), "bleu_signature": result.bleu_signature}
     if result.accuracy is not None:
         fields["valid_accuracy"] = round(result.accuracy, 2)
+    for direction, each in result.directions.items():
+        fields |= {
+            f"{key}.{direction}": value
+            for key, value in validation_fields(each).items()
+            if key != "bleu_signature"
+        }
     return fields

@@ -34,12 +34,14 @@ class RunPlan:
 
 @dataclass(frozen=True)
 class ValidText:
-    """The validation files' lines, read (and checked) once, before anything is written."""
+    """One validation set's lines, read (and checked) once, before anything is written."""
 
     src_path: str
     tgt_path: str
     src: list[str]
     tgt: list[str]
+    direction: str = ""  # a multilingual run's: de-en
+    tgt_lang: str = ""  # whose token starts the sources
 
 
 def run_mode(resume: bool, overwrite: bool) -> Mode:
@@ -51,8 +53,8 @@ def run_mode(resume: bool, overwrite: bool) -> Mode:
 
 def plan_training(
     config_file: Path, overrides: list[str], device: str | None, mode: Mode
-) -> tuple[RunPlan, ValidText]:
-    """`s2s train`'s plan and its validation text; `device` overrides train.device.
+) -> tuple[RunPlan, list[ValidText]]:
+    """`s2s train`'s plan and its validation sets' text; `device` overrides train.device.
 
     Fails now, not after the tokenizer or an hour of training: a device or precision this machine
     lacks, tensorboard missing, training files that do not align, unreadable validation files, a
@@ -63,8 +65,10 @@ def plan_training(
     if cfg.train.tensorboard:
         check_tensorboard()
     check_aligned(cfg.data.training_corpora())
-    d = cfg.data
-    valid = ValidText(d.valid_src, d.valid_tgt, *read_parallel(d.valid_src, d.valid_tgt))
+    valid = [
+        ValidText(v.src, v.tgt, *read_parallel(v.src, v.tgt), v.direction, v.tgt_lang)
+        for v in cfg.data.validation_sets()
+    ]
     return _plan(cfg, config_file, mode), valid
 
 
@@ -104,6 +108,7 @@ def resolve_paths(cfg: Config) -> Config:
             ),
             valid_src=absolute(data.valid_src),
             valid_tgt=absolute(data.valid_tgt),
+            valid=tuple(dataclasses.replace(v, src=absolute(v.src), tgt=absolute(v.tgt)) for v in data.valid),
             prepared_dir=absolute(data.prepared_dir),
         ),
         train=dataclasses.replace(cfg.train, init_from=absolute(cfg.train.init_from)),

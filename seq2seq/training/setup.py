@@ -25,7 +25,9 @@ from typing import Any
 
 from seq2seq.checkpoint import check_fits_run, load_checkpoint
 from seq2seq.config import Config, save_config
+from seq2seq.config.data import language_token
 from seq2seq.config.schema import is_training_file
+from seq2seq.data.control import source_prefix
 from seq2seq.data.corpora import pair_chunks
 from seq2seq.data.parallel import encode_eval_pairs
 from seq2seq.data.prepared import ensure_prepared_corpus, prepared_corpus_dir
@@ -74,7 +76,7 @@ class RunInputs:
     tokenizers: TokenizerPair
     tokenizer_sums: dict[str, str]  # sha256 of each tokenizer file, as recorded in inputs.json
     corpus_dir: Path  # the prepared (memory-mapped) training corpus
-    valid: ValidSet
+    valid: list[ValidSet]  # one per direction of a multilingual run
     init: InitWeights | None  # fine-tuning (train.init_from, not on resume)
 
 
@@ -128,7 +130,7 @@ def check_training_text(cfg: Config) -> None:
         raise DataError(f"{files}: no training pair with text on both sides")
 
 
-def prepare_inputs(claim: Claim, valid: ValidText, info: DistInfo) -> RunInputs:
+def prepare_inputs(claim: Claim, valid: list[ValidText], info: DistInfo) -> RunInputs:
     """`s2s train`: rank 0 makes the tokenizer and the prepared corpus; every rank loads the inputs."""
     with shared_failure(info):
         if info.is_main:
@@ -190,19 +192,24 @@ def _prepare_corpus(claim: Claim, tokenizer_sums: dict[str, str], workers: int) 
     ensure_prepared_corpus(cfg, claim.plan.run.tokenizer_dir, claim.data_sums, tokenizer_sums, workers)
 
 
-def _load_inputs(plan: RunPlan, valid: ValidText) -> RunInputs:
+def _load_inputs(plan: RunPlan, valid: list[ValidText]) -> RunInputs:
     """Every rank: the tokenizers rank 0 made, the validation pairs and the fine-tuning weights."""
     cfg, run = plan.cfg, plan.run
     tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
     sums = run.read_inputs().get("tokenizer", {})  # rank 0 has just recorded them
-    max_len = cfg.data.max_len
-    pairs = encode_eval_pairs(tokenizers, valid.src, valid.tgt, max_len, valid.src_path, valid.tgt_path)
+    sets = []
+    for text in valid:
+        prefix = source_prefix(tokenizers.src, language_token(text.tgt_lang) if text.tgt_lang else "")
+        pairs = encode_eval_pairs(
+            tokenizers, text.src, text.tgt, cfg.data.max_len, text.src_path, text.tgt_path, prefix
+        )
+        sets.append(ValidSet(pairs, text.src, text.tgt, text.direction))
     init = None
     if plan.init is not None:
         state = load_checkpoint(plan.init.checkpoint)
         check_fits_run(state, plan.init.checkpoint, cfg, sums)
         init = InitWeights(plan.init.checkpoint, state)
-    return RunInputs(tokenizers, sums, prepared_corpus_dir(cfg), ValidSet(pairs, valid.src, valid.tgt), init)
+    return RunInputs(tokenizers, sums, prepared_corpus_dir(cfg), sets, init)
 
 
 @contextlib.contextmanager

@@ -75,7 +75,7 @@ class TrainingState:
             scheduler=build_scheduler(optimizer, cfg),
             scaler=grad_scaler(device, dtype),
             ema=WeightAverage(model, cfg.ema_decay) if cfg.ema_decay > 0 else None,
-            progress=Progress(best_metric=cfg.best_metric, batching=batching),
+            progress=Progress(best_metric=cfg.best_key, batching=batching),
         )
 
     def to_checkpoint(self, info: DistInfo, device: torch.device, origin: dict[str, Any]) -> dict[str, Any]:
@@ -119,8 +119,8 @@ class TrainingState:
         self.progress = p = Progress(**state["progress"])
         if not info.is_main:  # rank 0 carries the interval sums of all ranks
             p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
-        if p.best_metric != cfg.best_metric:
-            p.best, p.bad_validations, p.best_metric = None, 0, cfg.best_metric
+        if p.best_metric != cfg.best_key:
+            p.best, p.bad_validations, p.best_metric = None, 0, cfg.best_key
         if state["world"] == info.world:
             set_rng_state(state["rng"][info.rank].cpu(), device)
         else:

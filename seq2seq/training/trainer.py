@@ -48,7 +48,7 @@ from seq2seq.training.precision import choose_cpu_precision, probe_step
 from seq2seq.training.setup import RunInputs
 from seq2seq.training.state import Progress, TrainingState, initial_model
 from seq2seq.training.throughput import ThroughputMeter
-from seq2seq.training.validation import ValidResult, ValidSet, validate
+from seq2seq.training.validation import ValidResult, ValidSet, validate_sets
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Trainer:
         tokenizers: TokenizerPair,
         tokenizer_sums: dict[str, str],
         train_data: ParallelData | JoinedCorpus,
-        valid: ValidSet,
+        valid: list[ValidSet],
         info: DistInfo,
         device_name: str,
         mixture: Mixture | None = None,
@@ -264,12 +264,13 @@ class Trainer:
         self._save(is_best=improved)
 
     def _validate(self, model: Model) -> ValidResult:
-        return validate(
+        return validate_sets(
             model, self.valid, self.tokenizers, self.tcfg, self.cfg.decode, self.device, self.dtype
         )
 
     def _score(self, result: ValidResult) -> float:
-        """Lower is better: the loss, or the negated BLEU or accuracy."""
+        """Lower is better: the loss, or the negated BLEU or accuracy (of train.best_direction)."""
+        result = result.of(self.tcfg.best_direction)
         if self.tcfg.best_metric == "loss":
             return result.loss
         return -(result.bleu if self.tcfg.best_metric == "bleu" else result.accuracy)

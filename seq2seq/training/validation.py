@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sacrebleu
@@ -29,6 +30,7 @@ class ValidSet:
     data: ParallelData
     src_lines: list[str]
     ref_lines: list[str]
+    direction: str = ""  # a multilingual run's (de-en); its sources start with the language token
 
 
 @dataclass
@@ -39,6 +41,11 @@ class ValidResult:
     bleu_signature: str | None = None
     accuracy: float | None = None  # a reader's: labels (classify) or tags (tag) predicted right, in %
     samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
+    directions: dict[str, ValidResult] = field(default_factory=dict)  # a multilingual run's, each alone
+
+    def of(self, direction: str) -> ValidResult:
+        """The result of one direction ("": the whole result, the mean over directions)."""
+        return self.directions[direction] if direction else self
 
 
 @torch.no_grad()
@@ -134,3 +141,30 @@ def validate(
         ]
     model.train(was_training)
     return result
+
+
+def validate_sets(
+    model: Model,
+    sets: Sequence[ValidSet],
+    tokenizers: TokenizerPair,
+    cfg: TrainConfig,
+    decode: DecodeConfig,
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> ValidResult:
+    """`validate` on a bilingual run's one set; on a multilingual run's, each direction alone and
+    their mean (loss and BLEU, every direction counting the same whatever its size), each direction's
+    own result in `directions` and its first sample translation in `samples`."""
+    if len(sets) == 1 and not sets[0].direction:
+        return validate(model, sets[0], tokenizers, cfg, decode, device, dtype)
+    each = {v.direction: validate(model, v, tokenizers, cfg, decode, device, dtype) for v in sets}
+    loss = sum(r.loss for r in each.values()) / len(each)
+    bleus = [r.bleu for r in each.values()]
+    return ValidResult(
+        loss=loss,
+        ppl=math.exp(min(loss, 50.0)),
+        bleu=sum(bleus) / len(bleus) if None not in bleus else None,
+        bleu_signature=next(iter(each.values())).bleu_signature,
+        samples=[sample for r in each.values() for sample in r.samples[:1]],
+        directions=each,
+    )

@@ -14,7 +14,6 @@ from torch import nn
 
 from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
-from seq2seq.data.control import source_prefix
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
@@ -26,6 +25,7 @@ from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.rundir import RunDir
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
+from seq2seq.translate.starts import SourceStart
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +102,17 @@ class Translator:
         self.checkpoints = list(checkpoints)  # the files the weights came from
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
-        self.source_prefix: tuple[int, ...] = ()  # control ids put before every source (`use_tag`)
+        self.starts = SourceStart(tokenizers.src, config.data)  # what starts every source
 
-    def use_tag(self, tag: str) -> None:
-        """Start every source with the control token `tag` (as a tagged corpus trained it)."""
-        self.source_prefix = source_prefix(self.tokenizers.src, tag=tag)
+    def start_sources(self, to: str = "", tag: str = "") -> None:
+        """Translate into `to` (a multilingual run's target language), starting every source with the
+        corpus tag `tag` too (as a tagged corpus trained it)."""
+        self.starts.use(to, tag)
+
+    @property
+    def source_prefix(self) -> tuple[int, ...]:
+        """The control ids put before every source (`start_sources`)."""
+        return self.starts.prefix
 
     @classmethod
     def load(
