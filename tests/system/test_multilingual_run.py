@@ -20,10 +20,12 @@ def test_every_direction_is_validated_and_their_mean_counts(multilingual_run):
 
 def test_to_chooses_the_target_language(multilingual_run):
     lines = (multilingual_run.data / "valid.src").read_text(encoding="utf-8").splitlines()[:6]
-    into_en = cli_translate(multilingual_run.run, lines, "--to", "en", "--beam", "1")
-    into_de = cli_translate(multilingual_run.run, lines, "--to", "de", "--beam", "1")
+    into_en = cli_translate(multilingual_run.run, lines, "--to", "en", "--beam", "1", "--scores")
+    into_de = cli_translate(multilingual_run.run, lines, "--to", "de", "--beam", "1", "--scores")
     assert len(into_en) == len(into_de) == 6
-    assert into_en != into_de  # one language token apart, the same sources decode differently
+    # one language token apart: the model reads another source (a barely trained one may still write
+    # the same words, but not with the same scores)
+    assert all(en != de for en, de in zip(into_en, into_de))
 
 
 def test_a_run_of_several_target_languages_needs_to_and_knows_its_codes(multilingual_run, tiny_run):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from seq2seq.config import Config, config_from_dict
-from seq2seq.config.data import CorpusConfig, DataConfig
+from seq2seq.config.data import CorpusConfig, DataConfig, ValidConfig
 from seq2seq.data.control import control_id, declared_tokens
 from seq2seq.data.mixing import mixture_of
 from seq2seq.data.prepared import corpus_mixture, ensure_prepared_corpus, load_prepared, prepared_corpus_dir
@@ -22,6 +22,7 @@ from seq2seq.data.tokenizer import (
     tokenizer_checksums,
     train_or_load_tokenizers,
 )
+from seq2seq.errors import ConfigError
 from seq2seq.rundir import data_checksums
 from tests.conftest import tiny_config_dict, write_corpus
 
@@ -31,7 +32,14 @@ def multilingual(tmp_path: Path, **data: object) -> tuple[Config, Path]:
     de, en = write_corpus(tmp_path, "de_en", 60, seed=1)
     fr, en_fr = write_corpus(tmp_path, "fr_en", 30, seed=2)
     raw = tiny_config_dict(tmp_path)
-    raw["data"] = {k: v for k, v in raw["data"].items() if not k.startswith("train_")}
+    valid = {
+        "src": raw["data"]["valid_src"],
+        "tgt": raw["data"]["valid_tgt"],
+        "src_lang": "de",
+        "tgt_lang": "en",
+    }
+    raw["data"] = {k: v for k, v in raw["data"].items() if not k.startswith(("train_", "valid_"))}
+    raw["data"]["valid"] = [valid]
     raw["data"]["corpora"] = [
         {"name": "de_en", "src": str(de), "tgt": str(en), "src_lang": "de", "tgt_lang": "en"},
         {"name": "en_de", "src": str(en), "tgt": str(de), "src_lang": "en", "tgt_lang": "de", "tag": "<bt>"},
@@ -121,8 +129,50 @@ def test_a_multilingual_config_names_every_direction_in_codes(corpus, data, prob
 
 def test_a_language_token_cannot_also_be_declared():
     corpora = (CorpusConfig(name="a", src="x", tgt="y", src_lang="de", tgt_lang="en"),)
-    problems = DataConfig(corpora=corpora, valid_src="v", valid_tgt="w").problems(control_tokens=("<2en>",))
+    valid = (ValidConfig(src="v", tgt="w", src_lang="de", tgt_lang="en"),)
+    problems = DataConfig(corpora=corpora, valid=valid).problems(control_tokens=("<2en>",))
     assert problems == [
         "tokenizer.control_tokens: <2en> is a language token, which a multilingual run reserves itself: "
         "leave it out"
     ]
+
+
+@pytest.mark.parametrize(
+    "data, train, problem",
+    [
+        (
+            {"valid_src": "v", "valid_tgt": "w"},
+            {},
+            "data.valid_src: a multilingual run validates each direction",
+        ),
+        (
+            {"valid": [{"src": "v", "tgt": "w", "src_lang": "fr", "tgt_lang": "en"}]},
+            {},
+            "'fr' is not a language",
+        ),
+        ({"valid": [{"src": "v", "tgt": "w", "src_lang": "de"}]}, {}, "data.valid[0].tgt_lang: required"),
+        (
+            {"valid": [{"src": "v", "tgt": "w", "src_lang": "de", "tgt_lang": "en"}]},
+            {"best_direction": "en-de"},
+            "train.best_direction: 'en-de' is not a direction of data.valid (de-en)",
+        ),
+    ],
+)
+def test_a_multilingual_run_validates_named_directions(tmp_path, data, train, problem):
+    raw = tiny_config_dict(tmp_path)
+    raw["data"] = {k: v for k, v in raw["data"].items() if not k.startswith(("train_", "valid_"))} | data
+    raw["data"]["corpora"] = [{"name": "a", "src": "x", "tgt": "y", "src_lang": "de", "tgt_lang": "en"}]
+    raw["train"] |= train
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict(raw)
+    assert problem in str(refused.value)
+
+
+def test_a_bilingual_run_keeps_its_one_validation_pair():
+    valid = (ValidConfig(src="v", tgt="w", src_lang="de", tgt_lang="en"),)
+    bilingual = DataConfig(
+        corpora=(CorpusConfig(name="a", src="x", tgt="y"),), valid_src="v", valid_tgt="w", valid=valid
+    )
+    assert any(
+        "data.valid: validation sets by direction are a multilingual run's" in p for p in bilingual.problems()
+    )
