@@ -45,7 +45,7 @@ def make_trainer(cfg: Config, info: DistInfo, tok_dir: Path) -> Trainer:
     toks = load_tokenizers(tok_dir, cfg.tokenizer.joint)
     data = load_prepared(prepared_corpus_dir(cfg), cfg.data.training_corpora())
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
-    return Trainer(cfg, RunDir(cfg.run_dir), model, toks, {}, data, ValidSet(data, [], []), info, "cpu")
+    return Trainer(cfg, RunDir(cfg.run_dir), model, toks, {}, data, [ValidSet(data, [], [])], info, "cpu")
 
 
 def join_group(rank: int, port: int) -> None:

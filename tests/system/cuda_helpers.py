@@ -193,7 +193,7 @@ def toy_trainer(cfg: Config, info: DistInfo, tok_dir: Path, device_name: str) ->
     data = ParallelData.from_lists(tokenizers.src.encode(src), tokenizers.tgt.encode(tgt))
     torch.manual_seed(cfg.train.seed)
     model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
-    valid = ValidSet(data, [], [])
+    valid = [ValidSet(data, [], [])]
     return Trainer(cfg, RunDir(cfg.run_dir), model, tokenizers, {}, data, valid, info, device_name)
 
 

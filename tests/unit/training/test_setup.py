@@ -47,7 +47,7 @@ def test_training_reads_the_validation_files_in_its_plan_and_prepare_never_does(
     config, raw = write_config(tmp_path)
     plan, valid = plan_training(config, [], "cpu", "new")
     assert plan.mode == "new" and plan.cfg.train.device == "cpu" and plan.init is None
-    assert valid.src == Path(raw["data"]["valid_src"]).read_text().splitlines()
+    assert [v.src for v in valid] == [Path(raw["data"]["valid_src"]).read_text().splitlines()]
     Path(raw["data"]["valid_tgt"]).write_text("ONE\n", encoding="utf-8")
     assert plan_preparation(config, []).mode == "new"  # `s2s prepare` does not validate
     with pytest.raises(DataError, match="must align"):
@@ -75,7 +75,7 @@ def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
     with claim(plan, DistInfo()) as claimed:
         inputs = prepare_inputs(claimed, valid, DistInfo())
     assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
-    assert len(inputs.valid.src_lines) == 20
+    assert len(inputs.valid[0].src_lines) == 20
     assert hashed == {"train.src": 1, "train.tgt": 1, "valid.src": 1, "valid.tgt": 1, "spm.model": 1}
 
 
