@@ -485,6 +485,7 @@ def serve(
     max_beam: opt.MaxBeam = 16,
     timeout: opt.Timeout = 60.0,
     cors_origin: opt.CorsOrigins = None,
+    to: opt.To = "",
     verbose: opt.LogRequests = False,
 ) -> None:
     """Serve RUN_DIR over HTTP: a JSON API and a page at /, batching concurrent requests together."""
@@ -510,7 +511,7 @@ def serve(
         if threads:
             torch.set_num_threads(threads)
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)
-        settings = ServerSettings(asked, batch_window_ms / 1000, limits, tuple(cors_origin or ()))
+        settings = ServerSettings(asked, batch_window_ms / 1000, limits, tuple(cors_origin or ()), to)
         application = create_app(translator, settings, run_dir.resolve().name, decode_thread=False)
         sock = listen(host, port)
         log.info("serving %s on %s (Ctrl-C stops)", run_dir, url(sock))

@@ -136,7 +136,7 @@ class CT2Translator:
         out = blank_translations(len(lines), settings.nbest)
         if not todo:
             return out
-        prefix = [self.tokenizers.src.sp.id_to_piece(i) for i in self.source_prefix]
+        prefix = self.tokenizers.src.id_pieces(self.source_prefix)
         sources = [[*prefix, *pieces] for pieces in self.tokenizers.src.pieces_of([lines[i] for i in todo])]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         found = self.search(sources, settings, max_tokens, scores)

@@ -74,6 +74,10 @@ class Tokenizer:
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)
 
+    def id_pieces(self, ids: Sequence[int]) -> list[str]:
+        """The piece of each id (`<2en>` for a control token)."""
+        return [self.sp.id_to_piece(i) for i in ids]
+
     def pieces_of(self, lines: Sequence[str], threads: int = -1) -> list[list[str]]:
         """`pieces` of each line, in one call (`threads` as in `encode`)."""
         return self.sp.encode(list(lines), out_type=str, num_threads=threads)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import seq2seq.serve
 from seq2seq.config import Config
+from seq2seq.errors import Seq2SeqError
 from seq2seq.models.build import build_model
 from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.limits import (
@@ -37,6 +38,7 @@ from seq2seq.serve.limits import (
 )
 from seq2seq.translate.attention import attention_map
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
+from seq2seq.translate.starts import target_languages
 from seq2seq.translate.translator import Translator
 
 # the page may run its own inline script and style and talk to this server, and nothing else
@@ -54,6 +56,7 @@ class ServerSettings:
     window_s: float  # how long the batcher waits for more requests before decoding
     limits: Limits = Limits()
     cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: CORS off)
+    to: str = ""  # a multilingual run: the target language of requests that name none (--to)
 
 
 class TranslateRequest(BaseModel):
@@ -62,6 +65,11 @@ class TranslateRequest(BaseModel):
     beam: int | None = Field(None, ge=1, description="Beam size (1 = greedy); default: the server's.")
     nbest: int = Field(1, ge=1, description="Hypotheses per line, best first, with their scores.")
     scores: bool = Field(False, description="Also return the score of each best translation.")
+    to: str | None = Field(
+        None,
+        description="A multilingual run: the language to translate into (one of /info's "
+        "languages.targets, or any of its languages); default: the server's --to, or the only one.",
+    )
 
 
 class HypothesisJSON(BaseModel):
@@ -79,6 +87,7 @@ class AttentionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     text: str = Field(description="One source sentence.")
     translation: str | None = Field(None, description="Its translation; default: the server's.")
+    to: str | None = Field(None, description="A multilingual run: the language of the translation.")
 
 
 class AttentionResponse(BaseModel):
@@ -98,8 +107,20 @@ def create_app(
     """
     limits, task = settings.limits, translator.task
     defaults = translator.options(settings.asked)
+    targets = target_languages(translator.config.data)
+    # a multilingual run of several targets and no --to: each request chooses (checked here, at start)
+    default_to = "" if not settings.to and len(targets) > 1 else translator.starts.language(settings.to)
+
+    def language(to: str | None) -> str:
+        """A request's target language: checked, or the server's default (422 when there is none)."""
+        try:
+            return translator.starts.language(default_to if to is None else to, option="to")
+        except Seq2SeqError as e:
+            raise ApiError(422, str(e)) from None
+
     batcher = Batcher(translator, settings.window_s, defaults.max_tokens)
     info = server_info(translator, settings, defaults, run_name)
+    info["languages"] |= {"targets": targets, "to": default_to}
     page = resources.files(seq2seq.serve).joinpath("static/index.html").read_text(encoding="utf-8")
 
     @asynccontextmanager
@@ -158,7 +179,7 @@ def create_app(
         if request.nbest > 1 and task != "translate":
             raise ApiError(422, f"nbest: a {task} model gives one answer per line")
         check_lines(request.text, limits)
-        results = await answer(batcher.translate(request.text, search))
+        results = await answer(batcher.translate(request.text, search, language(request.to)))
         return TranslateResponse(
             translations=[r.texts[0] for r in results],
             scores=[r.scores[0] for r in results] if request.scores else None,
@@ -176,12 +197,12 @@ def create_app(
         check_lines([request.text], limits, field="text")
         if not request.text.strip():
             raise ApiError(422, "text: give a sentence to draw the attention of")
-        translation = request.translation
+        to, translation = language(request.to), request.translation
         if translation is None:
-            translation = (await answer(batcher.translate([request.text], defaults.search)))[0].texts[0]
+            translation = (await answer(batcher.translate([request.text], defaults.search, to)))[0].texts[0]
         else:
             check_lines([translation], limits, field="translation")
-        found = await answer(batcher.call(lambda: attention_map(translator, request.text, translation)))
+        found = await answer(batcher.call(lambda: attention_map(translator, request.text, translation), to))
         return AttentionResponse(
             translation=translation,
             source=found.source,
@@ -231,7 +252,8 @@ def parameter_count(cfg: Config, translator: Translator) -> int:
 
 
 def languages(cfg: Config) -> dict[str, str]:
-    """Source and target language as the validation files' extensions say (val.de, val.en)."""
+    """Source and target language as the validation files' extensions say (val.de, val.en); a
+    multilingual run has its languages in `target_languages` instead (its `data.valid` lists them)."""
     return {
         "source": Path(cfg.data.valid_src).suffix.removeprefix("."),
         "target": Path(cfg.data.valid_tgt).suffix.removeprefix("."),

@@ -5,7 +5,7 @@ one thread owns the model. It takes the oldest waiting request and collects more
 arrived for `window_s` (clients answered together send their next requests a few ms apart, so a
 fixed window would split them), for at most `MAX_WINDOWS` windows in all, or until a budget of
 beam-expanded source tokens is reached (as `decode.max_tokens` budgets an offline batch); then it
-translates the requests of each search setting together. Each future receives
+translates the requests of each search setting and target language together. Each future receives
 exactly its own lines' translations, in order. A request whose future was cancelled while it waited
 (its caller timed out) is skipped.
 """
@@ -31,18 +31,22 @@ MAX_WINDOWS = 10  # the longest a request waits for others: this many windows
 
 @dataclass
 class TranslateJob:
-    """The lines of one request, decoded with `settings`; the future gets one Translation per line."""
+    """The lines of one request, decoded with `settings` into language `to` (a multilingual run's;
+    "" for a bilingual one); the future gets one Translation per line."""
 
     lines: Sequence[str]
     settings: SearchSettings
+    to: str = ""
     future: Future = field(default_factory=Future)
 
 
 @dataclass
 class CallJob:
-    """Other work on the model (an attention map): run alone, on the worker thread."""
+    """Other work on the model (an attention map), its sources starting for language `to`: run alone,
+    on the worker thread."""
 
     fn: Callable[[], Any]
+    to: str = ""
     future: Future = field(default_factory=Future)
 
 
@@ -66,13 +70,13 @@ class Batcher:
         """Decode submitted requests on this thread; return once closed and every request is answered."""
         while (jobs := self._collect()) is not None:
             if isinstance(jobs[0], CallJob):
-                _settle(jobs[0].future, jobs[0].fn)
+                _settle(jobs[0].future, self._starting(jobs[0]))
                 continue
-            groups: dict[SearchSettings, list[TranslateJob]] = {}
-            for job in jobs:  # a decode call has one setting: different beams or n-best never mix
-                groups.setdefault(job.settings, []).append(job)
-            for settings, group in groups.items():
-                self._decode(settings, group)
+            groups: dict[tuple[SearchSettings, str], list[TranslateJob]] = {}
+            for job in jobs:  # a decode call has one setting and one target: beams or languages never mix
+                groups.setdefault((job.settings, job.to), []).append(job)
+            for (settings, to), group in groups.items():
+                self._decode(settings, to, group)
 
     def start(self) -> None:
         """`run()` on a new thread."""
@@ -88,13 +92,15 @@ class Batcher:
         if self._thread is not None:
             self._thread.join()
 
-    def translate(self, lines: Sequence[str], settings: SearchSettings) -> Future:
-        """A future of `list[Translation]`, one per line, in order."""
-        return self._put(TranslateJob(list(lines), settings))
+    def translate(self, lines: Sequence[str], settings: SearchSettings, to: str = "") -> Future:
+        """A future of `list[Translation]`, one per line, in order, into language `to` (checked by the
+        caller: `SourceStart.language`)."""
+        return self._put(TranslateJob(list(lines), settings, to))
 
-    def call(self, fn: Callable[[], Any]) -> Future:
-        """A future of `fn()`, run on the worker thread between batches."""
-        return self._put(CallJob(fn))
+    def call(self, fn: Callable[[], Any], to: str = "") -> Future:
+        """A future of `fn()`, run on the worker thread between batches, the model's sources starting
+        for language `to`."""
+        return self._put(CallJob(fn, to))
 
     @property
     def waiting(self) -> int:
@@ -151,11 +157,25 @@ class Batcher:
         tokens = sum(len(ids) + 1 for ids in self.translator.tokenizers.src.encode(lines))
         return max(tokens * job.settings.beam, 1)
 
-    def _decode(self, settings: SearchSettings, jobs: list[TranslateJob]) -> None:
+    def _starting(self, job: CallJob) -> Callable[[], Any]:
+        """The job's function, called after the sources start for its language."""
+
+        def call() -> Any:
+            self._start(job.to)
+            return job.fn()
+
+        return call
+
+    def _start(self, to: str) -> None:
+        """Sources start for language `to` from now on (the tag the translator was given is kept)."""
+        self.translator.start_sources(to, self.translator.starts.tag)
+
+    def _decode(self, settings: SearchSettings, to: str, jobs: list[TranslateJob]) -> None:
         """Translate the lines of `jobs` in one call and hand each job its own slice of the result."""
         lines = [line for job in jobs for line in job.lines]
         log.debug("decoding %d lines of %d requests", len(lines), len(jobs))
         try:
+            self._start(to)
             results = self.translator.translate(lines, settings, self.max_tokens)
         except Exception as e:  # a failed decode fails the requests in it, not the server
             log.exception("decoding a batch failed")

@@ -23,14 +23,17 @@ class AttentionMap:
 
 
 def attention_map(translator: Translator, source: str, hypothesis: str) -> AttentionMap:
-    """Cross-attention of the last decoder layer (mean over heads), teacher-forced on `hypothesis`."""
+    """Cross-attention of the last decoder layer (mean over heads), teacher-forced on `hypothesis`; the
+    source starts with the translator's control tokens (a target language, a tag), as when translated."""
     src_tok, tgt_tok = translator.tokenizers.src, translator.tokenizers.tgt
-    src_ids = src_tok.encode([source])[0][: translator.max_source_tokens]
+    prefix = translator.source_prefix  # the control tokens the source was translated with
+    src_ids = [*prefix, *src_tok.encode([source])[0]][: translator.max_source_tokens]
     tgt_ids = tgt_tok.encode([hypothesis])[0][: translator.first_model.max_positions - 1]
     src = torch.tensor([[*src_ids, EOS]], device=translator.device)  # (1, S)
     tgt_in = torch.tensor([[BOS, *tgt_ids]], device=translator.device)  # (1, T)
     weights = cross_attention(translator.first_model, src, tgt_in)[0].float().cpu()  # (T, S)
-    pieces = src_tok.pieces(source)[: len(src_ids)], tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
+    source_pieces = [*src_tok.id_pieces(prefix), *src_tok.pieces(source)][: len(src_ids)]
+    pieces = source_pieces, tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
     return AttentionMap([*pieces[0], "</s>"], [*pieces[1], "</s>"], weights)
 
 

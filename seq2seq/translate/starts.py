@@ -31,7 +31,7 @@ class SourceStart:
 
     def use(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's language code), with the corpus tag `tag`."""
-        self.to, self.tag = self._language(to), tag
+        self.to, self.tag = self.language(to), tag
         language = language_token(self.to) if self.to else ""
         self._prefix = source_prefix(self.tokenizer, language, tag)
 
@@ -41,24 +41,26 @@ class SourceStart:
             raise self._choose()
         return self._prefix
 
-    def _language(self, to: str) -> str:
-        """The target language `to` asks for: checked, or the only one the run was trained into."""
+    def language(self, to: str, option: str = "--to") -> str:
+        """The target language `to` asks for: checked, or the only one the run was trained into.
+
+        `option` names where `to` came from in the errors (`--to`, or a server request's field)."""
         languages, targets = self.data.languages(), target_languages(self.data)
         if not languages:
             if to:
-                raise Seq2SeqError(f"--to {to}: this run translates one direction; leave --to out")
+                raise Seq2SeqError(f"{option} {to}: this run translates one direction; leave {option} out")
             return ""
         if not to:
             if len(targets) > 1:
-                raise self._choose()
+                raise self._choose(option)
             return targets[0]
         if to not in languages:
             raise Seq2SeqError(
-                f"--to {to}: not a language of this run (its languages: {', '.join(languages)})"
+                f"{option} {to}: not a language of this run (its languages: {', '.join(languages)})"
             )
         return to
 
-    def _choose(self) -> Seq2SeqError:
+    def _choose(self, option: str = "--to") -> Seq2SeqError:
         return Seq2SeqError(
-            f"this run translates into {', '.join(target_languages(self.data))}: choose one with --to"
+            f"this run translates into {', '.join(target_languages(self.data))}: choose one with {option}"
         )

@@ -185,7 +185,7 @@ def test_attention_is_the_reports_map_of_the_translation(client, translator):
 def test_info_health_and_page(client, translator):
     info = client.get("/info").json()
     assert info["run"] == "tiny" and info["checkpoints"] == ["best.pt"]
-    assert info["languages"] == {"source": "src", "target": "tgt"}
+    assert info["languages"] == {"source": "src", "target": "tgt", "targets": [], "to": ""}
     assert info["parameters"] == sum(p.numel() for p in translator.model.parameters())
     assert info["decode"]["beam"] == translator.config.decode.beam
     assert info["limits"]["max_lines"] == 8

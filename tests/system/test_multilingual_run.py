@@ -1,12 +1,24 @@
 """A multilingual run end to end on the tiny corpus: every direction is validated on its own and their
 mean chooses best.pt; `--to` picks the target language, a run with several needs it, an unknown code
-is exit 2 naming the known ones, and a bilingual run refuses it."""
+is exit 2 naming the known ones, and a bilingual run refuses it; the CTranslate2 export reads the
+language token as s2s does."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
+from seq2seq.batching import pad
+from seq2seq.data.textio import read_lines
+from seq2seq.decoding.search import SearchSettings, greedy_search
+from seq2seq.special import EOS
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.translator import Translator
 from tests.helpers import cli_translate, run_cli
+from tests.system.cuda_helpers import assert_same_greedy, greedy_margins
+
+MARGIN, SCORE_TOLERANCE = 1e-3, 1e-4  # as tests/unit/ct2/test_export.py: fp32 kernels' rounding
 
 
 def test_every_direction_is_validated_and_their_mean_counts(multilingual_run):
@@ -53,3 +65,30 @@ def test_evaluate_records_the_direction_it_translated(multilingual_run, tmp_path
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert json.loads(record.read_text())["decode"]["to"] == "de"
+
+
+def test_the_ctranslate2_export_reads_the_language_token_as_s2s_does(multilingual_run, tmp_path):
+    """Greedy search of the export, sources starting with `<2de>` or `<2en>`: s2s's tokens wherever
+    its top two choices differ by the margin, and its scores where they all do (fp32)."""
+    pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
+    from seq2seq.ct2.engine import CT2Translator
+
+    export = tmp_path / "export"
+    result = run_cli("export", str(multilingual_run.run), str(export))
+    assert result.exit_code == 0, result.output
+    ours = Translator.load(multilingual_run.run, ["best"], Placement("cpu", "fp32"))
+    theirs = CT2Translator.load(export, Placement("cpu"))
+    lines = read_lines(multilingual_run.data / "valid.src")
+    settings = SearchSettings(beam=1)
+    for to in ("de", "en"):
+        ours.start_sources(to)
+        theirs.start_sources(to)
+        prefix = ours.source_prefix
+        src = pad([[*prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
+        mine = greedy_search(ours.model, src, settings)
+        start = theirs.tokenizers.src.id_pieces(theirs.source_prefix)
+        assert start == [f"<2{to}>"]
+        got = theirs.search([[*start, *theirs.tokenizers.src.pieces(x)] for x in lines], settings, 500)
+        margins = greedy_margins(ours.model, src, mine, settings)
+        clear = assert_same_greedy(mine, got, margins, MARGIN, SCORE_TOLERANCE)
+        assert clear >= len(lines) // 2, f"{to}: only {clear} sentences without a close call"

@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,25 +43,35 @@ def server(served_run: Path) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture(scope="module")
-def browser_page(server: ServerProcess) -> Iterator[tuple[object, list[str]]]:
-    """The served page in Chromium, and a list collecting what went wrong: console errors, and
-    requests to anywhere but the server."""
+def browser() -> Iterator[object]:
+    """One headless Chromium for the module's pages (Playwright's sync API runs one at a time)."""
     executable = chromium()
     if executable is None:
         pytest.skip("no Chromium to drive: apt-get install chromium, or set S2S_CHROMIUM=/path/to/chrome")
-    problems: list[str] = []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1000, "height": 900})
-        page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        page.on(
-            "request",
-            lambda r: None if r.url.startswith(server.url) else problems.append(f"request to {r.url}"),
-        )
-        page.goto(server.url)
-        yield page, problems
-        browser.close()
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@contextmanager
+def served_page(browser: object, url: str) -> Iterator[tuple[object, list[str]]]:
+    """The page served at `url`, and a list collecting what went wrong: console errors, and requests
+    to anywhere but the server."""
+    problems: list[str] = []
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: None if r.url.startswith(url) else problems.append(f"request to {r.url}"))
+    page.goto(url)
+    yield page, problems
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(browser: object, server: ServerProcess) -> Iterator[tuple[object, list[str]]]:
+    with served_page(browser, server.url) as found:
+        yield found
 
 
 def test_the_page_translates_what_is_typed_as_s2s_translate_does(browser_page, served_run, tmp_path):
@@ -111,3 +122,25 @@ def test_errors_are_shown_and_every_control_has_a_label(browser_page):
     sync_api.expect(page.get_by_role("alert")).to_contain_text("101 lines; at most 100 per request")
     assert len(problems) == 1 and "status of 413" in problems[0]  # Chromium logs the refused request
     problems.clear()
+
+
+def test_a_multilingual_run_s_page_translates_into_the_chosen_language(browser, multilingual_run):
+    server = ServerProcess(multilingual_run.run)
+    try:
+        with served_page(browser, server.url) as (page, problems):
+            expect = sync_api.expect
+            expect(page.locator("#languages")).to_have_text("into de, en")
+            page.get_by_label("Into").select_option("de")
+            lines = ["red cat runs", "the big dog sleeps"]
+            page.get_by_label("Source text").fill("\n".join(lines))
+            page.get_by_role("button", name="Translate").click()
+            translations = page.locator("#output > li > .translation")
+            expect(translations).to_have_count(2)
+            assert translations.all_inner_texts() == cli_translate(multilingual_run.run, lines, "--to", "de")
+            page.get_by_role("button", name="Show the cross-attention of line 1").click()
+            heatmap = page.get_by_role("img", name="Cross-attention of line 1")
+            expect(heatmap).to_be_visible()
+            assert heatmap.locator("text").first.text_content() == "<2de>"  # the source as translated
+            assert problems == []
+    finally:
+        assert server.stop(signal.SIGINT) == 0, "".join(server.log)
