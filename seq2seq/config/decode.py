@@ -9,7 +9,8 @@ from typing import Literal
 from seq2seq.config.rules import broken
 
 # how beam search divides a hypothesis' log-probability by its length (search.length_normalizer):
-# power: length ** alpha (CTranslate2, Hugging Face); gnmt: ((5 + length) / 6) ** alpha (Wu et al. 2016)
+# power: steps ** alpha, a chosen <eos> a step (CTranslate2, Hugging Face); gnmt: ((5 + length) / 6) ** alpha
+# (Wu et al. 2016)
 LengthNorm = Literal["power", "gnmt"]
 LENGTH_NORMS: tuple[str, ...] = typing.get_args(LengthNorm)
 

@@ -2,11 +2,12 @@
 
 CTranslate2 decodes under s2s's constraints (`decoding.search`): never <pad> or <bos>, no </s> before
 `min_len` tokens, each sentence's own length limit (a * |src| + b, capped by the positions), the
-probabilities renormalized over what is allowed. Its beam search divides a score by length ** alpha,
-s2s's `power` rule, so a run with that rule gets the same scores from both engines (tested): greedy
-search gives s2s's tokens wherever the model's choice is clear, beam search s2s's translations unless
-s2s's search finds a better one (it stops later: `beam_search`). A run with the `gnmt` rule is searched
-under CTranslate2's rule and its n-best re-ranked by GNMT's (CTranslate2 has no other).
+probabilities renormalized over what is allowed. Its beam search divides a score by steps ** alpha
+(a chosen </s> is a step), s2s's `power` rule, so a run with that rule gets the same scores from both
+engines (tested): greedy search gives s2s's tokens wherever the model's choice is clear, beam search
+s2s's translations unless s2s's search finds a better one (it stops later: `beam_search`). A run
+with the `gnmt` rule is searched under CTranslate2's rule and its n-best re-ranked by GNMT's
+(CTranslate2 has no other).
 
 Threads: on a CPU, one batch per core at once, one thread each (`inter_threads`), as s2s decodes; the
 benchmark's grid (`scripts/bench --sections engines`) found this the fastest arrangement.
@@ -167,28 +168,28 @@ class CT2Translator:
                 max_decoding_length=limit - 1,  # s2s counts the </s> in its limit; CTranslate2 does not
                 asynchronous=True,
             )
-            pending.append((rows, results))
+            pending.append((rows, results, limit - 1))
         found: list[list[Hypothesis]] = [[] for _ in sources]
-        for rows, results in pending:
+        for rows, results, most in pending:
             for i, result in zip(rows, results):
-                found[i] = self._hypotheses(result.result(), settings)
+                found[i] = self._hypotheses(result.result(), settings, most)
         return found
 
-    def _hypotheses(self, result: Any, settings: SearchSettings) -> list[Hypothesis]:
+    def _hypotheses(self, result: Any, settings: SearchSettings, most: int) -> list[Hypothesis]:
         """One result's n-best as s2s's hypotheses: target ids, scored by the run's rule.
 
         CTranslate2's score is the sum of the (renormalized) log-probabilities, </s> included when
-        the hypothesis ended by choice, over length ** alpha (length without </s>): s2s's `power` rule,
-        whose `max(length, 1)` differs only for an empty output (which CTranslate2 ranks last). Under
-        `gnmt` the n-best is re-ranked. Greedy search is asked for the plain sum (`_alpha`).
+        the hypothesis ended by choice, over steps ** alpha, the steps counting that </s>: s2s's `power`
+        rule. A hypothesis of `most` tokens (the call's `max_decoding_length`) was cut there, with no
+        </s>. Under `gnmt` the n-best is re-ranked. Greedy search is asked for the plain sum (`_alpha`).
         """
         alpha = self._alpha(settings)
         hyps = []
         for pieces, score in zip(result.hypotheses, result.scores or [math.nan] * len(result.hypotheses)):
-            total = score * len(pieces) ** alpha if pieces else score  # empty: -inf under alpha > 0
-            hyps.append(
-                Hypothesis([self._ids[p] for p in pieces], total / length_normalizer(len(pieces), settings))
-            )
+            chose_end = len(pieces) < most
+            total = score * (len(pieces) + chose_end) ** alpha
+            normalizer = length_normalizer(len(pieces), settings, chose_end)
+            hyps.append(Hypothesis([self._ids[p] for p in pieces], total / normalizer))
         if settings.length_norm != "power":
             hyps.sort(key=lambda h: -h.score)
         return hyps[: settings.nbest]

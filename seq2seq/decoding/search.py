@@ -57,15 +57,20 @@ class SearchSettings:
     use_cache: bool = True
 
 
-def length_normalizer(tokens: Tensor | int, settings: SearchSettings) -> Tensor | float:
-    """What a hypothesis of `tokens` output tokens (<eos> not counted) has its log-probability divided by.
+def length_normalizer(
+    tokens: Tensor | int, settings: SearchSettings, chose_end: Tensor | bool = True
+) -> Tensor | float:
+    """What a hypothesis of `tokens` output tokens (<eos> not among them) has its log-probability
+    divided by; `chose_end`: whether it ended by choosing <eos>, or was cut at its length limit.
 
-    `gnmt` (Wu et al. 2016): ((5 + tokens + 1) / 6) ** alpha, the <eos> counted. `power`:
-    max(tokens, 1) ** alpha, CTranslate2's and Hugging Face's rule (an empty hypothesis counts one).
+    `power`: steps ** alpha, the decoded steps counted as CTranslate2 and Hugging Face count them: the
+    tokens and a chosen <eos> (an empty hypothesis counts one step, a cut one its tokens). `gnmt`
+    (Wu et al. 2016): ((5 + tokens + 1) / 6) ** alpha, the <eos> always counted.
     """
     alpha = settings.length_penalty
     if settings.length_norm == "power":
-        return (tokens.clamp(min=1) if isinstance(tokens, Tensor) else max(tokens, 1)) ** alpha
+        steps = tokens + chose_end  # an int, or a tensor when either is one
+        return (steps.clamp(min=1) if isinstance(steps, Tensor) else max(steps, 1)) ** alpha
     return ((6 + tokens) / 6) ** alpha
 
 
@@ -174,7 +179,8 @@ def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> li
         out_tokens[rows, t] = token
         ended = token == EOS
         if ended.any():
-            out_scores[rows[ended]] = scores[ended] / length_normalizer(t, settings)
+            chose = True if at_limit is None else ~at_limit[ended]  # <eos> at the limit is forced
+            out_scores[rows[ended]] = scores[ended] / length_normalizer(t, settings, chose)
             keep = (~ended).nonzero().squeeze(1)
             if keep.numel() == 0:
                 break
@@ -241,7 +247,7 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     num_finished = torch.zeros(batch, dtype=torch.long, device=device)
     nth_best = torch.full((batch,), NEG_INF, device=device)  # the nbest-th best finished score
-    best_possible = length_normalizer(limits.float() - 1, settings)  # (B,) the largest normalizer
+    best_possible = length_normalizer(limits.float() - 1, settings, False)  # (B,) the largest normalizer
     soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit
     for t in range(int(limits.max())):
         n = scores.size(0)
@@ -257,7 +263,7 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
         ended = (top_tokens == EOS) & top_scores.isfinite()
         ended[:, k:] = False  # an <eos> ranked below K live candidates is never needed
         if ended.any():
-            _finalize(ended, top_scores, from_beam, tokens, sent, k, t, settings, finished)
+            _finalize(ended, top_scores, from_beam, tokens, sent, ~at_limit, k, t, settings, finished)
             num_finished.index_add_(0, sent, ended.sum(1))
             for sid in sent[ended.any(1)].tolist():  # only the sentences that finished a hypothesis
                 if len(finished[sid]) >= settings.nbest:
@@ -294,16 +300,17 @@ def _finalize(
     from_beam: Tensor,
     tokens: Tensor,
     sent: Tensor,
+    chose: Tensor,
     k: int,
     length: int,
     settings: SearchSettings,
     finished: list[list[Hypothesis]],
 ) -> None:
     """Record the hypotheses that end with <eos> at this step, `length` tokens before it (a loop over
-    those only)."""
+    those only); `chose` (n,): whether a block's <eos> was chosen (False: forced at its limit)."""
     block, col = ended.nonzero().unbind(1)
     rows = block * k + from_beam[block, col]
-    penalty = length_normalizer(length, settings)
+    penalty = length_normalizer(length, settings, chose[block])
     for sid, seq, score in zip(
         sent[block].tolist(), tokens[rows, 1:].tolist(), (top_scores[block, col] / penalty).tolist()
     ):

@@ -132,6 +132,30 @@ def test_beam_search_of_the_export_finds_what_s2s_finds_or_less(under_trained, t
     assert same >= len(lines) // 2, f"only {same} of {len(lines)} translations agree"
 
 
+@pytest.mark.parametrize("alpha", [1.0, 0.6])
+def test_beam_scores_of_the_export_are_s2s_scores_where_hypotheses_end_by_choice(trained, alpha):
+    """The confident run's hypotheses end with a chosen </s>, which both engines count in the length
+    under `power` (CTranslate2 and Hugging Face divide by the decoded steps, </s> included); the
+    under-trained runs above run to their length limits, where neither counts one."""
+    run, export = trained
+    ours = Translator.load(run, ["best"], Placement("cpu", "fp32"))
+    theirs = CT2Translator.load(export, Placement("cpu"))
+    data = run.parent / "data"
+    lines = read_lines(data / "valid.src") + read_lines(data / "train.src")[:40]
+    settings = SearchSettings(beam=4, nbest=1, length_norm="power", length_penalty=alpha)
+    src = pad([[*ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
+    limits = max_output_lengths(src, settings, ours.model.max_positions).tolist()
+    mine = beam_search(ours.model, src, settings)
+    got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
+    by_choice = 0
+    for (best,), (found,), limit in zip(mine, got, limits):
+        assert best.score >= found.score - SCORE_TOLERANCE, (best, found)
+        if best.tokens == found.tokens and len(best.tokens) < limit - 1:
+            by_choice += 1
+            assert best.score == pytest.approx(found.score, abs=SCORE_TOLERANCE)
+    assert by_choice >= len(lines) // 4, f"only {by_choice} of {len(lines)} agree and end by choice"
+
+
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_the_export_scores_every_token_as_s2s_does(trained, tmp_path, norm):
     """Random weights, both layer-norm placements: the weight mapping is right, not just the argmax."""

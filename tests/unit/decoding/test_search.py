@@ -115,7 +115,7 @@ def test_unlikely_early_eos_do_not_end_the_search_before_the_best_hypothesis():
 
 @pytest.mark.parametrize(
     "norm, alpha, divide",
-    [("gnmt", 2.0, lambda tokens: ((5 + tokens + 1) / 6) ** 2), ("power", 1.0, lambda tokens: tokens)],
+    [("gnmt", 2.0, lambda tokens: ((5 + tokens + 1) / 6) ** 2), ("power", 1.0, lambda tokens: tokens + 1)],
 )
 def test_scripted_length_penalty_prefers_the_longer_hypothesis(norm, alpha, divide):
     hyps = beam_search(ScriptedModel(TABLE), SRC, settings(length_penalty=alpha, length_norm=norm))[0]
@@ -254,7 +254,7 @@ def forced_score(model, src_row: torch.Tensor, tokens: list[int], s: SearchSetti
     limit = int(max_output_lengths(src_row, s, model.max_positions))
     logp = logits.log_softmax(-1)
     total = sum(float(logp[i, tok]) for i, tok in enumerate([*tokens, EOS]) if i < limit - 1)
-    return total / length_normalizer(len(tokens), s)
+    return total / length_normalizer(len(tokens), s, chose_end=len(tokens) < limit - 1)
 
 
 @pytest.mark.parametrize("norm", ["power", "gnmt"])
@@ -355,11 +355,16 @@ def test_nbest_sorted_by_score():
 def test_length_normalizer_formulas():
     gnmt, power = SearchSettings(length_norm="gnmt"), SearchSettings(length_norm="power", length_penalty=0.5)
     assert length_normalizer(6, gnmt) == pytest.approx(2.0)  # (5 + 6 tokens + <eos>) / 6
-    assert length_normalizer(9, power) == pytest.approx(3.0)
-    assert length_normalizer(0, power) == 1.0  # an empty hypothesis counts as one token
+    assert length_normalizer(6, gnmt, chose_end=False) == pytest.approx(2.0)  # gnmt counts it anyway
+    # power counts the decoded steps, as CTranslate2 and Hugging Face do: a chosen <eos> is one
+    assert length_normalizer(8, power) == pytest.approx(3.0)
+    assert length_normalizer(9, power, chose_end=False) == pytest.approx(3.0)  # cut at the limit
+    assert length_normalizer(0, power) == 1.0  # an empty hypothesis: its <eos>
     assert length_normalizer(5, SearchSettings(length_penalty=0.0)) == 1.0
-    lengths = torch.tensor([0, 4])
-    assert length_normalizer(lengths, power).tolist() == pytest.approx([1.0, 2.0])
+    lengths = torch.tensor([0, 3, 4])
+    assert length_normalizer(lengths, power).tolist() == pytest.approx([1.0, 2.0, 5**0.5])
+    chose = torch.tensor([True, True, False])
+    assert length_normalizer(lengths, power, chose).tolist() == pytest.approx([1.0, 2.0, 2.0])
 
 
 def test_padding_and_bos_are_never_generated():
