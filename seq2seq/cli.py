@@ -24,12 +24,13 @@ from typer import Argument, Option
 from seq2seq import cli_options as opt
 from seq2seq.data.compression import open_binary
 from seq2seq.data.encode import SAMPLE_KEEP
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
 from seq2seq.rundir import RunDir
 
 if TYPE_CHECKING:
     from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.data.textio import LinesInStep
     from seq2seq.translate.options import DecodeOptions, DecodeOverrides
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.translator import Translator
@@ -220,6 +221,7 @@ def translate(
     engine: opt.Engine = "s2s",
     tag: opt.Tag = "",
     to: opt.To = "",
+    prefix: opt.Prefix = None,
     restart: opt.Restart = False,
     verbose: opt.Verbose = False,
 ) -> None:
@@ -231,6 +233,7 @@ def translate(
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.streams import check_std_streams, translate_stream
+    from seq2seq.translate.translator import file_stamps
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
@@ -252,8 +255,11 @@ def translate(
             assert output is not None
             precision = resume.recorded_precision(output) or precision  # not timed again halfway
         placement = Placement(device, precision, quantize)
+        prefixes = prefix_lines(prefix, input, outputs)
         translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
         translator.start_sources(to, tag)
+        if prefixes is not None and translator.task != "translate":
+            raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
         with_scores = scores or nbest > 1
         if resumes:
             assert input is not None and output is not None
@@ -266,11 +272,13 @@ def translate(
                 tag=tag,
                 keep_unk=keep_unk,
                 scores=with_scores,
+                prefix=file_stamps([prefix]) if prefix else None,
             )
             with tqdm(unit=" lines", file=sys.stderr) as bar:
                 resume.translate_file(
-                    translator, options, input, output, settings, keep_unk, with_scores, restart, bar.update
-                )
+                    translator, options, input, output, settings, keep_unk, with_scores, restart, bar.update,
+                    prefixes,
+                )  # fmt: skip
             return
         with contextlib.ExitStack() as stack:
             source = stack.enter_context(open_binary(input)) if input else sys.stdin.buffer
@@ -278,8 +286,26 @@ def translate(
             sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
             bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
             translate_stream(
-                translator, options, source, str(input or "stdin"), sink, keep_unk, with_scores, bar.update
-            )
+                translator, options, source, str(input or "stdin"), sink, keep_unk, with_scores, bar.update,
+                prefixes,
+            )  # fmt: skip
+
+
+def prefix_lines(
+    prefix: Path | None, input: Path | None, outputs: Mapping[str, Path | None]
+) -> LinesInStep | None:
+    """`--prefix FILE` read in step with the input, once no output is known to replace it and, for an
+    input file, once both are known to have as many lines (a refused command writes nothing)."""
+    from seq2seq.data.textio import LinesInStep, count_lines
+
+    if prefix is None:
+        return None
+    check_outputs(outputs, {"--prefix": prefix})
+    if input is not None and (lines := count_lines(prefix)) != (expected := count_lines(input)):
+        raise DataError(
+            f"--prefix {prefix} has {lines} lines and {input} {expected}: give one for each input line"
+        )
+    return LinesInStep(prefix, "--prefix")
 
 
 def load_translator(

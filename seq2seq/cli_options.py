@@ -64,6 +64,14 @@ To = Annotated[
         help="A multilingual run: the language to translate into (a code it was trained with, e.g. fr).",
     ),
 ]
+Prefix = Annotated[
+    Path | None,
+    Option(
+        "--prefix",
+        help="Target prefixes, one line for each input line (empty: none): each translation starts "
+        "with its line and goes on from it.",
+    ),
+]
 Input = Annotated[Path | None, Option("-i", "--input", help="Source text (default: stdin).")]
 Output = Annotated[Path | None, Option("-o", "--output", help="Translations (default: stdout).")]
 NBest = Annotated[int, Option(help="Hypotheses per line, tab-separated, each with its score.", min=1)]

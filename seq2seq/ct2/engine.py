@@ -26,13 +26,20 @@ import torch
 from seq2seq.config import Config
 from seq2seq.ct2.export import read_export_info, require_ctranslate2, vocabulary
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
+from seq2seq.decoding.prefix import prefix_limits
 from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, output_limits
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.starts import SourceStart
-from seq2seq.translate.translator import Translation, blank_translations, clip_sources, file_stamps
+from seq2seq.translate.translator import (
+    Translation,
+    blank_translations,
+    clip_sources,
+    file_stamps,
+    target_prefixes,
+)
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,11 @@ class CT2Translator:
         first_line: int = 1,
         keep_unk: bool = False,
         scores: bool = True,
+        prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
-        """One `Translation` per input line, in order; an empty line gives an empty translation.
+        """One `Translation` per input line, in order; an empty line gives an empty translation. With
+        `prefixes` (one per line, "" for none) each translation starts with its line's prefix, as
+        `Translator.translate` does (CTranslate2's `target_prefix`).
 
         Without `scores` greedy search and sampling skip CTranslate2's log-softmax (their scores are
         NaN): what `s2s translate` does unless --scores or --nbest asks for them.
@@ -137,25 +147,38 @@ class CT2Translator:
         out = blank_translations(len(lines), settings.nbest)
         if not todo:
             return out
-        prefix = self.tokenizers.src.id_pieces(self.source_prefix)
-        sources = [[*prefix, *pieces] for pieces in self.tokenizers.src.pieces_of([lines[i] for i in todo])]
+        start = self.tokenizers.src.id_pieces(self.source_prefix)
+        sources = [[*start, *pieces] for pieces in self.tokenizers.src.pieces_of([lines[i] for i in todo])]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
-        found = self.search(sources, settings, max_tokens, scores)
+        forced = None
+        if prefixes is not None:
+            ids = target_prefixes(self.tokenizers.tgt, [prefixes[i] for i in todo], self.max_source_tokens)
+            forced = [self.tokenizers.tgt.id_pieces(prefix) for prefix in ids]
+        found = self.search(sources, settings, max_tokens, scores, forced)
         texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))
         for i, nbest in zip(todo, found):
             out[i] = Translation([next(texts) for _ in nbest], [h.score for h in nbest])
         return out
 
     def search(
-        self, sources: list[list[str]], settings: SearchSettings, max_tokens: int, scores: bool = True
+        self,
+        sources: list[list[str]],
+        settings: SearchSettings,
+        max_tokens: int,
+        scores: bool = True,
+        prefixes: list[list[str]] | None = None,
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses (target ids) of each source (its pieces, without </s>), best first,
-        as `decoding.search` gives them for the same sources, scored by the run's rule.
+        as `decoding.search` gives them for the same sources, scored by the run's rule; each starts
+        with its `prefixes` pieces when given (empty for none).
 
         CTranslate2 takes one length limit per call: the sources are decoded in one call per limit,
         all submitted at once, so that its threads work on several calls together.
         """
         limits = self.length_limits(settings, [len(s) + 1 for s in sources])  # + </s>
+        if prefixes is not None:  # long enough for the prefix and a </s>, as s2s's search makes them
+            lengths = torch.tensor([len(p) for p in prefixes])
+            limits = prefix_limits(torch.tensor(limits), lengths, self.config.model.max_positions).tolist()
         if settings.sampling and settings.seed is not None:
             require_ctranslate2().set_random_seed(settings.seed)
         options = self._options(settings, max_tokens, scores)
@@ -164,6 +187,7 @@ class CT2Translator:
             rows = [i for i, row_limit in enumerate(limits) if row_limit == limit]
             results = self.engine.translate_batch(
                 [sources[i] for i in rows],
+                target_prefix=None if prefixes is None else [prefixes[i] or None for i in rows],
                 **options,
                 max_decoding_length=limit - 1,  # s2s counts the </s> in its limit; CTranslate2 does not
                 asynchronous=True,

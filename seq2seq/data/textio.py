@@ -165,3 +165,36 @@ def _complete_lines(blocks: Iterator[bytes], where: str) -> Iterator[list[str]]:
             raise _too_long_error(where, line_no)
     if pending:
         yield split_lines(pending, where, line_no)
+
+
+class LinesInStep:
+    """A file's lines taken in step with another stream's: `take(n)` gives its next `n` lines, read in
+    blocks as they are needed; `finish()` checks that none is left. What `s2s translate --prefix`
+    reads beside its input, one line for each input line."""
+
+    def __init__(self, path: Path, option: str) -> None:
+        self.path, self.option = path, option
+        self._chunks = iter_line_chunks(path)
+        self._ahead: list[str] = []
+        self._given = 0  # lines taken so far
+
+    def take(self, n: int) -> list[str]:
+        while len(self._ahead) < n:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                raise DataError(
+                    f"{self.option} {self.path} has {self._given + len(self._ahead)} lines and the input "
+                    "more: give one line for each input line"
+                )
+            self._ahead += chunk
+        taken, self._ahead = self._ahead[:n], self._ahead[n:]
+        self._given += n
+        return taken
+
+    def finish(self) -> None:
+        """A `DataError` if lines are left over: the two files do not go together."""
+        if self._ahead or next(self._chunks, None):
+            raise DataError(
+                f"{self.option} {self.path} has more lines than the input's {self._given}: give one line "
+                "for each input line"
+            )

@@ -13,6 +13,7 @@ import torch
 
 from seq2seq.batching import pad, token_batches
 from seq2seq.config import DecodeConfig
+from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.reading import read
 from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
 from seq2seq.device import autocast
@@ -28,8 +29,10 @@ def decode_ids(
     dtype: torch.dtype | None = None,
     task: str = "translate",
     at_once: int = 0,
+    prefixes: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Hypothesis]]:
-    """Hypotheses for each source (token ids without <eos>), in input order.
+    """Hypotheses for each source (token ids without <eos>), in input order; with `prefixes` (target
+    ids, one sequence per source, empty for none) each output starts with its source's prefix.
 
     Sources are sorted by length into batches of about `max_tokens` source tokens, so little work is
     spent on padding; results are written back to their input positions. On a CPU, as many batches
@@ -47,10 +50,11 @@ def decode_ids(
     @torch.no_grad()
     def decode(batch: Sequence[int]) -> list[list[Hypothesis]]:
         src = pad([[*sources[i], EOS] for i in batch]).to(device)
+        prefix = Forced.of([prefixes[i] for i in batch], device) if prefixes else None
         with autocast(device, dtype):  # thread-local, like no_grad: set in the thread that decodes
             if task != "translate":  # a reader answers in one pass
                 return read(model, src)
-            return search(model, src, settings)
+            return search(model, src, settings, prefix)
 
     cores = torch.get_num_threads()
     workers = min(at_once or cores, cores, len(batches)) if device.type == "cpu" else 1

@@ -14,6 +14,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from seq2seq.decoding.prefix import Forced, force_beams, force_greedy, prefix_limits
 from seq2seq.models.encoder_decoder import DecoderCache, Memory
 from seq2seq.special import BOS, EOS, PAD
 
@@ -77,6 +78,14 @@ def length_normalizer(
 def max_output_lengths(src: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
     """(B,) longest output (in tokens, <eos> included) allowed for each source: a * |src| + b."""
     return output_limits((src != PAD).sum(1), settings, max_positions)
+
+
+def output_limits_of(
+    src: Tensor, settings: SearchSettings, max_positions: int, prefix: Forced | None
+) -> Tensor:
+    """`max_output_lengths`, made long enough for each sentence's prefix and an <eos>."""
+    limits = max_output_lengths(src, settings, max_positions)
+    return limits if prefix is None else prefix_limits(limits, prefix.lengths(), max_positions)
 
 
 def output_limits(source_tokens: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
@@ -153,11 +162,14 @@ def _ban_repeated_ngrams(logp: Tensor, prefix: Tensor, n: int) -> Tensor:
 
 
 @torch.no_grad()
-def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
-    """Most likely next token at each step, for a batch of sources `src` (B, S)."""
+def greedy_search(
+    model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None = None
+) -> list[list[Hypothesis]]:
+    """Most likely next token at each step, for a batch of sources `src` (B, S); each output starts
+    with its sentence's `prefix`, given instead of chosen (`decoding.prefix`)."""
     batch = src.size(0)
     memory = model.encode(src)
-    limits = max_output_lengths(src, settings, model.max_positions)
+    limits = output_limits_of(src, settings, model.max_positions, prefix)
     cache = model.new_cache() if settings.use_cache else None
     rows = torch.arange(batch, device=src.device)  # sentence id of each active row
     tokens = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)
@@ -175,6 +187,8 @@ def greedy_search(model: Decodable, src: Tensor, settings: SearchSettings) -> li
             best, token = _sample(logits.log_softmax(-1), settings, generator)  # (N,)
         else:
             best, token = (x.squeeze(1) for x in _best_log_probs(logits, 1))
+        if prefix is not None and t < prefix.steps:
+            best, token = force_greedy(best, token, prefix.at(t, rows))
         scores = scores + best
         out_tokens[rows, t] = token
         ended = token == EOS
@@ -219,8 +233,11 @@ def _strip(seq: list[int]) -> list[int]:
 
 
 @torch.no_grad()
-def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
-    """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S).
+def beam_search(
+    model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None = None
+) -> list[list[Hypothesis]]:
+    """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S),
+    each starting with its sentence's `prefix` (`decoding.prefix`).
 
     All B x K beams advance together as one (B*K)-row decode per step: the 2K best candidates, an
     <eos> among the first K finishes a hypothesis, the K best others live on (CTranslate2 and
@@ -237,7 +254,7 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
     """
     k = settings.beam
     batch, device = src.size(0), src.device
-    limits = max_output_lengths(src, settings, model.max_positions)
+    limits = output_limits_of(src, settings, model.max_positions, prefix)
     memory = model.encode(src)  # (B, S, D): the K beams of a sentence share its memory
     cache = model.new_cache() if settings.use_cache else None
     sent = torch.arange(batch, device=device)  # sentence id of each active block of K rows
@@ -256,6 +273,8 @@ def beam_search(model: Decodable, src: Tensor, settings: SearchSettings) -> list
         logits = _next_scores(model, tokens, memory, cache, t, forced, settings)
         # a sentence's 2K best candidates are among the 2K best tokens of each of its K beams
         row_logp, row_tokens = _best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
+        if prefix is not None and t < prefix.steps:
+            row_logp, row_tokens = force_beams(row_logp, row_tokens, prefix.at(t, sent), k)
         per_beam = row_logp.size(1)
         candidates = (scores.view(-1, 1) + row_logp).view(n, k * per_beam)
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2K)
@@ -317,10 +336,13 @@ def _finalize(
         finished[sid].append(Hypothesis(seq, score))
 
 
-def search(model: Decodable, src: Tensor, settings: SearchSettings) -> list[list[Hypothesis]]:
-    """Greedy (or sampling) for beam 1 with a single hypothesis, beam search otherwise."""
+def search(
+    model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None = None
+) -> list[list[Hypothesis]]:
+    """Greedy (or sampling) for beam 1 with a single hypothesis, beam search otherwise; each output
+    starts with its sentence's `prefix` when one is given."""
     if settings.sampling and (settings.beam > 1 or settings.nbest > 1):
         raise ValueError("sampling draws one hypothesis per source: use beam 1 and nbest 1")
     if settings.beam == 1 and settings.nbest == 1:
-        return greedy_search(model, src, settings)
-    return beam_search(model, src, settings)
+        return greedy_search(model, src, settings, prefix)
+    return beam_search(model, src, settings, prefix)

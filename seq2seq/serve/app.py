@@ -70,6 +70,11 @@ class TranslateRequest(BaseModel):
         description="A multilingual run: the language to translate into (one of /info's "
         "languages.targets, or any of its languages); default: the server's --to, or the only one.",
     )
+    prefix: list[str] | None = Field(
+        None,
+        description='Target prefixes, one per line of text ("" for none): each translation starts '
+        "with its prefix and goes on from it (interactive translation, autocompletion).",
+    )
 
 
 class HypothesisJSON(BaseModel):
@@ -179,7 +184,17 @@ def create_app(
         if request.nbest > 1 and task != "translate":
             raise ApiError(422, f"nbest: a {task} model gives one answer per line")
         check_lines(request.text, limits)
-        results = await answer(batcher.translate(request.text, search, language(request.to)))
+        if request.prefix is not None:
+            if task != "translate":
+                raise ApiError(422, f"prefix: a {task} model reads; it writes no translation to start")
+            if len(request.prefix) != len(request.text):
+                raise ApiError(
+                    422,
+                    f"prefix: {len(request.prefix)} for {len(request.text)} lines of text; give one per line",
+                )
+            check_lines(request.prefix, limits, field="prefix")
+        to = language(request.to)
+        results = await answer(batcher.translate(request.text, search, to, request.prefix))
         return TranslateResponse(
             translations=[r.texts[0] for r in results],
             scores=[r.scores[0] for r in results] if request.scores else None,

@@ -37,6 +37,7 @@ class TranslateJob:
     lines: Sequence[str]
     settings: SearchSettings
     to: str = ""
+    prefixes: Sequence[str] | None = None  # a target prefix per line ("" for none), or none at all
     future: Future = field(default_factory=Future)
 
 
@@ -92,10 +93,16 @@ class Batcher:
         if self._thread is not None:
             self._thread.join()
 
-    def translate(self, lines: Sequence[str], settings: SearchSettings, to: str = "") -> Future:
+    def translate(
+        self,
+        lines: Sequence[str],
+        settings: SearchSettings,
+        to: str = "",
+        prefixes: Sequence[str] | None = None,
+    ) -> Future:
         """A future of `list[Translation]`, one per line, in order, into language `to` (checked by the
-        caller: `SourceStart.language`)."""
-        return self._put(TranslateJob(list(lines), settings, to))
+        caller: `SourceStart.language`), each starting with its line's prefix when `prefixes` gives one."""
+        return self._put(TranslateJob(list(lines), settings, to, prefixes))
 
     def call(self, fn: Callable[[], Any], to: str = "") -> Future:
         """A future of `fn()`, run on the worker thread between batches, the model's sources starting
@@ -174,9 +181,12 @@ class Batcher:
         """Translate the lines of `jobs` in one call and hand each job its own slice of the result."""
         lines = [line for job in jobs for line in job.lines]
         log.debug("decoding %d lines of %d requests", len(lines), len(jobs))
+        forced = {}  # target prefixes, only when a request gives some
+        if any(job.prefixes is not None for job in jobs):
+            forced["prefixes"] = [p for job in jobs for p in job.prefixes or [""] * len(job.lines)]
         try:
             self._start(to)
-            results = self.translator.translate(lines, settings, self.max_tokens)
+            results = self.translator.translate(lines, settings, self.max_tokens, **forced)
         except Exception as e:  # a failed decode fails the requests in it, not the server
             log.exception("decoding a batch failed")
             for job in jobs:

@@ -67,7 +67,7 @@ def check_lines(lines: list[str], limits: Limits, field: str = "text") -> None:
             413, f"{field}: {len(lines)} lines; at most {limits.max_lines} per request (--max-lines)"
         )
     for i, line in enumerate(lines):
-        where = f"{field}[{i}]" if field == "text" and len(lines) > 1 else field
+        where = f"{field}[{i}]" if field in ("text", "prefix") and len(lines) > 1 else field
         if len(line) > limits.max_chars:
             raise ApiError(
                 413, f"{where}: {len(line)} characters; at most {limits.max_chars} per line (--max-chars)"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from seq2seq.data.compression import open_binary
-from seq2seq.data.textio import BLOCK, stream_line_chunks
+from seq2seq.data.textio import BLOCK, LinesInStep, stream_line_chunks
 from seq2seq.device import DTYPES
 from seq2seq.errors import DataError
 from seq2seq.files import OutputError, atomic_output, disk_error, output_mode
@@ -84,11 +84,12 @@ def translate_file(
     with_scores: bool,
     restart: bool,
     on_lines: Callable[[int], None],
+    prefixes: LinesInStep | None = None,
 ) -> int:
     """Translate INPUT into OUTPUT chunk by chunk, continuing a partial run with the same `settings`
-    (anything that changes a translation: run, weights, search, tag, format); returns the line it
-    continued after (0 for a fresh start). `on_lines` gets each chunk's line count, and the lines
-    skipped on resuming."""
+    (anything that changes a translation: run, weights, search, tag, format, the prefix file); returns
+    the line it continued after (0 for a fresh start). `on_lines` gets each chunk's line count, and the
+    lines skipped on resuming. With `prefixes`, each translation starts with its line of that file."""
     settings = json.loads(json.dumps(dict(settings)))  # as the record will read back: lists, not tuples
     partial, record = partial_paths(output)
     mode = output_mode(Path(os.path.realpath(output)))
@@ -103,9 +104,12 @@ def translate_file(
             log.warning("continuing %s after line %d (from %s)", output, resumed, partial)
         sink.truncate(progress.output_bytes)
         sink.seek(progress.output_bytes)
+        if prefixes is not None:
+            prefixes.take(progress.lines)  # those of the lines already translated
         for first, chunk, sha in _chunks_left(input, progress, on_lines):
+            forced = {} if prefixes is None else {"prefixes": prefixes.take(len(chunk))}
             results = translator.translate(
-                chunk, options.search, options.max_tokens, first, keep_unk, with_scores
+                chunk, options.search, options.max_tokens, first, keep_unk, with_scores, **forced
             )
             text = "".join(format_translation(result, with_scores) for result in results)
             _append(sink, text.encode("utf-8"), output)
@@ -113,6 +117,8 @@ def translate_file(
             with atomic_output(record) as f:
                 f.write(progress.to_json())
             on_lines(len(chunk))
+        if prefixes is not None:
+            prefixes.finish()  # before OUTPUT is replaced: a prefix file of other lines changes nothing
         os.chmod(partial, mode)  # the output's own permissions, once nothing more is written
         os.replace(partial, os.path.realpath(output))
         record.unlink(missing_ok=True)  # under the lock: a waiting command finds neither

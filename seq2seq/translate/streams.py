@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol, TextIO
 
-from seq2seq.data.textio import stream_line_chunks
+from seq2seq.data.textio import LinesInStep, stream_line_chunks
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import DataError
 from seq2seq.files import check_outputs
@@ -30,6 +30,7 @@ class LineTranslator(Protocol):
         first_line: int = 1,
         keep_unk: bool = False,
         scores: bool = True,
+        prefixes: Sequence[str] | None = None,
     ) -> list[Translation]: ...
 
 
@@ -84,15 +85,20 @@ def translate_stream(
     keep_unk: bool,
     with_scores: bool,
     on_chunk: Callable[[int], None],
+    prefixes: LinesInStep | None = None,
 ) -> None:
     """Translate SOURCE chunk by chunk into SINK, one line per input line, flushed after each chunk
-    (so a reader downstream sees lines as they decode); `on_chunk` gets each chunk's line count."""
+    (so a reader downstream sees lines as they decode); `on_chunk` gets each chunk's line count.
+    With `prefixes`, each translation starts with its line of that file (`--prefix`)."""
     done = 0
     for chunk in stream_line_chunks(source, source_name):
+        forced = {} if prefixes is None else {"prefixes": prefixes.take(len(chunk))}
         results = translator.translate(
-            chunk, options.search, options.max_tokens, done + 1, keep_unk, scores=with_scores
+            chunk, options.search, options.max_tokens, done + 1, keep_unk, scores=with_scores, **forced
         )
         sink.writelines(format_translation(result, with_scores) for result in results)
         sink.flush()
         done += len(chunk)
         on_chunk(len(chunk))
+    if prefixes is not None:
+        prefixes.finish()

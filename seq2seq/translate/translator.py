@@ -14,7 +14,7 @@ from torch import nn
 
 from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
-from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
+from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, load_tokenizers, tokenizer_checksums
 from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
@@ -80,6 +80,15 @@ def clip_sources(
         if len(source) > limit:
             log.warning("line %d has %d tokens; %s only the first %d", line, len(source), doing, limit)
             del source[limit:]
+
+
+def target_prefixes(tokenizer: Tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
+    """Each text's target ids (none for a blank one), cut to leave room for an <eos> within `limit`
+    output tokens: what `Translator.translate` forces each output to start with."""
+    prefixes = tokenizer.encode([text if text.strip() else "" for text in texts])
+    for prefix in prefixes:
+        del prefix[limit - 1 :]
+    return prefixes
 
 
 class Translator:
@@ -196,13 +205,18 @@ class Translator:
         decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype, self.task)
 
     def decode_ids(
-        self, sources: Sequence[Sequence[int]], settings: SearchSettings, max_tokens: int
+        self,
+        sources: Sequence[Sequence[int]],
+        settings: SearchSettings,
+        max_tokens: int,
+        prefixes: Sequence[Sequence[int]] | None = None,
     ) -> list[list[Hypothesis]]:
         """`decoding.bulk.decode_ids` of token-id sources with this model, its device and precision."""
         autocast_to = None if self.weights_cast else self.dtype
         return decode_ids(
-            self.model, sources, settings, max_tokens, self.device, autocast_to, self.task, self.at_once
-        )
+            self.model, sources, settings, max_tokens, self.device, autocast_to, self.task, self.at_once,
+            prefixes,
+        )  # fmt: skip
 
     @property
     def first_model(self) -> Model:
@@ -225,10 +239,12 @@ class Translator:
         first_line: int = 1,
         keep_unk: bool = False,
         scores: bool = True,
+        prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
         """One `Translation` per input line, in order; an empty line gives an empty translation.
         Every hypothesis is scored whatever `scores` says (the search needs the scores; CTranslate2's
-        greedy search does not, `CT2Translator.translate`).
+        greedy search does not, `CT2Translator.translate`). With `prefixes` (one per line, "" for
+        none) each translation starts with its line's prefix (`decoding.prefix`).
 
         `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
         """
@@ -239,7 +255,10 @@ class Translator:
             [*self.source_prefix, *ids] for ids in self.tokenizers.src.encode([lines[i] for i in todo])
         ]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
-        hyps = self.decode_ids(sources, settings, max_tokens)
+        forced = None
+        if prefixes is not None:
+            forced = target_prefixes(self.tokenizers.tgt, [prefixes[i] for i in todo], self.max_source_tokens)
+        hyps = self.decode_ids(sources, settings, max_tokens, forced)
         out = blank_translations(len(lines), settings.nbest)
         for i, nbest in zip(todo, hyps):
             texts = self.tokenizers.tgt.decode([h.tokens for h in nbest], keep_unk)

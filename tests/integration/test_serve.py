@@ -255,3 +255,34 @@ def test_an_empty_request_and_blank_lines_get_empty_answers_as_the_cli_gives(cli
         "scores": [0.0] * len(text),
         "nbest": [[{"text": "", "score": 0.0}] * 2 for _ in text],
     }
+
+
+def test_target_prefixes_start_the_translations_as_translate_gives_them(client, translator):
+    """One prefix per line ("" for none): each answer is what `Translator.translate` gives with those
+    prefixes; lines without a prefix get their usual translation."""
+    lines = ["red cat runs", "the big dog sleeps", "blue bird"]
+    words = [translation.split() for translation in cli_free(client, lines)]
+    prefixes = [" ".join(words[0][:1]), "", "TREE"]
+    body = client.post("/translate", json={"text": lines, "prefix": prefixes, "scores": True}).json()
+    settings = translator.options(DecodeOverrides(max_tokens=200)).search
+    expected = translator.translate(lines, settings, 200, prefixes=prefixes)
+    assert body["translations"] == [r.texts[0] for r in expected]
+    assert body["scores"] == pytest.approx([r.scores[0] for r in expected], abs=1e-4)
+    assert body["translations"][1] == cli_free(client, lines[1:2])[0]
+    assert body["translations"][2].startswith("TREE")
+
+
+def cli_free(client: TestClient, lines: list[str]) -> list[str]:
+    return client.post("/translate", json={"text": lines}).json()["translations"]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "message"),
+    [
+        (["a"], "prefix: 1 for 2 lines of text; give one per line"),
+        (["a", "b\nc"], "prefix[1]: holds a line break"),
+    ],
+)
+def test_a_prefix_per_line_or_a_422(client, prefix, message):
+    response = client.post("/translate", json={"text": ["red", "cat"], "prefix": prefix})
+    assert response.status_code == 422 and message in response.json()["error"]

@@ -264,7 +264,9 @@ def test_length_limits_can_be_set_on_the_command_line(tiny_run, tmp_path, monkey
     run = tiny_run.run
     seen = []
     real_search = bulk.search
-    monkeypatch.setattr(bulk, "search", lambda m, src, s: seen.append(s) or real_search(m, src, s))
+    monkeypatch.setattr(
+        bulk, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
+    )
     src = tmp_path / "src.txt"
     src.write_text("red cat\n")
     # fp32: no `auto` probe, whose own decoding would show up in `seen`

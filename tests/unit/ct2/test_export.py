@@ -15,12 +15,15 @@ from seq2seq.batching import pad
 from seq2seq.config import ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.search import (
+    Hypothesis,
     SearchSettings,
     beam_search,
     greedy_search,
     max_output_lengths,
 )
+from seq2seq.decoding.search import search as search_for
 from seq2seq.models.build import build_model
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import DecodeOverrides
@@ -98,6 +101,18 @@ def under_trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) ->
     return get
 
 
+def agreeing_beams(ours: list[list[Hypothesis]], theirs: list[list[Hypothesis]]) -> list[int]:
+    """Beam search's rule between the engines: CTranslate2's best never scores above s2s's (s2s stops
+    later), and where both found the same tokens they give one score. The rows where they did."""
+    same = []
+    for row, ((mine,), (found,)) in enumerate(zip(ours, theirs)):
+        assert mine.score >= found.score - SCORE_TOLERANCE, (mine, found)
+        if mine.tokens == found.tokens:
+            same.append(row)
+            assert mine.score == pytest.approx(found.score, abs=SCORE_TOLERANCE)
+    return same
+
+
 @pytest.mark.parametrize("settings", GREEDY_SETTINGS, ids=["limits", "min_len", "short", "no_repeat"])
 @pytest.mark.parametrize("kind", UNDER_TRAINED)
 def test_greedy_search_of_the_export_is_s2s_greedy_search(under_trained, tiny_run, kind, settings):
@@ -123,12 +138,7 @@ def test_beam_search_of_the_export_finds_what_s2s_finds_or_less(under_trained, t
     src = pad([[*ids, EOS] for ids in theirs.tokenizers.src.encode(lines)])
     ours = beam_search(model, src, settings)
     got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
-    same = 0
-    for (mine,), (found,) in zip(ours, got):
-        assert mine.score >= found.score - SCORE_TOLERANCE, (mine, found)
-        if mine.tokens == found.tokens:
-            same += 1
-            assert mine.score == pytest.approx(found.score, abs=SCORE_TOLERANCE)
+    same = len(agreeing_beams(ours, got))
     assert same >= len(lines) // 2, f"only {same} of {len(lines)} translations agree"
 
 
@@ -147,13 +157,38 @@ def test_beam_scores_of_the_export_are_s2s_scores_where_hypotheses_end_by_choice
     limits = max_output_lengths(src, settings, ours.model.max_positions).tolist()
     mine = beam_search(ours.model, src, settings)
     got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
-    by_choice = 0
-    for (best,), (found,), limit in zip(mine, got, limits):
-        assert best.score >= found.score - SCORE_TOLERANCE, (best, found)
-        if best.tokens == found.tokens and len(best.tokens) < limit - 1:
-            by_choice += 1
-            assert best.score == pytest.approx(found.score, abs=SCORE_TOLERANCE)
+    by_choice = sum(len(mine[row][0].tokens) < limits[row] - 1 for row in agreeing_beams(mine, got))
     assert by_choice >= len(lines) // 4, f"only {by_choice} of {len(lines)} agree and end by choice"
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_target_prefixes_decode_as_ctranslate2_s_target_prefix(trained, beam):
+    """Each output starts with its prefix in both engines; greedy gives s2s's tokens wherever its
+    choice after the prefix is clear, and its scores (the tokens after the prefix, over the steps with
+    the prefix's counted); beam search CTranslate2's translation unless s2s's scores higher."""
+    run, export = trained
+    data = run.parent / "data"
+    lines = read_lines(data / "valid.src") + read_lines(data / "train.src")[:40]
+    ours = Translator.load(run, ["best"], Placement("cpu", "fp32"))
+    theirs = CT2Translator.load(export, Placement("cpu"))
+    references = read_lines(data / "valid.tgt") + read_lines(data / "train.tgt")[:40]
+    prefixes = [ids[: i % 3] for i, ids in enumerate(ours.tokenizers.tgt.encode(references))]
+    settings = SearchSettings(beam=beam, nbest=1, length_norm="power", length_penalty=1.0)
+    src = pad([[*ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
+    mine = search_for(ours.model, src, settings, Forced.of(prefixes, torch.device("cpu")))
+    pieces = [ours.tokenizers.tgt.id_pieces(p) for p in prefixes]
+    got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500, prefixes=pieces)
+    for (best,), (found,), prefix in zip(mine, got, prefixes):
+        assert best.tokens[: len(prefix)] == found.tokens[: len(prefix)] == prefix
+    if beam == 1:
+        margins = greedy_margins(ours.model, src, mine, settings)
+        for lead, prefix in zip(margins, prefixes):
+            lead[: len(prefix)] = [math.inf] * len(prefix)  # given, not chosen
+        clear = assert_same_greedy(mine, got, margins, MARGIN, SCORE_TOLERANCE)
+        assert clear >= len(lines) // 2, f"only {clear} sentences without a close call"
+        return
+    same = len(agreeing_beams(mine, got))
+    assert same >= len(lines) // 2, f"only {same} of {len(lines)} translations agree"
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])

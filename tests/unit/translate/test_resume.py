@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from seq2seq.config import DecodeConfig
+from seq2seq.data.textio import LinesInStep
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.translate import resume
 from seq2seq.translate.options import DecodeOverrides, decode_options
@@ -255,3 +256,47 @@ def test_the_recorded_precision_is_what_the_interrupted_command_ran_at(tmp_path,
         text = record if isinstance(record, str) else json.dumps(record)
         resume.partial_paths(out)[1].write_text(text, encoding="utf-8")
     assert resume.recorded_precision(out) == precision
+
+
+class PrefixEngine(FakeEngine):
+    """FakeEngine that writes each line's prefix, then the reversed line."""
+
+    def translate(
+        self, lines, settings, max_tokens, first_line=1, keep_unk=False, scores=True, prefixes=None
+    ):
+        plain = super().translate(lines, settings, max_tokens, first_line, keep_unk, scores)
+        return [Translation([f"{p}|{t.texts[0]}"], t.scores) for p, t in zip(prefixes, plain)]
+
+
+@pytest.mark.parametrize("die_at", [1, 3])
+def test_a_resumed_run_takes_up_its_prefixes_at_the_line_it_continues_from(tmp_path, die_at):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    prefixes = tmp_path / "prefixes.txt"
+    prefixes.write_text("".join(f"p{i}\n" for i in range(1, 31)), encoding="utf-8")
+
+    def go(engine):
+        return resume.translate_file(
+            engine, OPTIONS, source, out, SETTINGS, False, False, False, lambda n: None,
+            LinesInStep(prefixes, "--prefix"),
+        )  # fmt: skip
+
+    with pytest.raises(Killed):
+        go(PrefixEngine(die_at))
+    assert go(PrefixEngine()) == CHUNK * (die_at - 1)
+    lines = source.read_text(encoding="utf-8").splitlines()
+    assert out.read_text(encoding="utf-8") == "".join(
+        f"p{i}|{line[::-1]}\n" for i, line in enumerate(lines, 1)
+    )
+
+
+def test_a_prefix_file_of_other_lines_leaves_the_output_unwritten(tmp_path):
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    for count in (29, 31):
+        prefixes = tmp_path / f"prefixes{count}.txt"
+        prefixes.write_text("p\n" * count, encoding="utf-8")
+        with pytest.raises(DataError, match="give one line for each input line"):
+            resume.translate_file(
+                PrefixEngine(), OPTIONS, source, out, SETTINGS, False, False, True, lambda n: None,
+                LinesInStep(prefixes, "--prefix"),
+            )  # fmt: skip
+        assert not out.exists()
