@@ -268,11 +268,11 @@ def translate(
                 engine,
                 translator.identity(),
                 options,
-                to=translator.starts.to,
+                to=translator.starts.to or None,  # None: as a record made before --to existed
                 tag=tag,
                 keep_unk=keep_unk,
                 scores=with_scores,
-                prefix=file_stamps([prefix]) if prefix else None,
+                prefix=file_stamps([prefix]) if prefix else None,  # None: as before --prefix
             )
             with tqdm(unit=" lines", file=sys.stderr) as bar:
                 resume.translate_file(

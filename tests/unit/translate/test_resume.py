@@ -300,3 +300,13 @@ def test_a_prefix_file_of_other_lines_leaves_the_output_unwritten(tmp_path):
                 LinesInStep(prefixes, "--prefix"),
             )  # fmt: skip
         assert not out.exists()
+
+
+def test_a_record_made_before_a_setting_existed_continues_where_it_is_unused(tmp_path):
+    """`s2s translate` gives a setting it has added since (--to, --prefix) as None when unused: a
+    partial run an older s2s recorded without that key continues."""
+    source, out = corpus(tmp_path / "mono.txt"), tmp_path / "out.txt"
+    with pytest.raises(Killed):
+        run(FakeEngine(3), source, out)
+    assert run(FakeEngine(), source, out, settings={**SETTINGS, "to": None, "prefix": None}) == 2 * CHUNK
+    assert out.read_text(encoding="utf-8") == expected(source)
