@@ -66,7 +66,7 @@ class CorpusConfig:
     @property
     def direction(self) -> str:
         """`de-en` for a corpus of a multilingual run, "" for a bilingual run's."""
-        return f"{self.src_lang}-{self.tgt_lang}" if self.src_lang or self.tgt_lang else ""
+        return direction_of(self.src_lang, self.tgt_lang)
 
     def files(self) -> dict[str, str]:
         """Its text files by role: {"src": ..., "tgt": ...} or {"tsv": ...}."""
@@ -121,7 +121,8 @@ class ValidConfig:
 
     @property
     def direction(self) -> str:
-        return f"{self.src_lang}-{self.tgt_lang}" if self.src_lang or self.tgt_lang else ""
+        """`de-en`: the direction it validates."""
+        return direction_of(self.src_lang, self.tgt_lang)
 
     def problems(self, where: str, languages: list[str]) -> list[str]:
         return broken(
@@ -288,6 +289,11 @@ class DataConfig:
     def validation_sets(self) -> tuple[ValidConfig, ...]:
         """What training validates: a multilingual run's `valid`, or the one pair of files (no direction)."""
         return self.valid if self.multilingual else (ValidConfig(self.valid_src, self.valid_tgt),)
+
+
+def direction_of(src_lang: str, tgt_lang: str) -> str:
+    """`de-en` from its two language codes; "" when neither is named (a bilingual run)."""
+    return f"{src_lang}-{tgt_lang}" if src_lang or tgt_lang else ""
 
 
 def languages_of(corpora: Sequence[CorpusConfig]) -> list[str]:

@@ -36,12 +36,16 @@ class ValidSet:
 @dataclass
 class ValidResult:
     loss: float  # per-token negative log-likelihood (no label smoothing)
-    ppl: float
     bleu: float | None = None
     bleu_signature: str | None = None
     accuracy: float | None = None  # a reader's: labels (classify) or tags (tag) predicted right, in %
     samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
     directions: dict[str, ValidResult] = field(default_factory=dict)  # a multilingual run's, each alone
+
+    @property
+    def ppl(self) -> float:
+        """The perplexity of `loss` (capped at e^50: a diverged model's loss is no number to exp)."""
+        return math.exp(min(self.loss, 50.0))
 
     def of(self, direction: str) -> ValidResult:
         """The result of one direction ("": the whole result, the mean over directions)."""
@@ -118,7 +122,7 @@ def validate(
     was_training = model.training
     model.eval()
     loss = validation_loss(model, valid.data, cfg.max_tokens, device, dtype)
-    result = ValidResult(loss=loss, ppl=math.exp(min(loss, 50.0)))
+    result = ValidResult(loss=loss)
     if valid.data.task != "translate":
         result.accuracy = validation_accuracy(model, valid.data, cfg.max_tokens, device, dtype)
     elif cfg.valid_bleu:
@@ -158,11 +162,9 @@ def validate_sets(
     if len(sets) == 1 and not sets[0].direction:
         return validate(model, sets[0], tokenizers, cfg, decode, device, dtype)
     each = {v.direction: validate(model, v, tokenizers, cfg, decode, device, dtype) for v in sets}
-    loss = sum(r.loss for r in each.values()) / len(each)
     bleus = [r.bleu for r in each.values()]
     return ValidResult(
-        loss=loss,
-        ppl=math.exp(min(loss, 50.0)),
+        loss=sum(r.loss for r in each.values()) / len(each),
         bleu=sum(bleus) / len(bleus) if None not in bleus else None,
         bleu_signature=next(iter(each.values())).bleu_signature,
         samples=[sample for r in each.values() for sample in r.samples[:1]],
