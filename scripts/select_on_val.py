@@ -3,8 +3,10 @@
 
     python -m scripts.select_on_val RUN_DIR/eval          # choose: writes selection.json, val_table.txt
     python -m scripts.select_on_val RUN_DIR/eval --show   # the recorded choice
+    python -m scripts.select_on_val --mean OUT DIR...     # one choice for several directions' records:
+                                                          # the best mean BLEU, written into OUT
 
-Both print `CHECKPOINT LENGTH_PENALTY VAL_BLEU` (what the shell scripts read). selection.json is the
+All print `CHECKPOINT LENGTH_PENALTY VAL_BLEU` (what the shell scripts read). selection.json is the
 one format the scripts share: {"checkpoint", "beam", "length_penalty", "val_bleu", "val_record"}.
 """
 
@@ -65,6 +67,46 @@ def choose(folder: Path) -> dict:
     return rows[0]
 
 
+def choose_mean(out: Path, folders: list[Path]) -> dict:
+    """The settings with the best mean BLEU over FOLDERS (one per direction, each holding the same
+    candidates), recorded in OUT/selection.json beside a table of all of them."""
+    by_folder = [{(row["checkpoint"], row["length_penalty"]): row for row in candidates(f)} for f in folders]
+    settings = set(by_folder[0])
+    for folder, rows in zip(folders, by_folder):
+        if set(rows) != settings:
+            fail(
+                f"{folder} holds other candidates than {folders[0]}: decode the same ones for every direction"
+            )
+    means = []
+    for checkpoint, lp in settings:
+        scores = {f.name: rows[checkpoint, lp]["val_bleu"] for f, rows in zip(folders, by_folder)}
+        mean = round(sum(scores.values()) / len(scores), 2)
+        means.append(
+            {
+                "checkpoint": checkpoint,
+                "beam": BEAM,
+                "length_penalty": lp,
+                "val_bleu": mean,
+                "val_record": [
+                    str(f / rows[checkpoint, lp]["val_record"]) for f, rows in zip(folders, by_folder)
+                ],
+                "val_bleu_by_direction": scores,
+            }
+        )
+    means.sort(key=lambda row: (row["val_bleu"], row["checkpoint"], row["length_penalty"]), reverse=True)
+    table = "".join(
+        f"mean val BLEU {row['val_bleu']:6.2f}  checkpoint {row['checkpoint']:9s} beam {row['beam']}  "
+        f"length penalty {row['length_penalty']}  "
+        + "  ".join(f"{name} {score:.2f}" for name, score in row["val_bleu_by_direction"].items())
+        + "\n"
+        for row in means
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "val_table.txt", table)
+    write_text(out / RECORD, json.dumps(means[0], indent=1) + "\n")
+    return means[0]
+
+
 def recorded(folder: Path) -> dict:
     """The choice that `choose` recorded in FOLDER."""
     path = folder / RECORD
@@ -86,10 +128,13 @@ def fail(message: str) -> NoReturn:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] != "--show"):
-        fail("usage: python -m scripts.select_on_val EVAL_DIR [--show]")
-    folder = Path(argv[0])
-    row = recorded(folder) if len(argv) == 2 else choose(folder)
+    if argv[:1] == ["--mean"] and len(argv) >= 3:
+        row = choose_mean(Path(argv[1]), [Path(folder) for folder in argv[2:]])
+    elif len(argv) in (1, 2) and argv[1:] in ([], ["--show"]):
+        folder = Path(argv[0])
+        row = recorded(folder) if len(argv) == 2 else choose(folder)
+    else:
+        fail("usage: python -m scripts.select_on_val EVAL_DIR [--show] | --mean OUT_DIR EVAL_DIR...")
     print(row["checkpoint"], row["length_penalty"], row["val_bleu"])
 
 

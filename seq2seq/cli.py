@@ -221,6 +221,7 @@ def translate(
     engine: opt.Engine = "s2s",
     tag: opt.Tag = "",
     to: opt.To = "",
+    pivot: opt.Pivot = "",
     prefix: opt.Prefix = None,
     restart: opt.Restart = False,
     verbose: opt.Verbose = False,
@@ -231,6 +232,7 @@ def translate(
     continues where it stopped when the same command is given again."""
     from seq2seq.translate import resume
     from seq2seq.translate.options import DecodeOverrides
+    from seq2seq.translate.pivot import Pivoted
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.streams import check_std_streams, translate_stream
     from seq2seq.translate.translator import file_stamps
@@ -260,6 +262,7 @@ def translate(
         translator.start_sources(to, tag)
         if prefixes is not None and translator.task != "translate":
             raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
+        lines = Pivoted(translator, pivot) if pivot else translator  # what turns source lines into output
         with_scores = scores or nbest > 1
         if resumes:
             assert input is not None and output is not None
@@ -273,10 +276,11 @@ def translate(
                 keep_unk=keep_unk,
                 scores=with_scores,
                 prefix=file_stamps([prefix]) if prefix else None,  # None: as before --prefix
+                pivot=pivot or None,  # None: as before --pivot
             )
             with tqdm(unit=" lines", file=sys.stderr) as bar:
                 resume.translate_file(
-                    translator, options, input, output, settings, keep_unk, with_scores, restart, bar.update,
+                    lines, options, input, output, settings, keep_unk, with_scores, restart, bar.update,
                     prefixes,
                 )  # fmt: skip
             return
@@ -286,7 +290,7 @@ def translate(
             sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
             bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
             translate_stream(
-                translator, options, source, str(input or "stdin"), sink, keep_unk, with_scores, bar.update,
+                lines, options, source, str(input or "stdin"), sink, keep_unk, with_scores, bar.update,
                 prefixes,
             )  # fmt: skip
 
@@ -388,6 +392,7 @@ def evaluate(
     quantize: opt.Quantize = None,
     tag: opt.Tag = "",
     to: opt.To = "",
+    pivot: opt.Pivot = "",
     verbose: opt.Verbose = False,
 ) -> None:
     """Score translations with sacreBLEU (BLEU, chrF, TER): given ones (--hyp), or RUN_DIR's of --src.
@@ -409,7 +414,7 @@ def evaluate(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        plan = plan_evaluation(files, task, asked, tag, to)
+        plan = plan_evaluation(files, task, asked, tag, to, pivot)
         metrics = MetricOptions(tokenize, lowercase, chrf_plus)
         result, translator = run_evaluation(plan, metrics, Placement(device, precision, quantize), bootstrap)
         typer.echo(format_table(result))

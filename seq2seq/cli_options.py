@@ -64,6 +64,14 @@ To = Annotated[
         help="A multilingual run: the language to translate into (a code it was trained with, e.g. fr).",
     ),
 ]
+Pivot = Annotated[
+    str,
+    Option(
+        "--pivot",
+        help="A multilingual run: translate into this language first (e.g. en), then from it into --to "
+        "(for a direction it never trained).",
+    ),
+]
 Prefix = Annotated[
     Path | None,
     Option(

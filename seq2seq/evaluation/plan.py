@@ -19,6 +19,7 @@ from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_fi
 from seq2seq.files import check_outputs, write_text
 from seq2seq.rundir import RunDir
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator, run_inputs
 
@@ -48,10 +49,16 @@ class EvaluationPlan:
     decoding: DecodeOptions  # how --src is translated (when it is)
     tag: str = ""  # a control token put before every source (`Translator.start_sources`), or none
     to: str = ""  # a multilingual run's target language (`--to`)
+    pivot: str = ""  # the language it translates through (`--pivot`), or none
 
 
 def plan_evaluation(
-    files: EvaluateFiles, task: str | None, asked: DecodeOverrides, tag: str = "", to: str = ""
+    files: EvaluateFiles,
+    task: str | None,
+    asked: DecodeOverrides,
+    tag: str = "",
+    to: str = "",
+    pivot: str = "",
 ) -> EvaluationPlan:
     """Check the mode and the outputs, and decide the task, reading the run's config once.
 
@@ -60,8 +67,9 @@ def plan_evaluation(
     run = check_evaluate_mode(files)
     if tag and files.hyps:
         raise EvaluateError("--tag starts the sources RUN_DIR translates; --hyp files are already translated")
-    if to and files.hyps:
-        raise EvaluateError("--to chooses what RUN_DIR translates into; --hyp files are already translated")
+    if (to or pivot) and files.hyps:
+        option = "--to" if to else "--pivot"
+        raise EvaluateError(f"{option} chooses how RUN_DIR translates; --hyp files are already translated")
     decoding = decode_options(asked, run.decode if run is not None else DecodeConfig())
     if not files.hyps:
         files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
@@ -75,7 +83,7 @@ def plan_evaluation(
             **run_inputs(files.run_dir, decoding.checkpoints),
         },
     )
-    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding, tag, to)
+    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding, tag, to, pivot)
 
 
 def check_evaluate_mode(files: EvaluateFiles) -> Config | None:
@@ -134,18 +142,22 @@ def run_evaluation(
     assert files.run_dir is not None and source is not None and files.out is not None  # the plan's rules
     translator = Translator.load(files.run_dir, plan.decoding.checkpoints, placement)
     translator.start_sources(plan.to, plan.tag)
-    decode = translate_timed(translator, source, files.out, plan.decoding)
+    decode = translate_timed(translator, source, files.out, plan.decoding, plan.pivot)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
-    return evaluate_files([files.out], references, options, source, samples, made_by), translator
+    result = evaluate_files([files.out], references, options, source, samples, made_by)
+    # the report's attention maps show one direct translation; a pivoted one is two
+    return result, None if plan.pivot else translator
 
 
 def translate_timed(
-    translator: Translator, source: TextFile, out: Path, decoding: DecodeOptions
+    translator: Translator, source: TextFile, out: Path, decoding: DecodeOptions, pivot: str = ""
 ) -> DecodeRun:
-    """Translate every line of `source` into `out`, timing the translation alone (for the record)."""
+    """Translate every line of `source` into `out` (through the language `pivot`, if one is named),
+    timing the translation alone (for the record)."""
+    lines = Pivoted(translator, pivot) if pivot else translator
     start = time.perf_counter()
-    texts = [t.texts[0] for t in translator.translate(source.lines, decoding.search, decoding.max_tokens)]
+    texts = [t.texts[0] for t in lines.translate(source.lines, decoding.search, decoding.max_tokens)]
     seconds = time.perf_counter() - start
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, "".join(f"{t}\n" for t in texts))
@@ -158,6 +170,7 @@ def translate_timed(
             "quantize": translator.quantize,
             "tag": translator.starts.tag,
             **({"to": translator.starts.to} if translator.starts.to else {}),  # a multilingual run's
+            **({"pivot": pivot} if pivot else {}),
         },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),

@@ -92,3 +92,68 @@ def test_the_ctranslate2_export_reads_the_language_token_as_s2s_does(multilingua
         margins = greedy_margins(ours.model, src, mine, settings)
         clear = assert_same_greedy(mine, got, margins, MARGIN, SCORE_TOLERANCE)
         assert clear >= len(lines) // 2, f"{to}: only {clear} sentences without a close call"
+
+
+@pytest.mark.parametrize("search", [("--beam", "1"), ("--beam", "2", "--nbest", "2")])
+def test_pivoting_is_the_translation_into_the_pivot_translated_on(multilingual_run, tmp_path, search):
+    """`--to en --pivot de` gives what `--to de`'s best translations give translated `--to en`: the
+    first leg's best hypothesis only, the answer's n-best and scores the second leg's; stdin and the
+    resumable -i/-o path alike (fp32: `auto` times its choice, which may differ between commands)."""
+    lines = read_lines(multilingual_run.data / "valid.src")[:8]
+    lines[3] = ""  # an empty line stays empty through both legs
+    fp32 = ("--precision", "fp32")
+    middle = [
+        t.split("\t")[0] for t in cli_translate(multilingual_run.run, lines, "--to", "de", *fp32, *search[:2])
+    ]
+    expected = cli_translate(multilingual_run.run, middle, "--to", "en", *fp32, *search, "--scores")
+    pivoted = cli_translate(
+        multilingual_run.run, lines, "--to", "en", "--pivot", "de", *fp32, *search, "--scores"
+    )
+    assert pivoted == expected
+    source, out = tmp_path / "source.txt", tmp_path / "out.txt"
+    source.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    result = run_cli(
+        "translate", str(multilingual_run.run), "--device", "cpu", "--to", "en", "--pivot", "de", *fp32,
+        *search, "--scores", "-i", str(source), "-o", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8").splitlines() == expected
+
+
+def test_evaluate_scores_the_pivoted_translation_and_records_the_pivot(multilingual_run, tmp_path):
+    data = multilingual_run.data
+    record, hyp = tmp_path / "eval.json", tmp_path / "hyp.txt"
+    result = run_cli(
+        "evaluate", str(multilingual_run.run), "--device", "cpu", "--precision", "fp32", "--to", "en",
+        "--pivot", "de", "--src", str(data / "valid.src"), "--ref", str(data / "valid.tgt"),
+        "--out", str(hyp), "--json", str(record),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(record.read_text())["decode"]["pivot"] == "de"
+    lines = read_lines(data / "valid.src")
+    assert hyp.read_text(encoding="utf-8").splitlines() == cli_translate(
+        multilingual_run.run, lines, "--to", "en", "--pivot", "de", "--precision", "fp32"
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--to", "en", "--pivot", "en"), "--pivot en is the target language itself: leave --pivot out"),
+        (("--to", "en", "--pivot", "fr"), "--pivot fr: not a language of this run (its languages: de, en)"),
+        (("--pivot", "de"), "this run translates into de, en: choose one with --to"),
+    ],
+)
+def test_a_pivot_that_cannot_be_is_refused(multilingual_run, args, message):
+    refused = run_cli("translate", str(multilingual_run.run), "--device", "cpu", *args, input="red cat\n")
+    assert refused.exit_code == 2 and message in refused.output
+
+
+def test_a_bilingual_run_refuses_a_pivot(tiny_run, tmp_path):
+    data = tiny_run.data
+    refused = run_cli("translate", str(tiny_run.run), "--device", "cpu", "--pivot", "en", input="red\n")
+    assert refused.exit_code == 2 and "translates one direction; leave --pivot out" in refused.output
+    scored = run_cli(
+        "evaluate", "--hyp", str(data / "valid.tgt"), "--ref", str(data / "valid.tgt"), "--pivot", "en"
+    )
+    assert scored.exit_code == 2 and "--hyp files are already translated" in scored.output

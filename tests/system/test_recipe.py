@@ -61,3 +61,21 @@ def test_recipe_smoke_run(tmp_path, recipe):
     )
     assert out.exit_code == 0, out.output
     assert out.stdout.count("\n") == 3 and out.stdout.split("\n")[1] == "", out.stdout
+
+
+def test_the_fetch_script_takes_the_languages_asked_for_and_refuses_others(tmp_path):
+    def fetch(langs: str, out: Path) -> subprocess.CompletedProcess[str]:
+        command = ["bash", "scripts/fetch_multi30k.sh", "--from", str(CORPUS), "--out", str(out), "--langs", langs]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+
+    done = fetch("de,en,fr,cs", tmp_path / "all")
+    assert done.returncode == 0, done.stderr
+    splits = {"train": 29000, "val": 1014, "test_2016_flickr": 1000}
+    expected = {f"{split}.{lang}" for split in splits for lang in ("de", "en", "fr", "cs")}
+    assert {p.name for p in (tmp_path / "all").iterdir()} == expected
+    for name in expected:  # parallel line by line across the languages
+        lines = (tmp_path / "all" / name).read_text(encoding="utf-8").splitlines()
+        assert len(lines) == splits[name.rsplit(".", 1)[0]], name
+    refused = fetch("de,xx", tmp_path / "none")
+    assert refused.returncode == 2 and "has de, en, fr and cs, not 'xx'" in refused.stderr
+    assert not (tmp_path / "none").exists()

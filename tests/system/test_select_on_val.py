@@ -49,3 +49,31 @@ def test_a_folder_without_val_records_is_refused_and_left_as_it_was(tmp_path):
         assert refused.returncode == 2
         assert refused.stderr.startswith("error: ") and "Traceback" not in refused.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_several_directions_share_the_setting_best_on_their_mean_not_the_best_of_one(tmp_path):
+    # de-en is best with (best, 0.6); the mean over both directions is best with (averaged, 1.0)
+    scores = {
+        "de-en": {("best", "0.6"): 40.0, ("averaged", "1.0"): 38.0},
+        "en-de": {("best", "0.6"): 30.0, ("averaged", "1.0"): 33.0},
+    }
+    folders = []
+    for direction, rows in scores.items():
+        folders.append(tmp_path / direction)
+        folders[-1].mkdir()
+        for (checkpoint, lp), bleu in rows.items():
+            val_record(folders[-1], checkpoint, lp, bleu)
+    chosen = select("--mean", tmp_path, *folders)
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.split() == ["averaged", "1.0", "35.5"]
+    assert select(tmp_path, "--show").stdout == chosen.stdout
+    assert recorded(tmp_path)["val_bleu_by_direction"] == {"de-en": 38.0, "en-de": 33.0}
+
+
+def test_directions_decoded_with_different_candidates_are_refused(tmp_path):
+    for direction, lp in (("de-en", "0.6"), ("en-de", "1.0")):
+        (tmp_path / direction).mkdir()
+        val_record(tmp_path / direction, "best", lp, 30.0)
+    refused = select("--mean", tmp_path, tmp_path / "de-en", tmp_path / "en-de")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: ")
+    assert not (tmp_path / "selection.json").exists()

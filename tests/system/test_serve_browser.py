@@ -113,9 +113,32 @@ def test_ctrl_enter_translates_and_the_attention_of_a_line_is_drawn(browser_page
     assert problems == []
 
 
+def test_the_prefix_box_starts_the_translations_as_translate_prefix_does(browser_page, served_run, tmp_path):
+    page, problems = browser_page
+    lines, prefixes = ["red cat runs", "the big dog sleeps", "blue bird eats"], ["the red", ""]
+    page.get_by_label("Source text").fill("\n".join(lines))
+    page.get_by_text("Start the translations with given words").click()
+    page.get_by_label("Target prefixes").fill("\n".join(prefixes))  # the last line gets none
+    page.get_by_role("button", name="Translate").click()
+    translations = page.locator("#output > li > .translation")
+    expect = sync_api.expect
+    expect(translations.first).to_contain_text("the red")
+    given = tmp_path / "prefixes.txt"
+    given.write_text("the red\n\n\n", encoding="utf-8")
+    # text_content: the page keeps what the model wrote, spaces included (inner text collapses them)
+    assert translations.all_text_contents() == cli_translate(served_run, lines, "--prefix", str(given))
+    page.get_by_label("Target prefixes").fill("\n".join(["a"] * 4))
+    page.get_by_role("button", name="Translate").click()
+    expect(page.get_by_role("alert")).to_contain_text("4 target prefixes for 3 source lines")
+    page.get_by_label("Target prefixes").fill("")
+    assert problems == []
+
+
 def test_errors_are_shown_and_every_control_has_a_label(browser_page):
     page, problems = browser_page
-    for label in ("Source text (src), one sentence per line", "Beam", "Alternatives"):
+    labels = ("Source text (src), one sentence per line", "Beam", "Alternatives")
+    labels += ("Target prefixes, one per source line (an empty line: none)",)
+    for label in labels:
         assert page.get_by_label(label, exact=True).count() == 1, label
     page.get_by_label("Source text").fill("\n".join(["red"] * 101))
     page.get_by_role("button", name="Translate").click()

@@ -1,0 +1,63 @@
+"""The multilingual table (docs/multilingual.md), from what scripts/multi30k_multilingual_eval.sh
+wrote into RUNS: test_2016 BLEU (val BLEU in brackets) of the six bilingual runs, each with its own
+choice on val, and of the six-direction run with its one choice, zero-shot fr->de with and without
+pivoting through English; and each run's training steps.
+
+    python -m scripts.multilingual_table runs/ml
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from scripts.select_on_val import bleu, recorded
+
+DIRECTIONS = ("de-en", "fr-en", "cs-en", "en-de", "en-fr", "en-cs")
+
+
+def cell(val: Path, test: Path) -> str:
+    """`test (val)` BLEU, or a dash where a record is missing."""
+    if not (val.is_file() and test.is_file()):
+        return "—"
+    return f"{bleu(test)[0]:.2f} ({bleu(val)[0]:.2f})"
+
+
+def steps(run: Path) -> str:
+    """The step a run finished at, from its train.log."""
+    found = re.findall(r"finished at step (\d+)", (run / "train.log").read_text(encoding="utf-8"))
+    return f"{int(found[-1]):,}" if found else "?"
+
+
+def main(runs: Path) -> None:
+    print(
+        "| system | "
+        + " | ".join(d.replace("-", "→") for d in DIRECTIONS)
+        + " | fr→de zero-shot | fr→en→de pivot |"
+    )
+    print("|---" * (len(DIRECTIONS) + 3) + "|")
+    cells, counts = [], []
+    for direction in DIRECTIONS:
+        folder = runs / direction.replace("-", "_") / "eval"
+        cells.append(cell(folder / recorded(folder)["val_record"], folder / "test.json"))
+        counts.append(steps(runs / direction.replace("-", "_")))
+    print("| six bilingual models | " + " | ".join(cells) + " | — | — |")
+    run = runs / "multilingual"
+    folder = run / "eval"
+    cells = [
+        cell(folder / d / "val.json", folder / d / "test_2016_flickr.json")
+        for d in (*DIRECTIONS, "fr-de", "fr-en-de")
+    ]
+    print("| one six-direction model | " + " | ".join(cells) + " |")
+    choice = recorded(folder)
+    print(f"\nSteps: bilingual {', '.join(counts)}; six-direction {steps(run)}.")
+    print(
+        f"Six-direction choice on the mean of val: checkpoint {choice['checkpoint']}, beam 5, length penalty "
+        f"{choice['length_penalty']} (mean val BLEU {choice['val_bleu']:.2f})."
+    )
+    print(f"BLEU signature: {bleu(folder / 'de-en' / 'test_2016_flickr.json')[1]}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,69 @@
+"""Pivoting: a multilingual run translates a direction it never trained through a third language
+(`s2s translate --to de --pivot en`: fr -> en, then en -> de), where zero-shot decoding is weak.
+
+Both legs search with the same settings. The first keeps its best hypothesis only (what the second
+reads); n-best lists, scores and target prefixes are the second leg's. A line the first leg leaves
+empty stays empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
+
+from seq2seq.decoding.search import SearchSettings
+from seq2seq.errors import Seq2SeqError
+from seq2seq.translate.starts import SourceStart
+from seq2seq.translate.translator import Translation
+
+
+class StartedTranslator(Protocol):
+    """What pivoting needs of an engine (`Translator` or the CTranslate2 one)."""
+
+    starts: SourceStart
+
+    def start_sources(self, to: str = "", tag: str = "") -> None: ...
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        settings: SearchSettings,
+        max_tokens: int,
+        first_line: int = 1,
+        keep_unk: bool = False,
+        scores: bool = True,
+        prefixes: Sequence[str] | None = None,
+    ) -> list[Translation]: ...
+
+
+class Pivoted:
+    """TRANSLATOR's target language (`start_sources`) reached through the language `through`."""
+
+    def __init__(self, translator: StartedTranslator, through: str) -> None:
+        self.translator = translator
+        self.to, self.tag = translator.starts.to, translator.starts.tag
+        self.through = translator.starts.language(through, "--pivot")
+        if self.through == self.to:
+            raise Seq2SeqError(f"--pivot {through} is the target language itself: leave --pivot out")
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        settings: SearchSettings,
+        max_tokens: int,
+        first_line: int = 1,
+        keep_unk: bool = False,
+        scores: bool = True,
+        prefixes: Sequence[str] | None = None,
+    ) -> list[Translation]:
+        """One `Translation` into the target language per line, in order, as `Translator.translate`."""
+        self.translator.start_sources(self.through, self.tag)
+        try:
+            middle = self.translator.translate(
+                lines, dataclasses.replace(settings, nbest=1), max_tokens, first_line, scores=False
+            )
+        finally:
+            self.translator.start_sources(self.to, self.tag)
+        texts = [t.texts[0] for t in middle]
+        return self.translator.translate(texts, settings, max_tokens, first_line, keep_unk, scores, prefixes)
