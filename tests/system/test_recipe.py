@@ -65,8 +65,8 @@ def test_recipe_smoke_run(tmp_path, recipe):
 
 def test_the_fetch_script_takes_the_languages_asked_for_and_refuses_others(tmp_path):
     def fetch(langs: str, out: Path) -> subprocess.CompletedProcess[str]:
-        command = ["bash", "scripts/fetch_multi30k.sh", "--from", str(CORPUS), "--out", str(out), "--langs", langs]
-        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        command = ["bash", "scripts/fetch_multi30k.sh", "--from", str(CORPUS), "--out", str(out)]
+        return subprocess.run([*command, "--langs", langs], cwd=ROOT, capture_output=True, text=True)
 
     done = fetch("de,en,fr,cs", tmp_path / "all")
     assert done.returncode == 0, done.stderr
