@@ -342,24 +342,32 @@ def load_translator(
 def export(
     run_dir: opt.RunDirArg,
     out_dir: Annotated[Path, Argument(help="New (or empty) directory for the exported model.")],
-    to: Annotated[str, Option(help="The engine to export to: ctranslate2.")] = "ctranslate2",
+    to: Annotated[str, Option(help="The format to export to: ctranslate2 or huggingface.")] = "ctranslate2",
     checkpoint: Annotated[str, Option(help="best, last, a name in checkpoints/, or a path.")] = "best",
     quantize: Annotated[
-        str | None, Option(help="Store the weights as int8, int8_float32, int16, float16 or bfloat16.")
+        str | None,
+        Option(help="ctranslate2: store the weights as int8, int8_float32, int16, float16 or bfloat16."),
     ] = None,
     verbose: opt.Verbose = False,
 ) -> None:
-    """Export a run's weights and tokenizer to CTranslate2 (pip install 's2s\\[ct2]')."""
+    """Export a run to CTranslate2 (pip install 's2s\\[ct2]') or Hugging Face transformers ('s2s\\[hf]')."""
     from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2
+    from seq2seq.hf.export import export_huggingface
     from seq2seq.translate.translator import run_inputs
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
-        if to != "ctranslate2":
-            raise Seq2SeqError(f"--to {to!r}: s2s exports to ctranslate2")
+        if to not in ("ctranslate2", "huggingface"):
+            raise Seq2SeqError(f"--to {to!r}: s2s exports to ctranslate2 or huggingface")
+        if quantize is not None and to != "ctranslate2":
+            raise Seq2SeqError("--quantize is for --to ctranslate2; a Hugging Face export holds fp32 weights")
         if quantize is not None and quantize not in QUANTIZATIONS:
             raise Seq2SeqError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
         check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [checkpoint]))
+        if to == "huggingface":
+            export_huggingface(run_dir, checkpoint, out_dir)
+            print(f"exported to {out_dir}; load it with transformers' AutoModelForSeq2SeqLM.from_pretrained")
+            return
         export_ctranslate2(run_dir, checkpoint, out_dir, quantize)
         print(f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2")
 

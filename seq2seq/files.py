@@ -174,3 +174,28 @@ def output_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def atomic_directory(out_dir: Path) -> Iterator[Path]:
+    """A scratch directory beside `out_dir` (which must be new or empty) that becomes `out_dir` only
+    when the `with` block completes: an export is never half-written."""
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp", dir=out_dir.parent))
+    except OSError as e:
+        raise disk_error(out_dir, e) from None
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        scratch.chmod(0o777 & ~umask)  # mkdtemp's 0700 would hide the export from other users
+        yield scratch
+        if out_dir.is_dir():
+            out_dir.rmdir()  # empty, checked above
+        os.replace(scratch, out_dir)
+    except OSError as e:
+        raise disk_error(out_dir, e) from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from seq2seq.config import Config, config_from_dict, config_to_dict
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import ConfigError, Seq2SeqError
-from seq2seq.files import OutputError, disk_error
+from seq2seq.files import OutputError, atomic_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.special import PAD
 from seq2seq.translate.placement import Placement
@@ -84,12 +82,7 @@ def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: 
     model, cfg = translator.first_model, translator.config
     if cfg.model.arch != "encoder_decoder":
         raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {cfg.model.arch}")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp", dir=out_dir.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    scratch.chmod(0o777 & ~umask)  # mkdtemp's 0700 would hide the export from other users
-    try:
+    with atomic_directory(out_dir) as scratch:
         write_model(model, translator.tokenizers, scratch, quantize)
         (scratch / "tokenizer").mkdir()
         for path in tokenizer_files(Path(run_dir) / "tokenizer", cfg.tokenizer.joint).values():
@@ -101,13 +94,6 @@ def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: 
             "config": config_to_dict(cfg),
         }
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        if out_dir.is_dir():
-            out_dir.rmdir()  # empty, checked above
-        os.replace(scratch, out_dir)
-    except OSError as e:
-        raise disk_error(out_dir, e) from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     log.info("exported %s to %s (%s)", translator.checkpoints[0], out_dir, quantize or "float32")
 
 

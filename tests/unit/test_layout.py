@@ -11,8 +11,9 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
     training    set-up, trainer, ...                        (beside translate)
     translate   a run loaded for decoding
     evaluation  metrics, the record, the report
-    serve       the HTTP server                             (beside ct2)
+    serve       the HTTP server                             (beside ct2 and hf)
     ct2         CTranslate2 export and engine
+    hf          the Hugging Face transformers export
     cli         the command line (cli, cli_options), and `python -m seq2seq`
 """
 
@@ -36,7 +37,7 @@ LEVELS: list[set[str]] = [
     {"decoding"},
     {"training", "translate"},
     {"evaluation"},
-    {"serve", "ct2"},
+    {"serve", "ct2", "hf"},
     {"cli", "cli_options", "__main__"},
 ]
 # top-level modules on one level that lean on each other

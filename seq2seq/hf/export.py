@@ -1,0 +1,320 @@
+"""Export a trained run for Hugging Face `transformers` (`s2s export RUN OUT --to huggingface`).
+
+A pre-norm encoder-decoder with one embedding matrix for both sides is, layer for layer, the layout
+of `PegasusForConditionalGeneration`: pre-norm layers with a final LayerNorm in each stack, token
+embeddings scaled by sqrt(d_model), ReLU feed-forward blocks, biased projections. Two differences
+are solved exactly rather than approximated:
+
+- **positions**: s2s interleaves sine and cosine, Pegasus concatenates them; Pegasus reads its
+  position table from the weights file (`embed_positions.weight`), so the export stores s2s's own
+  table there (MarianMT, the post-norm layout, builds its table in code: post-norm runs are refused);
+- **fused projections**: s2s's [q; k; v] and cross-attention [k; v] matrices are split into
+  `q_proj`, `k_proj` and `v_proj`.
+
+The tokenizer is `MarianTokenizer`: SentencePiece itself (the run's model, as `source.spm` and
+`target.spm`) and `vocab.json` (s2s's ids), with the control tokens (`<2de>`, tags) as special
+tokens, so a source starting with `<2de>` reads as one id. The generation config carries the run's
+decode defaults under Hugging Face's rules: the sum of log-probabilities over length ** alpha (s2s's
+`power` rule), `<pad>` and `<s>` never chosen, the distribution renormalized over what is allowed.
+
+Nothing here imports `transformers`: the export needs only `safetensors` (`s2s[hf]`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from seq2seq import __version__
+from seq2seq.config import Config, DecodeConfig
+from seq2seq.data.tokenizer import Tokenizer, tokenizer_files
+from seq2seq.errors import Seq2SeqError
+from seq2seq.files import OutputError, atomic_directory
+from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.rundir import RunDir
+from seq2seq.special import BOS, EOS, PAD, UNK
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.translator import Translator
+
+log = logging.getLogger(__name__)
+
+TESTED_TRANSFORMERS = "5.24.0"  # the version the export's equality tests ran against
+
+
+class HFExportError(Seq2SeqError):
+    """A run Hugging Face's classes cannot reproduce, or a missing package."""
+
+
+def check_exportable(config: Config, run_dir: Path) -> None:
+    """Refuse, saying why, a run whose layout no `transformers` class reproduces token for token."""
+    m = config.model
+    if m.arch != "encoder_decoder":
+        raise HFExportError(
+            f"{run_dir} is a {m.arch} model; --to huggingface exports encoder-decoder translation "
+            "models (pre-norm, one embedding matrix), as Pegasus's layout holds them"
+        )
+    if m.norm != "pre":
+        raise HFExportError(
+            f"{run_dir} is post-norm: its Hugging Face layout (MarianMT) builds its positions in code, "
+            "in another layout than s2s's, so no export of it can give s2s's output; train with "
+            "model.norm: pre (the recipes do), or export to ctranslate2"
+        )
+    if not m.share_all_embeddings:
+        raise HFExportError(
+            f"{run_dir} has one embedding matrix per side; Pegasus's layout shares one "
+            "(model.share_all_embeddings: true, as the recipes train), or export to ctranslate2"
+        )
+
+
+def export_huggingface(run_dir: Path, checkpoint: str, out_dir: Path) -> None:
+    """Write the run's `checkpoint` weights, tokenizer and model card to `out_dir` (new or empty) as
+    `AutoModelForSeq2SeqLM` and `AutoTokenizer` load them; never half-written."""
+    try:
+        import safetensors.torch  # noqa: F401
+    except ImportError:
+        raise HFExportError("safetensors is not installed; install it with: pip install 's2s[hf]'") from None
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+    config = RunDir(run_dir).load_config()
+    check_exportable(config, run_dir)
+    translator = Translator.load(run_dir, [checkpoint], Placement("cpu", "fp32"))
+    model = translator.first_model
+    assert isinstance(model, Seq2SeqTransformer)  # check_exportable's rule
+    if config.decode.length_norm != "power":
+        log.warning(
+            "this run scores beams by %s; Hugging Face divides by length ** alpha (s2s's power rule): "
+            "its beam search may choose other translations",
+            config.decode.length_norm,
+        )
+    with atomic_directory(out_dir) as scratch:
+        write_model(model, config.decode, scratch)
+        spm_model = tokenizer_files(Path(run_dir) / "tokenizer", config.tokenizer.joint)["joint"]
+        write_tokenizer(translator.tokenizers.src, spm_model, model.max_positions, scratch)
+        write_text(scratch / "README.md", model_card(config, run_dir, translator.checkpoints[0]))
+    log.info("exported %s to %s for transformers", translator.checkpoints[0], out_dir)
+
+
+def write_model(model: Seq2SeqTransformer, decode: DecodeConfig, directory: Path) -> None:
+    """`model.safetensors`, `config.json` and `generation_config.json` of `model` in `directory`."""
+    from safetensors.torch import save_file
+
+    save_file(pegasus_weights(model), str(directory / "model.safetensors"), metadata={"format": "pt"})
+    write_json(directory / "config.json", pegasus_config(model))
+    write_json(directory / "generation_config.json", generation_config(decode, model.max_positions))
+
+
+def pegasus_weights(model: Seq2SeqTransformer) -> dict[str, Tensor]:
+    """s2s's state dict under Pegasus's names, fused projections split, each tensor its own copy."""
+    w = {name: t.detach().float() for name, t in model.state_dict().items()}
+    positions = model.src_embed.positions[: model.max_positions].float()
+    out = {
+        "model.shared.weight": w["tgt_embed.tokens.weight"],
+        "model.encoder.embed_positions.weight": positions,
+        "model.decoder.embed_positions.weight": positions,
+        "final_logits_bias": torch.zeros(1, w["output.weight"].size(0)),  # s2s's projection has none
+    }
+    if not model.cfg.tie_output:
+        out["lm_head.weight"] = w["output.weight"]
+    for i in range(model.cfg.encoder_layers):
+        s2s, hf = f"encoder.{i}.", f"model.encoder.layers.{i}."
+        out |= _split(
+            w, s2s + "attn.qkv", [hf + "self_attn.q_proj", hf + "self_attn.k_proj", hf + "self_attn.v_proj"]
+        )
+        out |= _linear(w, s2s + "attn.out", hf + "self_attn.out_proj")
+        out |= _linear(w, s2s + "res_attn.norm", hf + "self_attn_layer_norm")
+        out |= _ffn(w, s2s, hf)
+    for i in range(model.cfg.decoder_layers):
+        s2s, hf = f"decoder.{i}.", f"model.decoder.layers.{i}."
+        out |= _split(
+            w,
+            s2s + "self_attn.qkv",
+            [hf + "self_attn.q_proj", hf + "self_attn.k_proj", hf + "self_attn.v_proj"],
+        )
+        out |= _linear(w, s2s + "self_attn.out", hf + "self_attn.out_proj")
+        out |= _linear(w, s2s + "res_self.norm", hf + "self_attn_layer_norm")
+        out |= _linear(w, s2s + "cross_attn.q", hf + "encoder_attn.q_proj")
+        out |= _split(w, s2s + "cross_attn.kv", [hf + "encoder_attn.k_proj", hf + "encoder_attn.v_proj"])
+        out |= _linear(w, s2s + "cross_attn.out", hf + "encoder_attn.out_proj")
+        out |= _linear(w, s2s + "res_cross.norm", hf + "encoder_attn_layer_norm")
+        out |= _ffn(w, s2s, hf)
+    out |= _linear(w, "enc_norm", "model.encoder.layer_norm")
+    out |= _linear(w, "dec_norm", "model.decoder.layer_norm")
+    return {name: t.contiguous().clone() for name, t in out.items()}  # safetensors stores no shared memory
+
+
+def _linear(w: dict[str, Tensor], s2s: str, hf: str) -> dict[str, Tensor]:
+    """A linear layer's or LayerNorm's weight and bias, renamed."""
+    return {f"{hf}.weight": w[f"{s2s}.weight"], f"{hf}.bias": w[f"{s2s}.bias"]}
+
+
+def _split(w: dict[str, Tensor], s2s: str, hf: list[str]) -> dict[str, Tensor]:
+    """A fused projection's output rows ([q; k; v] or [k; v]) as one layer each."""
+    weights, biases = w[f"{s2s}.weight"].chunk(len(hf)), w[f"{s2s}.bias"].chunk(len(hf))
+    return {
+        k: v
+        for name, a, b in zip(hf, weights, biases)
+        for k, v in ((f"{name}.weight", a), (f"{name}.bias", b))
+    }
+
+
+def _ffn(w: dict[str, Tensor], s2s: str, hf: str) -> dict[str, Tensor]:
+    return (
+        _linear(w, s2s + "ffn.up", hf + "fc1")
+        | _linear(w, s2s + "ffn.down", hf + "fc2")
+        | _linear(w, s2s + "res_ffn.norm", hf + "final_layer_norm")
+    )
+
+
+def pegasus_config(model: Seq2SeqTransformer) -> dict[str, Any]:
+    """`config.json`: Pegasus with s2s's sizes, ids and dropouts (for fine-tuning in transformers)."""
+    m = model.cfg
+    return {
+        "architectures": ["PegasusForConditionalGeneration"],
+        "model_type": "pegasus",
+        "vocab_size": model.output.weight.size(0),
+        "d_model": m.d_model,
+        "encoder_layers": m.encoder_layers,
+        "decoder_layers": m.decoder_layers,
+        "encoder_attention_heads": m.heads,
+        "decoder_attention_heads": m.heads,
+        "encoder_ffn_dim": m.ffn_dim,
+        "decoder_ffn_dim": m.ffn_dim,
+        "activation_function": "relu",
+        "dropout": m.dropout,
+        "attention_dropout": m.attention_dropout,
+        "activation_dropout": m.activation_dropout,
+        "encoder_layerdrop": 0.0,
+        "decoder_layerdrop": 0.0,
+        "max_position_embeddings": model.max_positions,
+        "scale_embedding": True,
+        "tie_word_embeddings": m.tie_output,
+        "is_encoder_decoder": True,
+        "pad_token_id": PAD,
+        "bos_token_id": BOS,
+        "eos_token_id": EOS,
+        "decoder_start_token_id": BOS,  # s2s's decoder reads <s> first
+        "forced_eos_token_id": None,  # Pegasus's default forces id 1 (s2s's <unk>) at max_length
+        "use_cache": True,
+        "dtype": "float32",
+    }
+
+
+def generation_config(decode: DecodeConfig, max_positions: int) -> dict[str, Any]:
+    """`generation_config.json`: the run's decode defaults as `generate` takes them.
+
+    `generate` has no limit relative to the source: s2s allows max_len_a x source tokens (</s>
+    included) + max_len_b steps, </s> included and forced at the last, which is `max_new_tokens`
+    one less (a translation cut there ends without </s>, and both count the same steps); the
+    default is the model's positions."""
+    config: dict[str, Any] = {
+        "decoder_start_token_id": BOS,
+        "bos_token_id": BOS,
+        "eos_token_id": EOS,
+        "pad_token_id": PAD,
+        "forced_eos_token_id": None,
+        "num_beams": decode.beam,
+        "length_penalty": decode.length_penalty,
+        "early_stopping": "never",  # stop only when no live beam can still win, as s2s's search does
+        "max_length": max_positions,
+        "suppress_tokens": [PAD, BOS],  # never chosen in s2s's search
+        "renormalize_logits": True,  # log-probabilities over the tokens allowed, as s2s scores them
+    }
+    if decode.min_len:
+        config["min_new_tokens"] = decode.min_len
+    if decode.no_repeat_ngram:
+        config["no_repeat_ngram_size"] = decode.no_repeat_ngram
+    return config
+
+
+def write_tokenizer(tokenizer: Tokenizer, spm_model: Path, max_positions: int, directory: Path) -> None:
+    """MarianTokenizer's files: the SentencePiece model for both sides, s2s's ids, the special tokens."""
+    shutil.copyfile(spm_model, directory / "source.spm")
+    shutil.copyfile(spm_model, directory / "target.spm")
+    sp = tokenizer.sp
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    write_json(directory / "vocab.json", {piece: i for i, piece in enumerate(pieces)})
+    # the run's control tokens (`<sep>`, `<cls>`, tags, `<2de>`): one id each, never SentencePiece text
+    controls = [p for i, p in enumerate(pieces) if sp.is_control(i) and i not in (PAD, BOS, EOS)]
+    special = {"unk_token": pieces[UNK], "eos_token": pieces[EOS], "pad_token": pieces[PAD]}
+    write_json(
+        directory / "tokenizer_config.json",
+        {
+            "tokenizer_class": "MarianTokenizer",
+            "model_max_length": max_positions,
+            "separate_vocabs": False,
+            **special,
+            "additional_special_tokens": controls,
+        },
+    )
+    write_json(directory / "special_tokens_map.json", {**special, "additional_special_tokens": controls})
+
+
+def model_card(config: Config, run_dir: Path, checkpoint: Path) -> str:
+    """README.md: where the model came from, how well it did, how to run it."""
+    run = RunDir(run_dir)
+    valid = [r for r in run.read_metrics() if r.get("kind") == "valid" and "valid_bleu" in r]
+    best = max(valid, key=lambda r: r["valid_bleu"], default=None)
+    corpora = [f"- `{c.src}` → `{c.tgt}`" for c in config.data.corpora] or [
+        f"- `{config.data.train_src}` → `{config.data.train_tgt}`"
+    ]
+    languages = sorted({c.tgt_lang for c in config.data.corpora if c.tgt_lang})
+    start = f'"<2{languages[0]}> ' if languages else '"'
+    tokens = ", ".join(f"`<2{x}>`" for x in languages)
+    how = f"Start every source with its target language's token ({tokens}).\n" if languages else ""
+    score = (
+        f"Best validation BLEU during training: {best['valid_bleu']:.2f} at step {best['step']} "
+        f"(greedy, sacreBLEU on the validation set). Score a test set with `s2s evaluate`, which "
+        "prints BLEU with its sacreBLEU signature."
+        if best
+        else "No validation BLEU was recorded."
+    )
+    return f"""---
+library_name: transformers
+tags: [translation, s2s]
+---
+
+# {run_dir.name}
+
+A Transformer translation model trained with s2s {__version__} and exported with
+`s2s export {run_dir.name} OUT --to huggingface` (checkpoint `{checkpoint.name}`).
+
+## Training data
+
+{chr(10).join(corpora)}
+
+## Quality
+
+{score}
+
+## Use
+
+```python
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained("PATH")
+model = AutoModelForSeq2SeqLM.from_pretrained("PATH")
+batch = tokenizer([{start}A sentence to translate."], return_tensors="pt", padding=True)
+out = model.generate(**batch, max_new_tokens=100)
+print(tokenizer.batch_decode(out, skip_special_tokens=True))
+```
+
+{how}The generation config holds the run's decode defaults (beam {config.decode.beam}, length penalty
+{config.decode.length_penalty}). `generate` has no limit relative to the source length: s2s decodes
+at most {config.decode.max_len_a} x source tokens (with `</s>`) + {config.decode.max_len_b} steps,
+`</s>` included; `max_new_tokens` one less gives the same search.
+Tested with transformers {TESTED_TRANSFORMERS}.
+"""
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_text(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")  # inside the export's scratch directory: renamed whole
