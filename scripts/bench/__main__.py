@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from scripts.bench import data, decode, engines, fairseq, machine, runs, serve, train
+from scripts.bench import data, decode, engines, fairseq, hf, machine, runs, serve, train
 from scripts.bench.options import Options, UsageError, parse
 from seq2seq.device import resolve_device
 from seq2seq.errors import Seq2SeqError
@@ -53,6 +53,7 @@ SECTIONS = {
     "data": Section(data.run, data.report),
     "serve": Section(serve.run, serve.report, serve.missing),
     "runs": Section(runs.run, runs.report, engines.missing),
+    "hf": Section(hf.run, hf.report, hf.missing),
 }
 
 

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs")
+SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs", "hf")
 MODEL_NAMES = ("recipe", "base")
 
 
@@ -150,8 +150,8 @@ def parse(argv: list[str] | None) -> Options:
         raise UsageError("--fractions must each be in (0, 1) and --pairs each >= 1")
     if opts.clients < 1 or opts.serve_beam < 1 or opts.rounds < 1 or opts.time_limit <= 0:
         raise UsageError("--clients, --serve-beam, --rounds must be >= 1 and --time-limit > 0")
-    if {"decode", "engines", "serve"} & set(opts.sections) and not opts.run_dir:
-        raise UsageError("--sections decode/engines/serve need --run-dir RUN (a trained run directory)")
+    if {"decode", "engines", "serve", "hf"} & set(opts.sections) and not opts.run_dir:
+        raise UsageError("--sections decode/engines/serve/hf need --run-dir RUN (a trained run directory)")
     if "runs" in opts.sections and not opts.runs:
         raise UsageError(
             "--sections runs needs --runs A,B,... (trained run directories, the first the reference)"

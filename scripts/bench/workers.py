@@ -19,7 +19,11 @@ from typing import Any
 from scripts.bench.memory import own_peak_mib
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
-TASKS = {"decode": "scripts.bench.decode", "engine": "scripts.bench.engines"}  # task -> its module
+TASKS = {
+    "decode": "scripts.bench.decode",
+    "engine": "scripts.bench.engines",
+    "hf": "scripts.bench.hf",
+}  # task -> its module
 
 
 class WorkerError(RuntimeError):

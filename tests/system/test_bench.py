@@ -48,9 +48,7 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     ran = [s for s in bench.SECTIONS if s in report]
     skipped = [note.split(":")[0] for note in report["skipped"]]
     assert sorted(ran + skipped) == sorted(bench.SECTIONS)
-    assert {"train", "decode", "engines", "data", "serve", "runs"} <= set(
-        ran
-    )  # their peers are installed here
+    assert {"train", "decode", "engines", "data", "serve", "runs", "hf"} <= set(ran)  # their peers are here
     impls = {r["impl"] for r in report["train"]["results"]}
     assert impls == {"s2s", "nn.Transformer"}  # the reference model trains too
     assert all(r["peak_rss_mib"] > 0 for r in report["engines"]["results"])
@@ -58,6 +56,9 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     runs = {(r["engine"], r["quantize"]): r for r in report["runs"]["results"]}
     assert set(runs) == {("s2s", None), ("s2s", "int8"), ("ctranslate2", "int8")}
     assert runs["s2s", None]["vs_reference"] == 1.0 and all(r["parameters"] > 0 for r in runs.values())
+    hf = {(r["engine"], r["beam"]) for r in report["hf"]["results"]}
+    assert hf == {(engine, 1) for engine in ("s2s", "ctranslate2", "transformers")}
+    assert all(r["load_seconds"] > 0 and r["sentences_per_s"] > 0 for r in report["hf"]["results"])
     for name in ran:
         assert f"== {name}" in done.stdout
 
