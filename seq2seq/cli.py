@@ -525,9 +525,11 @@ def serve(
     timeout: opt.Timeout = 60.0,
     cors_origin: opt.CorsOrigins = None,
     to: opt.To = "",
+    engine: opt.Engine = "s2s",
     verbose: opt.LogRequests = False,
 ) -> None:
-    """Serve RUN_DIR over HTTP: a JSON API and a page at /, batching concurrent requests together."""
+    """Serve RUN_DIR (or a CTranslate2 export, --engine ctranslate2) over HTTP: a JSON API and a page
+    at /, batching concurrent requests together."""
     from seq2seq.serve.server import check_available, listen, url
     from seq2seq.serve.server import run as run_server
     from seq2seq.translate.options import DecodeOverrides
@@ -538,7 +540,6 @@ def serve(
         check_available()
         from seq2seq.serve.app import ServerSettings, create_app
         from seq2seq.serve.limits import Limits
-        from seq2seq.translate.streams import load_run_translator
 
         asked = DecodeOverrides(
             beam=beam, length_penalty=length_penalty, length_norm=length_norm, max_len_a=max_len_a,
@@ -546,11 +547,12 @@ def serve(
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
         placement = Placement(device, precision, quantize)
-        translator, _ = load_run_translator(run_dir, asked, placement, input=None, outputs={})
         if threads:
-            torch.set_num_threads(threads)
+            torch.set_num_threads(threads)  # before loading: CTranslate2 takes its threads then
+        translator, _ = load_translator(run_dir, engine, asked, placement, input=None, outputs={})
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)
-        settings = ServerSettings(asked, batch_window_ms / 1000, limits, tuple(cors_origin or ()), to)
+        origins = tuple(cors_origin or ())
+        settings = ServerSettings(asked, batch_window_ms / 1000, limits, origins, to, engine)
         application = create_app(translator, settings, run_dir.resolve().name, decode_thread=False)
         sock = listen(host, port)
         log.info("serving %s on %s (Ctrl-C stops)", run_dir, url(sock))

@@ -30,6 +30,7 @@ from seq2seq.decoding.prefix import prefix_limits
 from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, output_limits
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
+from seq2seq.translate.attention import AttentionMap
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.starts import SourceStart
@@ -69,6 +70,9 @@ class CT2Translator:
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
         self.starts = SourceStart(tokenizers.src, config.data)  # what starts every source
+        # what a server reports of the weights, as of a run's `Translator`
+        self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
+        self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
 
     def start_sources(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the
@@ -159,6 +163,27 @@ class CT2Translator:
         for i, nbest in zip(todo, found):
             out[i] = Translation([next(texts) for _ in nbest], [h.score for h in nbest])
         return out
+
+    def attention_map(self, source: str, hypothesis: str) -> AttentionMap:
+        """Cross-attention of the last decoder layer (the mean over its heads: `s2s export` makes them
+        CTranslate2's alignment heads), teacher-forced on `hypothesis`, as `attention_map` gives it for
+        a run: the source with its control tokens, then </s>; the target pieces, then </s>."""
+        src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt
+        src = [*src_tok.id_pieces(self.source_prefix), *src_tok.pieces(source)][: self.max_source_tokens]
+        tgt = tgt_tok.pieces(hypothesis)[: self.config.model.max_positions - 1]
+        result = self.engine.translate_batch(
+            [src],
+            target_prefix=[tgt] if tgt else None,
+            beam_size=1,
+            max_decoding_length=len(tgt) + 1,  # one step after the prefix: the row of its </s>
+            return_attention=True,
+            return_end_token=True,
+            max_input_length=0,
+        )[0]
+        weights = torch.tensor(result.attention[0][: len(tgt) + 1], dtype=torch.float32)  # (T, S - 1)
+        # CTranslate2 leaves out the column of the </s> it added to the source; each row summed to 1
+        end = (1 - weights.sum(1, keepdim=True)).clamp(min=0)  # (T, 1)
+        return AttentionMap([*src, "</s>"], [*tgt, "</s>"], torch.cat([weights, end], 1))
 
     def search(
         self,

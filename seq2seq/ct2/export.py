@@ -119,7 +119,11 @@ def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer) -> Any:
     cfg = model.cfg
     pre_norm = cfg.norm == "pre"
     spec = transformer_spec.TransformerSpec.from_config(
-        (cfg.encoder_layers, cfg.decoder_layers), cfg.heads, pre_norm=pre_norm, no_final_norm=not pre_norm
+        (cfg.encoder_layers, cfg.decoder_layers),
+        cfg.heads,
+        pre_norm=pre_norm,
+        no_final_norm=not pre_norm,
+        alignment_heads=cfg.heads,  # its attention maps: the last layer's mean over every head, as s2s's
     )
     weights = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     positions = model.src_embed.positions.float().numpy()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
@@ -57,6 +58,7 @@ class ServerSettings:
     limits: Limits = Limits()
     cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: CORS off)
     to: str = ""  # a multilingual run: the target language of requests that name none (--to)
+    engine: str = "s2s"  # or ctranslate2: the translator is a CTranslate2 export's (`--engine`)
 
 
 class TranslateRequest(BaseModel):
@@ -107,6 +109,9 @@ def create_app(
 ) -> FastAPI:
     """The application; its batcher is `app.state.batcher`, drained when the app shuts down.
 
+    `translator` is a run's `Translator`, or with `settings.engine` "ctranslate2" a `CT2Translator`,
+    which offers the same methods and draws its attention maps itself.
+
     With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
     the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
     """
@@ -123,6 +128,10 @@ def create_app(
         except Seq2SeqError as e:
             raise ApiError(422, str(e)) from None
 
+    if settings.engine == "ctranslate2":
+        attend = translator.attention_map
+    else:
+        attend = functools.partial(attention_map, translator)
     batcher = Batcher(translator, settings.window_s, defaults.max_tokens)
     info = server_info(translator, settings, defaults, run_name)
     info["languages"] |= {"targets": targets, "to": default_to}
@@ -217,7 +226,7 @@ def create_app(
             translation = (await answer(batcher.translate([request.text], defaults.search, to)))[0].texts[0]
         else:
             check_lines([translation], limits, field="translation")
-        found = await answer(batcher.call(lambda: attention_map(translator, request.text, translation), to))
+        found = await answer(batcher.call(lambda: attend(request.text, translation), to))
         return AttentionResponse(
             translation=translation,
             source=found.source,
@@ -250,6 +259,7 @@ def server_info(
             "batch_window_ms": settings.window_s * 1000,
         },
         "limits": dataclasses.asdict(settings.limits),
+        "engine": settings.engine,
         "device": str(translator.device),
         "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
         "quantize": translator.quantize,
