@@ -267,10 +267,11 @@ def model_card(config: Config, run_dir: Path, checkpoint: Path) -> str:
     start = f'"<2{languages[0]}> ' if languages else '"'
     tokens = ", ".join(f"`<2{x}>`" for x in languages)
     how = f"Start every source with its target language's token ({tokens}).\n" if languages else ""
+    search = "greedy" if config.train.valid_beam == 1 else f"beam {config.train.valid_beam}"
     score = (
         f"Best validation BLEU during training: {best['valid_bleu']:.2f} at step {best['step']} "
-        f"(greedy, sacreBLEU on the validation set). Score a test set with `s2s evaluate`, which "
-        "prints BLEU with its sacreBLEU signature."
+        f"({search}; sacreBLEU `{best.get('bleu_signature', 'signature not recorded')}`). Score a test "
+        "set with `s2s evaluate`, which prints BLEU with its signature."
         if best
         else "No validation BLEU was recorded."
     )

@@ -193,6 +193,7 @@ def test_the_export_holds_what_it_says(exported):
     assert generation["suppress_tokens"] == [PAD, BOS] and generation["forced_eos_token_id"] is None
     card = (export / "README.md").read_text(encoding="utf-8")
     assert "from_pretrained" in card and "train.src" in card and "validation BLEU" in card
+    assert "nrefs:1|case:mixed" in card  # the score's sacreBLEU signature
 
 
 def test_a_multilingual_export_reads_the_language_token_as_one_id(multilingual_run, tmp_path):
