@@ -4,18 +4,20 @@
 # Candidates: best.pt and the average of the last 5 numbered checkpoints (or all, if fewer), each with beam 5 and
 # length penalty 0.6 / 1.0 / 1.4, scored on val. The best on val is used on test_2016_flickr.
 # Writes RUN_DIR/eval/{val_*.json, val_table.txt, selection.json (scripts/select_on_val.py), test.json, test.hyp}
-# and RUN_DIR/eval/report/index.html. Run it from the repository root.
+# and RUN_DIR/eval/report/index.html. Run it from the repository root. PRECISION (default auto) is
+# passed to every decode: bf16 or fp32 keep a busy machine's timing out of auto's choice.
 set -euo pipefail
 shopt -s inherit_errexit  # a failing $(command) stops the script too
 run="${1:?run dir}"; src="${2:?source language}"; tgt="${3:?target language}"
 data="${DATA:-data/multi30k}"
+precision="${PRECISION:-auto}"
 out="$run/eval"
 mkdir -p "$out"
 kept=$(find "$run/checkpoints" -maxdepth 1 -name 'step_*.pt' | wc -l)  # a short run may keep fewer
 s2s average "$run" --last $(( kept < 5 ? kept : 5 )) --output averaged
 for checkpoint in best averaged; do
   for lp in 0.6 1.0 1.4; do
-    s2s evaluate "$run" --checkpoint "$checkpoint" --beam 5 --length-penalty "$lp" \
+    s2s evaluate "$run" --checkpoint "$checkpoint" --beam 5 --length-penalty "$lp" --precision "$precision" \
       --src "$data/val.$src" --ref "$data/val.$tgt" \
       --out "$out/val_${checkpoint}_lp$lp.hyp" --json "$out/val_${checkpoint}_lp$lp.json" > /dev/null
   done
@@ -24,6 +26,6 @@ choice=$(python -m scripts.select_on_val "$out")  # "CHECKPOINT LP VAL_BLEU"
 read -r checkpoint lp _ <<< "$choice"
 cat "$out/val_table.txt"
 echo "selected on val: checkpoint $checkpoint, beam 5, length penalty $lp"
-s2s evaluate "$run" --checkpoint "$checkpoint" --beam 5 --length-penalty "$lp" \
+s2s evaluate "$run" --checkpoint "$checkpoint" --beam 5 --length-penalty "$lp" --precision "$precision" \
   --src "$data/test_2016_flickr.$src" --ref "$data/test_2016_flickr.$tgt" \
   --out "$out/test.hyp" --json "$out/test.json" --report "$out/report"

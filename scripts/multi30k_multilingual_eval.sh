@@ -9,11 +9,13 @@
 # - zero-shot fr->de with that choice (--to de on French sources), and pivoted through English
 #   (--pivot en: fr->en, then en->de), on val and test.
 # python -m scripts.multilingual_table RUNS prints the table. Finished steps are skipped on a rerun.
+# PRECISION (default auto) is passed to every decode, as in multi30k_eval.sh.
 set -euo pipefail
 shopt -s inherit_errexit  # a failing $(command) stops the script too
 runs="${1:-runs/ml}"
 data=data/multi30k
 directions="de-en fr-en cs-en en-de en-fr en-cs"
+export PRECISION="${PRECISION:-auto}"
 
 for direction in $directions; do
   src=${direction%-*} tgt=${direction#*-}
@@ -34,7 +36,7 @@ for direction in $directions; do
   for checkpoint in best averaged; do
     for lp in 0.6 1.0 1.4; do
       record="$out/$direction/val_${checkpoint}_lp$lp.json"
-      [ -f "$record" ] || s2s evaluate "$run" --to "$tgt" --checkpoint "$checkpoint" --beam 5 \
+      [ -f "$record" ] || s2s evaluate "$run" --to "$tgt" --checkpoint "$checkpoint" --beam 5 --precision "$PRECISION" \
         --length-penalty "$lp" --src "$data/val.$src" --ref "$data/val.$tgt" \
         --out "${record%.json}.hyp" --json "$record" > /dev/null
     done
@@ -44,7 +46,7 @@ choice=$(python -m scripts.select_on_val --mean "$out" "${folders[@]}")  # "CHEC
 read -r checkpoint lp _ <<< "$choice"
 cat "$out/val_table.txt"
 echo "selected on the mean of val: checkpoint $checkpoint, beam 5, length penalty $lp"
-settings=(--checkpoint "$checkpoint" --beam 5 --length-penalty "$lp")
+settings=(--checkpoint "$checkpoint" --beam 5 --length-penalty "$lp" --precision "$PRECISION")
 for direction in $directions fr-de; do
   src=${direction%-*} tgt=${direction#*-}
   mkdir -p "$out/$direction"
