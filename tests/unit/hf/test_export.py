@@ -37,15 +37,17 @@ GREEDY_SETTINGS = [
 
 
 def generate(model: object, sources: list[list[int]], settings: SearchSettings, limits: list[int]) -> list:
-    """`generate` on each source (ids, </s> last) under s2s's `settings`, cut at its own limit:
-    one `Hypothesis` per source, its score as `generate` gives it (greedy: the summed
-    log-probabilities; beam: over length ** alpha)."""
-    found = []
-    for ids, limit in zip(sources, limits):
+    """`generate` on the sources (ids, </s> last) under s2s's `settings`, each cut at its own limit
+    (one call per limit: `generate` takes one): one `Hypothesis` per source, its score as `generate`
+    gives it (greedy: the summed log-probabilities; beam: over length ** alpha)."""
+    found: list[list[Hypothesis]] = [[] for _ in sources]
+    for limit in sorted(set(limits)):
+        rows = [i for i, row_limit in enumerate(limits) if row_limit == limit]
+        batch = pad([sources[i] for i in rows])
         with torch.no_grad():
             out = model.generate(
-                input_ids=torch.tensor([ids]),
-                attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                input_ids=batch,
+                attention_mask=(batch != PAD).long(),
                 num_beams=settings.beam,
                 do_sample=False,
                 max_new_tokens=limit - 1,  # s2s's limit counts the </s> it forces at the last step
@@ -54,13 +56,16 @@ def generate(model: object, sources: list[list[int]], settings: SearchSettings, 
                 output_scores=True,
                 return_dict_in_generate=True,
             )
-        steps = out.sequences[0, 1:].tolist()  # after the decoder's <s>
-        tokens = steps[: steps.index(EOS)] if EOS in steps else steps
-        if settings.beam == 1:
-            score = sum(float(out.scores[t][0, token]) for t, token in enumerate(steps[: len(tokens) + 1]))
-        else:
-            score = float(out.sequences_scores[0])
-        found.append([Hypothesis(tokens, score)])
+        for j, i in enumerate(rows):
+            steps = out.sequences[j, 1:].tolist()  # after the decoder's <s>
+            tokens = steps[: steps.index(EOS)] if EOS in steps else steps
+            if settings.beam == 1:
+                score = sum(
+                    float(out.scores[t][j, token]) for t, token in enumerate(steps[: len(tokens) + 1])
+                )
+            else:
+                score = float(out.sequences_scores[j])
+            found[i] = [Hypothesis(tokens, score)]
     return found
 
 
