@@ -1,0 +1,51 @@
+"""The multilingual table (scripts/multilingual_table.py) reads what the eval script writes: each
+bilingual run's own choice on val, the six-direction run's one choice, zero-shot and pivoted fr->de."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from scripts.multilingual_table import DIRECTIONS
+from tests.conftest import ROOT
+
+
+def record(path: Path, bleu: float) -> None:
+    """What `s2s evaluate --json` writes, reduced to what the table reads."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    score = {"score": bleu, "signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"}
+    path.write_text(json.dumps({"systems": [{"scores": {"bleu": score}}]}), encoding="utf-8")
+
+
+def test_the_table_has_every_direction_of_both_systems(tmp_path):
+    for n, direction in enumerate(DIRECTIONS):
+        run = tmp_path / direction.replace("-", "_")
+        record(run / "eval" / "val_best_lp1.0.json", 30.0 + n)
+        record(run / "eval" / "test.json", 20.0 + n)
+        choice = {"checkpoint": "best", "length_penalty": "1.0", "val_bleu": 30.0 + n}
+        (run / "eval" / "selection.json").write_text(
+            json.dumps(choice | {"val_record": "val_best_lp1.0.json"})
+        )
+        (run / "train.log").write_text(f"... finished at step {500 + n} (epoch 4); ...\n")
+    ml = tmp_path / "multilingual"
+    for n, direction in enumerate([*DIRECTIONS, "fr-de", "fr-en-de"]):
+        record(ml / "eval" / direction / "val.json", 40.0 + n)
+        record(ml / "eval" / direction / "test_2016_flickr.json", 10.0 + n)
+    choice = {"checkpoint": "averaged", "length_penalty": "0.6", "val_bleu": 42.5, "val_record": []}
+    (ml / "eval" / "selection.json").write_text(json.dumps(choice))
+    (ml / "train.log").write_text("... finished at step 3400 (epoch 4); ...\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.multilingual_table", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line for line in done.stdout.splitlines() if line.startswith("| ")
+    }
+    assert rows["six bilingual models"].count("(") == 6 and "20.00 (30.00)" in rows["six bilingual models"]
+    assert "25.00 (35.00)" in rows["six bilingual models"]
+    assert "16.00 (46.00) | 17.00 (47.00) |" in rows["one six-direction model"]  # zero-shot, pivoted
+    assert "Steps: bilingual 500, 501, 502, 503, 504, 505; six-direction 3,400." in done.stdout
+    assert "checkpoint averaged, beam 5, length penalty 0.6 (mean val BLEU 42.50)" in done.stdout
