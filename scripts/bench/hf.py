@@ -66,28 +66,28 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _s2s(spec: dict[str, Any]) -> Any:
-    from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.translator import Translator
 
     translator = Translator.load(spec["run_dir"], ["best"], Placement("cpu", "fp32"))
     translator.at_once = 1
-    options = translator.options(DecodeOverrides(beam=spec["beam"]))
-
-    def translate(lines: list[str]) -> list[str]:
-        results = translator.translate(lines, options.search, options.max_tokens, scores=False)
-        return [t.texts[0] for t in results]
-
-    return translate
+    return _lines_of(translator, spec["beam"])
 
 
 def _ctranslate2(spec: dict[str, Any]) -> Any:
     from seq2seq.ct2.engine import CT2Translator, Threads
-    from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
 
-    translator = CT2Translator.load(Path(spec["ct2"]), Placement("cpu"), Threads(1, spec["threads"]))
-    options = translator.options(DecodeOverrides(beam=spec["beam"]))
+    return _lines_of(
+        CT2Translator.load(Path(spec["ct2"]), Placement("cpu"), Threads(1, spec["threads"])), spec["beam"]
+    )
+
+
+def _lines_of(translator: Any, beam: int) -> Any:
+    """`translate(lines) -> lines` with an s2s translator (its own decoder or its CTranslate2 engine)."""
+    from seq2seq.translate.options import DecodeOverrides
+
+    options = translator.options(DecodeOverrides(beam=beam))
 
     def translate(lines: list[str]) -> list[str]:
         results = translator.translate(lines, options.search, options.max_tokens, scores=False)

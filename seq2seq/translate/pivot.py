@@ -15,26 +15,17 @@ from typing import Protocol
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import Seq2SeqError
 from seq2seq.translate.starts import SourceStart
+from seq2seq.translate.streams import LineTranslator
 from seq2seq.translate.translator import Translation
 
 
-class StartedTranslator(Protocol):
-    """What pivoting needs of an engine (`Translator` or the CTranslate2 one)."""
+class StartedTranslator(LineTranslator, Protocol):
+    """What pivoting needs of an engine (`Translator` or the CTranslate2 one): a `LineTranslator`
+    whose sources' start can be chosen."""
 
     starts: SourceStart
 
     def start_sources(self, to: str = "", tag: str = "") -> None: ...
-
-    def translate(
-        self,
-        lines: Sequence[str],
-        settings: SearchSettings,
-        max_tokens: int,
-        first_line: int = 1,
-        keep_unk: bool = False,
-        scores: bool = True,
-        prefixes: Sequence[str] | None = None,
-    ) -> list[Translation]: ...
 
 
 class Pivoted:
