@@ -517,6 +517,7 @@ def serve(
     precision: opt.Precision = "auto",
     quantize: opt.Quantize = None,
     threads: opt.Threads = 0,
+    batching: opt.Batching = "auto",
     batch_window_ms: opt.BatchWindow = 5.0,
     max_lines: opt.MaxLines = 100,
     max_chars: opt.MaxChars = 1000,
@@ -552,7 +553,7 @@ def serve(
         translator, _ = load_translator(run_dir, engine, asked, placement, input=None, outputs={})
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)
         origins = tuple(cors_origin or ())
-        settings = ServerSettings(asked, batch_window_ms / 1000, limits, origins, to, engine)
+        settings = ServerSettings(asked, batch_window_ms / 1000, limits, origins, to, engine, batching)
         application = create_app(translator, settings, run_dir.resolve().name, decode_thread=False)
         sock = listen(host, port)
         log.info("serving %s on %s (Ctrl-C stops)", run_dir, url(sock))

@@ -126,7 +126,18 @@ Host = Annotated[str, Option(help="Address to listen on (0.0.0.0: every interfac
 Port = Annotated[int, Option(help="Port (0: a free one, named in the log).", min=0, max=65535)]
 Threads = Annotated[int, Option(help="CPU threads for torch (0 = torch's default).", min=0)]
 BatchWindow = Annotated[
-    float, Option(help="Decode once no request came for this long (10 such windows at most).", min=0)
+    float,
+    Option(
+        help="--batching static: decode once no request came for this long (10 such windows at most).", min=0
+    ),
+]
+Batching = Annotated[
+    str,
+    Option(
+        help="continuous (requests join the running decode at its next step), static (requests that "
+        "arrive together decode together), or auto: continuous where the run allows (an s2s "
+        "encoder-decoder translation run), else static."
+    ),
 ]
 MaxLines = Annotated[int, Option(help="Lines per request.", min=1)]
 MaxChars = Annotated[int, Option(help="Characters per line.", min=1)]

@@ -95,12 +95,12 @@ def output_limits(source_tokens: Tensor, settings: SearchSettings, max_positions
     return limit.clamp(min=settings.min_len + 1, max=max_positions - 1)
 
 
-def _next_scores(
+def next_scores(
     model: Decodable,
     tokens: Tensor,
     memory: Memory,
     cache: DecoderCache | None,
-    t: int,
+    t: int | Tensor,
     at_limit: Tensor | None,
     settings: SearchSettings,
 ) -> Tensor:
@@ -108,13 +108,13 @@ def _next_scores(
     forbid a token (`_constrain`). Their log-softmax is what a search chooses from: the probabilities
     renormalized over the allowed tokens, as CTranslate2 does, so a hypothesis' score is its
     log-probability under the distribution it was chosen from. A search that keeps only the best
-    few tokens takes their log-softmax alone (`_best_log_probs`)."""
+    few tokens takes their log-softmax alone (`best_log_probs`)."""
     step_input = tokens[:, -1:] if cache is not None else tokens
     logits = model.decode(step_input, memory, cache)[:, -1].float()  # (N, V)
     return _constrain(logits, t, at_limit, settings, tokens)
 
 
-def _best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
+def best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
     """The `count` most likely tokens of each row of `logits` (N, V) and their log-probabilities, both
     (N, count): a top-k and one log-sum-exp instead of the whole (N, V) log-softmax.
 
@@ -126,14 +126,18 @@ def _best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
 
 
 def _constrain(
-    logp: Tensor, t: int, at_limit: Tensor | None, settings: SearchSettings, tokens: Tensor
+    logp: Tensor, t: int | Tensor, at_limit: Tensor | None, settings: SearchSettings, tokens: Tensor
 ) -> Tensor:
     """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit;
     no token that would repeat an n-gram of the row's prefix `tokens` (N, t+1) with `no_repeat_ngram`.
+    `t`: the step, or (N,) each row's own (rows at different steps: `decoding.continuous`; their
+    `tokens` are PAD before each row's <bos>, which never completes an n-gram).
     Works on scores before or after a log-softmax (log-probabilities, logits): -inf forbids."""
     logp[:, PAD] = NEG_INF  # column views: no index tensors or (N, V) masks on every step
     logp[:, BOS] = NEG_INF
-    if t < settings.min_len:
+    if isinstance(t, Tensor):
+        logp[:, EOS].masked_fill_(t < settings.min_len, NEG_INF)
+    elif t < settings.min_len:
         logp[:, EOS] = NEG_INF
     if settings.no_repeat_ngram:
         logp = _ban_repeated_ngrams(logp, tokens[:, 1:], settings.no_repeat_ngram)
@@ -182,11 +186,11 @@ def greedy_search(
     soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit
     for t in range(int(limits.max())):
         at_limit = limits[rows] <= t + 1 if t + 1 >= soonest else None  # no host sync on other steps
-        logits = _next_scores(model, tokens, memory, cache, t, at_limit, settings)
+        logits = next_scores(model, tokens, memory, cache, t, at_limit, settings)
         if settings.sampling:
             best, token = _sample(logits.log_softmax(-1), settings, generator)  # (N,)
         else:
-            best, token = (x.squeeze(1) for x in _best_log_probs(logits, 1))
+            best, token = (x.squeeze(1) for x in best_log_probs(logits, 1))
         if prefix is not None and t < prefix.steps:
             best, token = force_greedy(best, token, prefix.at(t, rows))
         scores = scores + best
@@ -270,9 +274,9 @@ def beam_search(
         n = scores.size(0)
         at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
         forced = at_limit.repeat_interleave(k) if t + 1 >= soonest else None  # no host sync otherwise
-        logits = _next_scores(model, tokens, memory, cache, t, forced, settings)
+        logits = next_scores(model, tokens, memory, cache, t, forced, settings)
         # a sentence's 2K best candidates are among the 2K best tokens of each of its K beams
-        row_logp, row_tokens = _best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
+        row_logp, row_tokens = best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
         if prefix is not None and t < prefix.steps:
             row_logp, row_tokens = force_beams(row_logp, row_tokens, prefix.at(t, sent), k)
         per_beam = row_logp.size(1)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
@@ -30,25 +32,75 @@ class Memory:
     def select(self, rows: Tensor) -> Memory:
         return Memory(self.states.index_select(0, rows), self.mask.index_select(0, rows))
 
+    def join(self, other: Memory, length: int) -> Memory:
+        """These rows, then those of `other`, each padded (masked out) or cut to `length` source
+        positions: no row's source may be longer."""
+        states = [fit_length(m.states, length, dim=1) for m in (self, other)]
+        masks = [fit_length(m.mask, length, dim=3) for m in (self, other)]  # pads False
+        return Memory(torch.cat(states), torch.cat(masks))
+
+
+def fit_length(x: Tensor, length: int, dim: int) -> Tensor:
+    """`x` cut or zero-padded (False for bool) to `length` along `dim`."""
+    if x.size(dim) >= length:
+        return x.narrow(dim, 0, length)
+    return F.pad(x, (0, 0) * (x.dim() - 1 - dim) + (0, length - x.size(dim)))
+
 
 @dataclass
 class DecoderCache:
-    """Per-layer incremental-decoding state; `length` target positions have been decoded so far."""
+    """Per-layer incremental-decoding state; `length` target positions have been decoded so far.
+
+    With `starts` (one per target row), the rows are at different steps, as when sentences join a
+    running batch (`decoding.continuous`): row i's first position is cached at `starts[i]`, the
+    positions before are not its own (masked: `self_mask`), and its next position is
+    `length - starts[i]`. Without, every row starts at 0. A cache that holds `starts` decodes one
+    position per call.
+    """
 
     layers: list[LayerCache]
+    starts: Tensor | None = None  # (B,) long
 
     @property
     def length(self) -> int:
         return self.layers[0].self_kv.length
 
-    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None, drop: int = 0) -> None:
         """Keep target rows `rows`, in that order: one `index_select` per cached tensor.
 
         The cross-attention keys/values are per memory row: `memory_rows` keeps those (None: they
-        stay as they are, as when beams are reordered within their sentences).
+        stay as they are, as when beams are reordered within their sentences). The first `drop`
+        positions are dropped: no kept row's own (all `starts` are at least `drop`).
         """
         for layer in self.layers:
-            layer.reorder(rows, memory_rows)
+            layer.reorder(rows, memory_rows, drop)
+        if self.starts is not None:
+            self.starts = self.starts.index_select(0, rows) - drop
+
+    def join(self, other: DecoderCache, beams: int, memory_length: int) -> None:
+        """Append the rows of `other`, a cache of sentences that have decoded nothing yet (its memory
+        keys/values filled, `Seq2SeqTransformer.fill_memory`), `beams` target rows per memory row:
+        they start at the next position. The memory keys/values are fitted to `memory_length`
+        source positions, as `Memory.join`."""
+        count = other.layers[0].memory_kv.k.size(0) * beams
+        for mine, theirs in zip(self.layers, other.layers):
+            mine.self_kv.add_rows(count)
+            mine.memory_kv.join(theirs.memory_kv, memory_length)
+        device = other.layers[0].memory_kv.k.device
+        new = torch.full((count,), self.length, dtype=torch.long, device=device)
+        self.starts = new if self.starts is None else torch.cat([self.starts, new])
+
+    def positions(self) -> Tensor | int:
+        """The position the next decoded token has: (B,) per row with `starts`, else one int."""
+        return self.length if self.starts is None else self.length - self.starts
+
+    def self_mask(self) -> Tensor | None:
+        """(B, 1, 1, length + 1) the cached positions (and the new one) each row's next position may
+        attend to: its own; None without `starts` (all of them)."""
+        if self.starts is None:
+            return None
+        slots = torch.arange(self.length + 1, device=self.starts.device)
+        return (slots >= self.starts[:, None])[:, None, None, :]
 
 
 class Embedding(nn.Module):
@@ -61,9 +113,13 @@ class Embedding(nn.Module):
         self.scale = math.sqrt(tokens.embedding_dim)
         self.dropout = Dropout(dropout)
 
-    def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
-        """ids (B, T) -> (B, T, D); positions start at `offset` (the cached length when decoding)."""
-        pos = self.positions[offset : offset + ids.size(1)]  # (T, D)
+    def forward(self, ids: Tensor, offset: int | Tensor = 0) -> Tensor:
+        """ids (B, T) -> (B, T, D); positions start at `offset` (the cached length when decoding), or
+        with T = 1 at each row's own offset (B,) (`DecoderCache.positions`)."""
+        if isinstance(offset, Tensor):
+            pos = self.positions[offset][:, None]  # (B, 1, D)
+        else:
+            pos = self.positions[offset : offset + ids.size(1)]  # (T, D)
         return self.dropout(self.tokens(ids) * self.scale + pos)
 
 
@@ -99,6 +155,13 @@ class Seq2SeqTransformer(nn.Module):
     def new_cache(self) -> DecoderCache:
         return DecoderCache([LayerCache(KVCache(), MemoryKV()) for _ in self.decoder])
 
+    def fill_memory(self, cache: DecoderCache, memory: Memory) -> None:
+        """Compute the cross-attention keys/values of `memory` into `cache` now, not at its first step:
+        what `DecoderCache.join` needs of a joining batch."""
+        for layer, layer_cache in zip(self.decoder, cache.layers):
+            kv = layer_cache.memory_kv
+            kv.k, kv.v = layer.cross_attn.memory_keys(memory.states)
+
     def decode(
         self,
         tgt: Tensor,
@@ -122,11 +185,12 @@ class Seq2SeqTransformer(nn.Module):
         attn_sink: list[Tensor] | None = None,
     ) -> Tensor:
         """Decoder states (B, T, D) for `tgt`, as `decode` takes it: what the projection `output` reads."""
-        offset = cache.length if cache is not None else 0
+        offset = cache.positions() if cache is not None else 0
+        self_mask = cache.self_mask() if cache is not None else None
         x = self.tgt_embed(tgt, offset)
         for i, layer in enumerate(self.decoder):
             layer_cache = cache.layers[i] if cache is not None else None
-            x = layer(x, memory.states, memory.mask, layer_cache, attn_sink)
+            x = layer(x, memory.states, memory.mask, layer_cache, attn_sink, self_mask)
         return self.dec_norm(x)
 
     def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:

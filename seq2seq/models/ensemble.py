@@ -25,6 +25,9 @@ class EnsembleMemory:
     def select(self, rows: Tensor) -> EnsembleMemory:
         return EnsembleMemory([m.select(rows) for m in self.members])
 
+    def join(self, other: EnsembleMemory, length: int) -> EnsembleMemory:
+        return EnsembleMemory([m.join(o, length) for m, o in zip(self.members, other.members)])
+
 
 @dataclass
 class EnsembleCache:
@@ -36,9 +39,13 @@ class EnsembleCache:
     def length(self) -> int:
         return self.members[0].length
 
-    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None, drop: int = 0) -> None:
         for cache in self.members:
-            cache.reorder(rows, memory_rows)
+            cache.reorder(rows, memory_rows, drop)
+
+    def join(self, other: EnsembleCache, beams: int, memory_length: int) -> None:
+        for cache, theirs in zip(self.members, other.members):
+            cache.join(theirs, beams, memory_length)
 
 
 class Ensemble:
@@ -53,6 +60,10 @@ class Ensemble:
 
     def new_cache(self) -> EnsembleCache:
         return EnsembleCache([m.new_cache() for m in self.models])
+
+    def fill_memory(self, cache: EnsembleCache, memory: EnsembleMemory) -> None:
+        for model, c, m in zip(self.models, cache.members, memory.members):
+            model.fill_memory(c, m)
 
     def decode(self, tgt: Tensor, memory: EnsembleMemory, cache: EnsembleCache | None = None) -> Tensor:
         """(B, T, V) log-probabilities, averaged in probability space over the members."""

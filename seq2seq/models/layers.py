@@ -55,18 +55,35 @@ class KVCache:
             new_v[:, :, : self.length] = self.v[:, :, : self.length]
         self.k, self.v = new_k, new_v
 
-    def reorder(self, rows: Tensor) -> None:
+    def reorder(self, rows: Tensor, drop: int = 0) -> None:
         """Keep batch rows `rows`, in that order (beam reordering, or dropping finished rows): only the
-        filled positions are copied, into storage of the same capacity."""
+        filled positions are copied, into storage of the same capacity; the first `drop` of them are
+        left out (positions no row attends to any more: `DecoderCache.starts`)."""
         if self.k is not None:
-            self.k, self.v = self._select(self.k, rows), self._select(self.v, rows)
+            self.k, self.v = self._select(self.k, rows, drop), self._select(self.v, rows, drop)
+        self.length -= drop
 
-    def _select(self, store: Tensor, rows: Tensor) -> Tensor:
+    def _select(self, store: Tensor, rows: Tensor, drop: int) -> Tensor:
         if store.requires_grad:  # `out=` has no gradient: a cache used under autograd copies it all
-            return store.index_select(0, rows)
+            return store.index_select(0, rows)[:, :, drop:]
         moved = store.new_empty(rows.numel(), *store.shape[1:])  # (B', H, capacity, Dh)
-        torch.index_select(store[:, :, : self.length], 0, rows, out=moved[:, :, : self.length])
+        kept = self.length - drop
+        torch.index_select(store[:, :, drop : self.length], 0, rows, out=moved[:, :, :kept])
         return moved
+
+    def add_rows(self, count: int) -> None:
+        """`count` more batch rows, after the others, that have decoded nothing: their filled positions
+        are zeros, which a mask must hide (`DecoderCache.starts`)."""
+        if self.k is None:  # nothing stored yet: the first `append` sizes the storage
+            return
+        b, h, capacity, dh = self.k.shape
+        grown_k, grown_v = (
+            self.k.new_zeros(b + count, h, capacity, dh),
+            self.v.new_zeros(b + count, h, capacity, dh),
+        )
+        grown_k[:b, :, : self.length] = self.k[:, :, : self.length]
+        grown_v[:b, :, : self.length] = self.v[:, :, : self.length]
+        self.k, self.v = grown_k, grown_v
 
 
 @dataclass
@@ -79,6 +96,18 @@ class MemoryKV:
     def reorder(self, rows: Tensor) -> None:
         if self.k is not None:
             self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
+
+    def join(self, other: MemoryKV, length: int) -> None:
+        """Append the memory rows of `other` after these, each cut or zero-padded to `length` source
+        positions (the memory mask hides the padding: `Memory.join`)."""
+        parts = [kv for kv in (self, other) if kv.k is not None]
+        self.k = torch.cat([_fit_positions(kv.k, length) for kv in parts])
+        self.v = torch.cat([_fit_positions(kv.v, length) for kv in parts])
+
+
+def _fit_positions(x: Tensor, length: int) -> Tensor:
+    """(B, H, S, Dh) cut or zero-padded to (B, H, length, Dh)."""
+    return x[:, :, :length] if x.size(2) >= length else F.pad(x, (0, 0, 0, length - x.size(2)))
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -129,7 +158,8 @@ class SelfAttention(nn.Module):
     def forward(
         self, x: Tensor, pad_mask: Tensor | None = None, causal: bool = False, cache: KVCache | None = None
     ) -> Tensor:
-        """x (B, T, D). `pad_mask` (B, 1, 1, T), True = real token (encoder only).
+        """x (B, T, D). `pad_mask` (B, 1, 1, T), True = real token (encoder only); with a cache and
+        one new position, (B, 1, 1, cached + 1): the positions each row may attend to.
 
         With a cache, `x` holds only the new positions and attends to everything cached before
         them. Without one, a causal layer needs no padding mask: padding is on the right, so a
@@ -183,7 +213,7 @@ class CrossAttention(nn.Module):
         if cache is not None and cache.k is not None:
             k, v = cache.k, cache.v
         else:
-            k, v = (split_heads(t, self.heads) for t in self.kv(memory).chunk(2, dim=-1))  # (B, H, S, Dh)
+            k, v = self.memory_keys(memory)
             if cache is not None:
                 cache.k, cache.v = k, v
         q = split_heads(self.q(x), self.heads)  # (B, H, T, Dh)
@@ -196,6 +226,11 @@ class CrossAttention(nn.Module):
             weights = attention_weights(q, k, mem_mask).mean(1, keepdim=True)  # (B/K, 1, K*T, S)
             attn_sink.append(unfold_beams(weights, beams).squeeze(1))
         return self.out(merge_heads(unfold_beams(y, beams)))
+
+    def memory_keys(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """The keys and values (B, H, S, Dh) of memory (B, S, D): one fused projection."""
+        k, v = (split_heads(t, self.heads) for t in self.kv(memory).chunk(2, dim=-1))
+        return k, v
 
 
 class Dropout(nn.Module):
@@ -286,9 +321,9 @@ class LayerCache:
     self_kv: KVCache
     memory_kv: MemoryKV
 
-    def reorder(self, rows: Tensor, memory_rows: Tensor | None) -> None:
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None, drop: int = 0) -> None:
         """Keep target rows `rows` and, when given, memory rows `memory_rows` (see DecoderCache)."""
-        self.self_kv.reorder(rows)
+        self.self_kv.reorder(rows, drop)
         if memory_rows is not None:
             self.memory_kv.reorder(memory_rows)
 
@@ -308,11 +343,15 @@ class DecoderLayer(nn.Module):
         mem_mask: Tensor,
         cache: LayerCache | None = None,
         attn_sink: list[Tensor] | None = None,
+        self_mask: Tensor | None = None,
     ) -> Tensor:
-        """x (B, T, D) target positions (only the new ones when `cache` is given); memory (B, S, D)."""
+        """x (B, T, D) target positions (only the new ones when `cache` is given); memory (B, S, D).
+        `self_mask` (B, 1, 1, cached + 1): the cached positions each row's one new position may see
+        (None: all of them)."""
         self_kv = cache.self_kv if cache is not None else None
         memory_kv = cache.memory_kv if cache is not None else None
-        x = self.res_self.outer(x, self.self_attn(self.res_self.inner(x), causal=True, cache=self_kv))
+        attn = self.self_attn(self.res_self.inner(x), pad_mask=self_mask, causal=True, cache=self_kv)
+        x = self.res_self.outer(x, attn)
         y = self.cross_attn(self.res_cross.inner(x), memory, mem_mask, cache=memory_kv, attn_sink=attn_sink)
         x = self.res_cross.outer(x, y)
         return self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))

@@ -29,6 +29,7 @@ from seq2seq.config import Config
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.build import build_model
 from seq2seq.serve.batcher import Batcher
+from seq2seq.serve.continuous import ContinuousBatcher
 from seq2seq.serve.limits import (
     ApiError,
     BodyLimit,
@@ -59,6 +60,7 @@ class ServerSettings:
     cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: CORS off)
     to: str = ""  # a multilingual run: the target language of requests that name none (--to)
     engine: str = "s2s"  # or ctranslate2: the translator is a CTranslate2 export's (`--engine`)
+    batching: str = "auto"  # continuous, static, or auto: continuous where the run allows (`batcher_for`)
 
 
 class TranslateRequest(BaseModel):
@@ -132,8 +134,8 @@ def create_app(
         attend = translator.attention_map
     else:
         attend = functools.partial(attention_map, translator)
-    batcher = Batcher(translator, settings.window_s, defaults.max_tokens)
-    info = server_info(translator, settings, defaults, run_name)
+    batcher = batcher_for(translator, settings, defaults.max_tokens)
+    info = server_info(translator, settings, defaults, run_name, batcher)
     info["languages"] |= {"targets": targets, "to": default_to}
     page = resources.files(seq2seq.serve).joinpath("static/index.html").read_text(encoding="utf-8")
 
@@ -238,7 +240,7 @@ def create_app(
 
 
 def server_info(
-    translator: Translator, settings: ServerSettings, defaults: DecodeOptions, run_name: str
+    translator: Translator, settings: ServerSettings, defaults: DecodeOptions, run_name: str, batcher: Batcher
 ) -> dict[str, Any]:
     """What /info reports (and the page shows)."""
     cfg, search = translator.config, defaults.search
@@ -258,6 +260,7 @@ def server_info(
             "max_tokens": defaults.max_tokens,
             "batch_window_ms": settings.window_s * 1000,
         },
+        "batching": batcher.kind,
         "limits": dataclasses.asdict(settings.limits),
         "engine": settings.engine,
         "device": str(translator.device),
@@ -265,6 +268,24 @@ def server_info(
         "quantize": translator.quantize,
         "versions": {"s2s": seq2seq.__version__, "torch": torch.__version__},
     }
+
+
+BATCHINGS = ("auto", "continuous", "static")
+
+
+def batcher_for(translator: Translator, settings: ServerSettings, max_tokens: int) -> Batcher:
+    """The batcher `settings.batching` asks for: continuous batching needs an s2s encoder-decoder
+    run that translates (its model joins sentences into a running search); auto takes it there."""
+    if settings.batching not in BATCHINGS:
+        raise Seq2SeqError(f"--batching {settings.batching}: choose one of {', '.join(BATCHINGS)}")
+    model = translator.config.model
+    joinable = settings.engine == "s2s" and model.arch == "encoder_decoder" and model.task == "translate"
+    if settings.batching == "continuous" and not joinable:
+        what = "a CTranslate2 export" if settings.engine != "s2s" else f"a {model.arch} {model.task} run"
+        raise Seq2SeqError(f"--batching continuous: {what} decodes in static batches; use --batching static")
+    if settings.batching == "static" or not joinable:
+        return Batcher(translator, settings.window_s, max_tokens)
+    return ContinuousBatcher(translator, max_tokens)
 
 
 def parameter_count(cfg: Config, translator: Translator) -> int:

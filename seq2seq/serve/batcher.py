@@ -60,6 +60,8 @@ class Batcher:
     more of those than cores, they stop spinning between ops (elementwise ops measured 4x slower).
     """
 
+    kind = "static"  # what /info reports
+
     def __init__(self, translator: Translator, window_s: float, max_tokens: int) -> None:
         self.translator, self.window_s, self.max_tokens = translator, window_s, max_tokens
         self._queue: deque[TranslateJob | CallJob] = deque()
@@ -71,7 +73,7 @@ class Batcher:
         """Decode submitted requests on this thread; return once closed and every request is answered."""
         while (jobs := self._collect()) is not None:
             if isinstance(jobs[0], CallJob):
-                _settle(jobs[0].future, self._starting(jobs[0]))
+                settle(jobs[0].future, self._starting(jobs[0]))
                 continue
             groups: dict[tuple[SearchSettings, str], list[TranslateJob]] = {}
             for job in jobs:  # a decode call has one setting and one target: beams or languages never mix
@@ -198,7 +200,7 @@ class Batcher:
             start += len(job.lines)
 
 
-def _settle(future: Future, fn: Callable[[], Any]) -> None:
+def settle(future: Future, fn: Callable[[], Any]) -> None:
     """The future gets fn's result, or its exception (the worker keeps serving other requests)."""
     try:
         future.set_result(fn())

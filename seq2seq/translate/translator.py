@@ -250,6 +250,16 @@ class Translator:
         """
         if settings.nbest > 1 and self.task != "translate":
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
+        todo, sources, forced = self.inputs(lines, first_line, prefixes)
+        hyps = self.decode_ids(sources, settings, max_tokens, forced)
+        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps)), keep_unk)
+
+    def inputs(
+        self, lines: Sequence[str], first_line: int = 1, prefixes: Sequence[str] | None = None
+    ) -> tuple[list[int], list[list[int]], list[list[int]] | None]:
+        """What `translate` decodes: the indices of the non-empty lines, their source ids (the control
+        ids first, clipped to the model's positions, without <eos>) and, with `prefixes`, their
+        target prefix ids."""
         todo = [i for i, line in enumerate(lines) if line.strip()]
         sources = [
             [*self.source_prefix, *ids] for ids in self.tokenizers.src.encode([lines[i] for i in todo])
@@ -258,11 +268,17 @@ class Translator:
         forced = None
         if prefixes is not None:
             forced = target_prefixes(self.tokenizers.tgt, [prefixes[i] for i in todo], self.max_source_tokens)
-        hyps = self.decode_ids(sources, settings, max_tokens, forced)
-        out = blank_translations(len(lines), settings.nbest)
-        for i, nbest in zip(todo, hyps):
-            texts = self.tokenizers.tgt.decode([h.tokens for h in nbest], keep_unk)
-            out[i] = Translation(texts, [h.score for h in nbest])
+        return todo, sources, forced
+
+    def translations(
+        self, count: int, nbest: int, hyps: dict[int, list[Hypothesis]], keep_unk: bool = False
+    ) -> list[Translation]:
+        """One `Translation` per line of `count`, from the hypotheses of the lines decoded (`hyps`: by
+        line index; the others were empty)."""
+        out = blank_translations(count, nbest)
+        for i, found in hyps.items():
+            texts = self.tokenizers.tgt.decode([h.tokens for h in found], keep_unk)
+            out[i] = Translation(texts, [h.score for h in found])
         return out
 
 

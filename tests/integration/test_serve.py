@@ -15,6 +15,7 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
+from seq2seq.decoding.continuous import RunningSearch
 from seq2seq.evaluation.report import attention_map
 from seq2seq.serve.app import ServerSettings, create_app
 from seq2seq.serve.limits import Limits
@@ -35,19 +36,23 @@ def translator(served_run: Path) -> Translator:
     return Translator.load(served_run, placement=Placement("cpu"))
 
 
-def make_client(translator: Translator, window_s: float = 0.02, **limits: object) -> TestClient:
+def make_client(
+    translator: Translator, window_s: float = 0.02, batching: str = "continuous", **limits: object
+) -> TestClient:
     settings = ServerSettings(
         DecodeOverrides(max_tokens=200),
         window_s,
         dataclasses.replace(LIMITS, **limits),
         ("https://ok.example",),
+        batching=batching,
     )
     return TestClient(create_app(translator, settings, "tiny"))
 
 
-@pytest.fixture(scope="module")
-def client(translator: Translator) -> Iterator[TestClient]:
-    with make_client(translator) as c:
+@pytest.fixture(scope="module", params=["continuous", "static"])
+def client(translator: Translator, request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    """A server of each batching: every test of the API holds for both."""
+    with make_client(translator, batching=request.param) as c:
         yield c
 
 
@@ -69,19 +74,26 @@ def test_nbest_and_scores_are_those_of_s2s_translate(client, served_run):
     assert body["scores"] == [hyps[0]["score"] for hyps in body["nbest"]]
 
 
+@pytest.mark.parametrize("batching", ["continuous", "static"])
 def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
-    client, translator, monkeypatch
+    translator, monkeypatch, batching
 ):
     """50 clients at once, with three different search settings: every answer equals the line
-    translated alone with its settings, and the lines were decoded in few calls, never mixed."""
+    translated alone with its settings, and the lines were decoded together, never mixed: in few
+    calls (static), or in running batches of several sentences (continuous)."""
     calls: list[tuple[object, list[str]]] = []
-    translate = translator.translate
+    translate, step = translator.translate, RunningSearch.step
 
     def spy(lines, settings, max_tokens, *args):
         calls.append((settings, list(lines)))
         return translate(lines, settings, max_tokens, *args)
 
+    def step_spy(search):
+        calls.append((search.settings, [block.key for block in search.blocks]))
+        return step(search)
+
     monkeypatch.setattr(translator, "translate", spy)
+    monkeypatch.setattr(RunningSearch, "step", step_spy)
     words = sorted(WORDS)
     requests = [([f"{words[i % 17]} {words[i // 17]} {words[5 * i % 17]}"], 1 + i % 3) for i in range(50)]
     beam_of = {lines[0]: beam for lines, beam in requests}
@@ -94,11 +106,12 @@ def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
         start.wait()
         answers[k] = client.post("/translate", json={"text": lines, "beam": beam, "nbest": beam}).json()
 
-    threads = [threading.Thread(target=send, args=(k,)) for k in range(len(requests))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with make_client(translator, batching=batching) as client:
+        threads = [threading.Thread(target=send, args=(k,)) for k in range(len(requests))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     monkeypatch.undo()
     for (lines, beam), answer in zip(requests, answers):
         alone = translator.translate(
@@ -107,9 +120,14 @@ def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
         assert answer["translations"] == [r.texts[0] for r in alone]
         if beam > 1:
             assert [[h["text"] for h in hyps] for hyps in answer["nbest"]] == [r.texts for r in alone]
-    assert len(calls) < len(requests) / 2, "requests arriving together are decoded in one call"
-    for settings, lines in calls:  # one setting per decode call: every line in it asked for that beam
-        assert {beam_of[line] for line in lines} == {settings.beam}
+    if batching == "static":
+        assert len(calls) < len(requests) / 2, "requests arriving together are decoded in one call"
+        for settings, lines in calls:  # one setting per decode call: every line in it asked for that beam
+            assert {beam_of[line] for line in lines} == {settings.beam}
+    else:
+        assert max(len(keys) for _, keys in calls) > 3, "requests arriving together decode together"
+        for settings, keys in calls:  # one setting per running batch
+            assert {beam_of[request.job.lines[line]] for request, line in keys} == {settings.beam}
 
 
 @pytest.mark.parametrize(
@@ -161,7 +179,7 @@ def test_a_body_without_a_length_is_counted_as_it_arrives(client):
 
 
 def test_a_request_that_waits_past_the_timeout_gets_408_and_the_server_goes_on(translator):
-    with make_client(translator, window_s=0.5, timeout_s=0.1) as slow:
+    with make_client(translator, window_s=0.5, batching="static", timeout_s=0.1) as slow:
         response = slow.post("/translate", json={"text": ["red cat"]})
         assert response.status_code == 408
         assert "no answer within 0.1 s (the server's --timeout)" in response.json()["error"]
@@ -230,7 +248,7 @@ def test_cli_errors_are_error_lines_with_exit_code_2(served_run, tmp_path, monke
 
 
 def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(served_run):
-    server = ServerProcess(served_run, "--batch-window-ms", "1500")
+    server = ServerProcess(served_run, "--batching", "static", "--batch-window-ms", "1500")
     request, answer = request_in_flight(server, LINES)  # held for the 1.5 s batch window
     assert server.stop(signal.SIGTERM) == 0, "".join(server.log)
     request.join()

@@ -66,7 +66,7 @@ def texts(path: Path) -> list[list[str]]:
 
 def test_an_old_run_translates_as_the_old_code_did(old_run: Path):
     """Greedy search gives the old code's words. Scores are not compared: they are now taken over the
-    tokens the search may choose (renormalized, `search._next_scores`), which the old code did not."""
+    tokens the search may choose (renormalized, `search.next_scores`), which the old code did not."""
     got = translate(old_run, "new_greedy.txt", *OLD_OUTPUTS["greedy.txt"])
     assert texts(got) == texts(old_run / "greedy.txt")
 

@@ -1,0 +1,138 @@
+"""`s2s serve`'s continuous batching (`ContinuousBatcher`) on tiny trained runs: each request gets
+what `s2s translate` gives its lines, whatever it shared its steps with; a failed batch fails only its
+requests; closing answers every request that arrived."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seq2seq.decoding.continuous import RunningSearch
+from seq2seq.errors import Seq2SeqError
+from seq2seq.serve.app import ServerSettings, batcher_for
+from seq2seq.serve.continuous import ContinuousBatcher
+from seq2seq.translate.options import DecodeOverrides
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.translator import Translator
+from tests.conftest import WORDS, TrainedRun
+
+BUDGET = 60  # beam-expanded source tokens in flight: a request of many lines joins a few at a time
+
+
+@pytest.fixture(scope="module")
+def translator(served_run: Path) -> Translator:
+    return Translator.load(served_run, placement=Placement("cpu", "fp32"))
+
+
+def requests_of(translator: Translator) -> list[tuple[list[str], object, list[str] | None]]:
+    """(lines, search settings, prefixes): greedy, beam 3 with its 3-best, prefixes, blank lines, and
+    one request longer than the budget."""
+    words = sorted(WORDS)
+    greedy = translator.options(DecodeOverrides(beam=1)).search
+    beam = translator.options(DecodeOverrides(beam=3, nbest=3)).search
+    out = []
+    for i in range(12):
+        lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(1 + i % 5))]
+        out.append((lines, greedy if i % 2 else beam, None))
+    many = [" ".join(words[j : j + 4]) for j in range(0, 40, 3)]
+    out.append((many[:8] + ["", "  "], greedy, None))
+    out.append((many[8:12], beam, ["the", "", "a big", "red"]))
+    return out
+
+
+def test_every_request_gets_what_translate_gives_its_lines(translator):
+    batcher = ContinuousBatcher(translator, BUDGET)
+    asked = requests_of(translator)
+    futures = [batcher.translate(lines, settings, "", prefixes) for lines, settings, prefixes in asked]
+    batcher.start()
+    answers = [future.result(timeout=120) for future in futures]
+    batcher.close()
+    for (lines, settings, prefixes), answer in zip(asked, answers):
+        expected = translator.translate(lines, settings, BUDGET, prefixes=prefixes)
+        assert [t.texts for t in answer] == [t.texts for t in expected]
+        for got, want in zip(answer, expected):
+            assert got.scores == pytest.approx(want.scores, abs=1e-4)
+
+
+def test_closing_answers_every_request_that_arrived_then_refuses(translator):
+    batcher = ContinuousBatcher(translator, BUDGET)
+    asked = requests_of(translator)
+    futures = [batcher.translate(lines, settings, "", prefixes) for lines, settings, prefixes in asked]
+    batcher.start()
+    batcher.close()
+    assert all(future.done() and future.exception() is None for future in futures)
+    with pytest.raises(RuntimeError, match="closed"):
+        batcher.translate(["red cat"], asked[0][1])
+
+
+def test_a_failed_step_fails_the_requests_in_its_batch_and_the_server_goes_on(translator, monkeypatch):
+    """A step of the beam-3 batch raises once: its requests get the error, the greedy ones their
+    translations, and a later beam-3 request is answered."""
+    step, failed = RunningSearch.step, []
+
+    def fails_once(search):
+        if search.settings.beam == 3 and not failed:
+            failed.append(True)
+            raise RuntimeError("out of memory")
+        return step(search)
+
+    monkeypatch.setattr(RunningSearch, "step", fails_once)
+    batcher = ContinuousBatcher(translator, 10_000)
+    asked = requests_of(translator)[:6]
+    futures = [batcher.translate(lines, settings) for lines, settings, _ in asked]
+    batcher.start()
+    for (lines, settings, _), future in zip(asked, futures):
+        if settings.beam == 3:
+            with pytest.raises(RuntimeError, match="out of memory"):
+                future.result(timeout=60)
+        else:
+            assert [t.texts for t in future.result(timeout=60)] == [
+                t.texts for t in translator.translate(lines, settings, 10_000)
+            ]
+    lines, settings, _ = asked[0]
+    later = batcher.translate(lines, settings).result(timeout=60)
+    batcher.close()
+    assert [t.texts for t in later] == [t.texts for t in translator.translate(lines, settings, 10_000)]
+
+
+def test_requests_into_different_languages_share_a_running_batch(multilingual_run: TrainedRun):
+    """Each sentence starts with its own request's language token, so both directions decode in one
+    running batch, and each request gets what `translate --to` gives."""
+    translator = Translator.load(multilingual_run.run, placement=Placement("cpu", "fp32"))
+    settings = translator.options(DecodeOverrides(beam=2)).search
+    asked = [("en", ["red cat runs", "blue bird"]), ("de", ["the big dog sleeps"]), ("en", ["a tree"])]
+    batcher = ContinuousBatcher(translator, 10_000)
+    futures = [batcher.translate(lines, settings, to) for to, lines in asked]
+    batcher.start()
+    answers = [future.result(timeout=60) for future in futures]
+    batcher.close()
+    for (to, lines), answer in zip(asked, answers):
+        translator.start_sources(to)
+        assert [t.texts for t in answer] == [t.texts for t in translator.translate(lines, settings, 200)]
+
+
+@pytest.mark.parametrize(
+    ("batching", "engine", "message"),
+    [
+        ("dynamic", "s2s", "--batching dynamic: choose one of auto, continuous, static"),
+        (
+            "continuous",
+            "ctranslate2",
+            "a CTranslate2 export decodes in static batches; use --batching static",
+        ),
+    ],
+)
+def test_batching_that_the_run_cannot_do_is_refused(translator, batching, engine, message):
+    settings = ServerSettings(DecodeOverrides(), 0.0, batching=batching, engine=engine)
+    with pytest.raises(Seq2SeqError, match=message):
+        batcher_for(translator, settings, 100)
+
+
+def test_auto_batching_is_continuous_for_a_translation_run_and_static_for_ctranslate2(translator):
+    auto = ServerSettings(DecodeOverrides(), 0.0)
+    assert batcher_for(translator, auto, 100).kind == "continuous"
+    assert (
+        batcher_for(translator, ServerSettings(DecodeOverrides(), 0.0, engine="ctranslate2"), 100).kind
+        == "static"
+    )
