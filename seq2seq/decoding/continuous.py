@@ -135,6 +135,11 @@ class RunningSearch:
         """Sentences in the running batch."""
         return len(self.blocks)
 
+    @property
+    def source_tokens(self) -> int:
+        """Beam-expanded source tokens (<eos> included) of the running sentences: what a budget counts."""
+        return self.k * sum(b.source_length for b in self.blocks)
+
     @torch.no_grad()
     def join(self, sentences: Sequence[Sentence]) -> None:
         """Encode `sentences` (one encoder call) and add them to the batch: their first step is the

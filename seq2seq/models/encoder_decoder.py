@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
@@ -17,6 +16,7 @@ from seq2seq.models.layers import (
     KVCache,
     LayerCache,
     MemoryKV,
+    fit_length,
     sinusoidal_positions,
 )
 from seq2seq.special import PAD
@@ -38,13 +38,6 @@ class Memory:
         states = [fit_length(m.states, length, dim=1) for m in (self, other)]
         masks = [fit_length(m.mask, length, dim=3) for m in (self, other)]  # pads False
         return Memory(torch.cat(states), torch.cat(masks))
-
-
-def fit_length(x: Tensor, length: int, dim: int) -> Tensor:
-    """`x` cut or zero-padded (False for bool) to `length` along `dim`."""
-    if x.size(dim) >= length:
-        return x.narrow(dim, 0, length)
-    return F.pad(x, (0, 0) * (x.dim() - 1 - dim) + (0, length - x.size(dim)))
 
 
 @dataclass

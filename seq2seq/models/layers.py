@@ -101,13 +101,15 @@ class MemoryKV:
         """Append the memory rows of `other` after these, each cut or zero-padded to `length` source
         positions (the memory mask hides the padding: `Memory.join`)."""
         parts = [kv for kv in (self, other) if kv.k is not None]
-        self.k = torch.cat([_fit_positions(kv.k, length) for kv in parts])
-        self.v = torch.cat([_fit_positions(kv.v, length) for kv in parts])
+        self.k = torch.cat([fit_length(kv.k, length, dim=2) for kv in parts])  # (B, H, length, Dh)
+        self.v = torch.cat([fit_length(kv.v, length, dim=2) for kv in parts])
 
 
-def _fit_positions(x: Tensor, length: int) -> Tensor:
-    """(B, H, S, Dh) cut or zero-padded to (B, H, length, Dh)."""
-    return x[:, :, :length] if x.size(2) >= length else F.pad(x, (0, 0, 0, length - x.size(2)))
+def fit_length(x: Tensor, length: int, dim: int) -> Tensor:
+    """`x` cut or zero-padded (False for bool) to `length` along `dim`."""
+    if x.size(dim) >= length:
+        return x.narrow(dim, 0, length)
+    return F.pad(x, (0, 0) * (x.dim() - 1 - dim) + (0, length - x.size(dim)))
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:

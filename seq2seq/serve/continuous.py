@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Hashable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -39,11 +38,15 @@ class _Request:
 
 @dataclass
 class _Waiting:
-    """A sentence not yet admitted, with the beam-expanded source tokens it will hold."""
+    """A sentence not yet admitted, and its search."""
 
     sentence: Sentence
     settings: SearchSettings
-    cost: int
+
+    @property
+    def cost(self) -> int:
+        """The beam-expanded source tokens it will hold (`RunningSearch.source_tokens`)."""
+        return len(self.sentence.source) * self.settings.beam
 
 
 class ContinuousBatcher(Batcher):
@@ -58,8 +61,6 @@ class ContinuousBatcher(Batcher):
         super().__init__(translator, 0.0, max_tokens)
         self._running: dict[SearchSettings, RunningSearch] = {}
         self._waiting: deque[_Waiting] = deque()  # sentences accepted, not yet admitted
-        self._in_flight = 0  # beam-expanded source tokens in the running batches
-        self._costs: dict[Hashable, int] = {}  # a running sentence's key -> its cost
 
     def run(self) -> None:
         """Decode submitted requests on this thread; return once closed and every request is answered."""
@@ -103,18 +104,18 @@ class ContinuousBatcher(Batcher):
             self._answer(request)
         for n, (line, source) in enumerate(zip(todo, sources)):
             sentence = Sentence([*source, EOS], prefixes[n] if prefixes else [], (request, line))
-            self._waiting.append(_Waiting(sentence, job.settings, (len(source) + 1) * job.settings.beam))
+            self._waiting.append(_Waiting(sentence, job.settings))
 
     def _admit(self) -> None:
         """Move waiting sentences, oldest first, into the running batches while the budget allows."""
         joining: dict[SearchSettings, list[_Waiting]] = {}
+        in_flight = sum(search.source_tokens for search in self._running.values())
         while self._waiting and (
-            self._in_flight + self._waiting[0].cost <= self.max_tokens or not (self._running or joining)
+            in_flight + self._waiting[0].cost <= self.max_tokens or not (self._running or joining)
         ):
             waiting = self._waiting.popleft()
             joining.setdefault(waiting.settings, []).append(waiting)
-            self._in_flight += waiting.cost
-            self._costs[waiting.sentence.key] = waiting.cost
+            in_flight += waiting.cost
         for settings, group in joining.items():
             search = self._running.get(settings)
             if search is None:
@@ -136,7 +137,6 @@ class ContinuousBatcher(Batcher):
             self._fail(settings, e, [])
             return
         for (request, line), hyps in settled:
-            self._in_flight -= self._costs.pop((request, line))
             request.found[line] = hyps
             request.waiting -= 1
             if request.waiting == 0:
@@ -159,11 +159,7 @@ class ContinuousBatcher(Batcher):
         and drop the batch."""
         log.error("decoding a batch failed", exc_info=error)
         search = self._running.pop(settings)
-        keys = [block.key for block in search.blocks] + [s.key for s in joining]
-        failed = set()
-        for key in keys:
-            self._in_flight -= self._costs.pop(key, 0)
-            failed.add(key[0])
+        failed = {request for request, _ in [block.key for block in search.blocks] + [s.key for s in joining]}
         for request in failed:
             if not request.job.future.done():
                 request.job.future.set_exception(error)
@@ -172,5 +168,4 @@ class ContinuousBatcher(Batcher):
 
     def _precision(self) -> AbstractContextManager[None]:
         """The translator's precision, as `Translator.decode_ids` runs it."""
-        translator = self.translator
-        return autocast(translator.device, None if translator.weights_cast else translator.dtype)
+        return autocast(self.translator.device, self.translator.autocast_to)

@@ -76,11 +76,10 @@ def score_ids(
     """`score_pairs` of token ids (without <eos>/<bos>, each short enough for the model)."""
     costs = [max(len(s), len(t)) + 1 for s, t in zip(sources, targets)]
     results: list[PairScore | None] = [None] * len(sources)
-    autocast_to = None if translator.weights_cast else translator.dtype
     min_len = translator.config.decode.min_len
     for batch in token_batches(costs, max_tokens):
         src = pad([[*sources[i], EOS] for i in batch]).to(translator.device)
-        with autocast(translator.device, autocast_to):
+        with autocast(translator.device, translator.autocast_to):
             logp = forced_log_probs(translator.model, src, [targets[i] for i in batch], min_len)
         rows = logp.cpu().tolist()
         for row, i in zip(rows, batch):

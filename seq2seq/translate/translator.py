@@ -212,11 +212,15 @@ class Translator:
         prefixes: Sequence[Sequence[int]] | None = None,
     ) -> list[list[Hypothesis]]:
         """`decoding.bulk.decode_ids` of token-id sources with this model, its device and precision."""
-        autocast_to = None if self.weights_cast else self.dtype
         return decode_ids(
-            self.model, sources, settings, max_tokens, self.device, autocast_to, self.task, self.at_once,
-            prefixes,
+            self.model, sources, settings, max_tokens, self.device, self.autocast_to, self.task,
+            self.at_once, prefixes,
         )  # fmt: skip
+
+    @property
+    def autocast_to(self) -> torch.dtype | None:
+        """The dtype decoding runs under autocast in: none when the weights are cast themselves."""
+        return None if self.weights_cast else self.dtype
 
     @property
     def first_model(self) -> Model:
