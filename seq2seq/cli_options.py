@@ -41,7 +41,10 @@ Seed = Annotated[int | None, Option(help="Seed for --sampling (same seed, same o
 Quantize = Annotated[
     str | None, Option(help="int8: dynamic int8 linear layers on the CPU (faster, -0.1 BLEU).")
 ]
-Precision = Annotated[str, Option(help="auto (bf16 on GPUs, fp32 on CPU), fp32, bf16 or fp16 (GPU).")]
+Precision = Annotated[
+    str,
+    Option(help="auto (bf16 on GPUs; on a CPU where a timed probe finds it faster), fp32, bf16, fp16 (GPU)."),
+]
 CheckpointName = Annotated[
     list[str] | None,
     Option(help="best, last, a name in checkpoints/, or a path; repeat for an ensemble [default: best]."),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs", "hf")
 MODEL_NAMES = ("recipe", "base")
+BATCHINGS = ("static", "continuous")
 
 
 class UsageError(ValueError):
@@ -40,7 +41,10 @@ class Options:
     pairs: tuple[int, ...]  # data: corpus sizes
     work: str | None  # data: where corpora and runs go (default: a temporary directory)
     ddp: bool  # data: also torchrun with 2 ranks on the largest corpus
-    clients: int  # serve
+    clients: tuple[int, ...]  # serve: numbers of concurrent clients
+    batchings: tuple[str, ...]  # serve: the servers, side by side
+    serve_precision: str  # serve: the offline translator's, and so the servers'
+    mixed_clients: tuple[int, ...]  # serve: (short, long) clients of the mixed load, or () for none
     serve_beam: int
     window_ms: float
     rounds: int
@@ -82,7 +86,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", default="507500,2030000", help="data: corpus sizes (pairs, comma-separated)")
     p.add_argument("--work", help="data: where corpora and runs go (default: a temporary directory)")
     p.add_argument("--no-ddp", action="store_true", help="data: skip the torchrun measurement")
-    p.add_argument("--clients", type=int, default=32, help="serve: concurrent clients")
+    p.add_argument("--clients", default="1,8,32,128", help="serve: numbers of concurrent clients")
+    p.add_argument("--batching", default="static,continuous", help="serve: the batchings side by side")
+    p.add_argument("--serve-precision", default="auto", help="serve: auto (timed probe), fp32 or bf16")
+    p.add_argument(
+        "--mixed-clients", default="8,4", help="serve: short,long clients of the mixed load ('' = none)"
+    )
     p.add_argument("--serve-beam", type=int, default=5, help="serve: beam size")
     p.add_argument("--window-ms", type=float, default=5.0, help="serve: the server's --batch-window-ms")
     p.add_argument("--rounds", type=int, default=3, help="serve: offline then server, this many times")
@@ -133,7 +142,10 @@ def parse(argv: list[str] | None) -> Options:
         pairs=_numbers(a.pairs, "--pairs", int),
         work=a.work,
         ddp=not a.no_ddp,
-        clients=a.clients,
+        clients=_numbers(a.clients, "--clients", int),
+        batchings=_items(a.batching, "--batching", BATCHINGS),
+        serve_precision=a.serve_precision,
+        mixed_clients=_numbers(a.mixed_clients, "--mixed-clients", int),
         serve_beam=a.serve_beam,
         window_ms=a.window_ms,
         rounds=a.rounds,
@@ -148,8 +160,12 @@ def parse(argv: list[str] | None) -> Options:
         raise UsageError("--grid-tokens: one or more batch sizes, each >= 1")
     if not all(0 < f < 1 for f in opts.fractions) or min(opts.pairs, default=0) < 1:
         raise UsageError("--fractions must each be in (0, 1) and --pairs each >= 1")
-    if opts.clients < 1 or opts.serve_beam < 1 or opts.rounds < 1 or opts.time_limit <= 0:
-        raise UsageError("--clients, --serve-beam, --rounds must be >= 1 and --time-limit > 0")
+    if not opts.clients or min(opts.clients) < 1 or opts.serve_beam < 1 or opts.rounds < 1:
+        raise UsageError("--clients (each), --serve-beam, --rounds must be >= 1")
+    if opts.time_limit <= 0 or opts.serve_precision not in ("auto", "fp32", "bf16"):
+        raise UsageError("--time-limit must be > 0 and --serve-precision auto, fp32 or bf16")
+    if opts.mixed_clients and (len(opts.mixed_clients) != 2 or min(opts.mixed_clients) < 1):
+        raise UsageError("--mixed-clients: two numbers >= 1, short,long (or '' for no mixed load)")
     if {"decode", "engines", "serve", "hf"} & set(opts.sections) and not opts.run_dir:
         raise UsageError("--sections decode/engines/serve/hf need --run-dir RUN (a trained run directory)")
     if "runs" in opts.sections and not opts.runs:

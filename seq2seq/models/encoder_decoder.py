@@ -65,8 +65,8 @@ class DecoderCache:
         stay as they are, as when beams are reordered within their sentences). The first `drop`
         positions are dropped: no kept row's own (all `starts` are at least `drop`).
         """
-        for layer in self.layers:
-            layer.reorder(rows, memory_rows, drop)
+        for layer in self.layers:  # a running batch's rows keep room for those that join
+            layer.reorder(rows, memory_rows, drop, spare=self.starts is not None)
         if self.starts is not None:
             self.starts = self.starts.index_select(0, rows) - drop
 

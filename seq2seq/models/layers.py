@@ -6,7 +6,7 @@ Mask polarity everywhere: True = may attend.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -30,12 +30,14 @@ class KVCache:
     """Keys and values of one self-attention layer for the tokens decoded so far.
 
     Storage grows by doubling, so appending one step is a copy into a slice, not a `cat` of the
-    whole history.
+    whole history. A reorder leaves spare rows after the kept ones, so rows added to a running batch
+    (`add_rows`) usually take those instead of a copy of every row.
     """
 
-    k: Tensor | None = None  # (B, H, capacity, Dh)
+    k: Tensor | None = None  # (B, H, capacity, Dh): the first B rows of `_rows`
     v: Tensor | None = None
     length: int = 0
+    _rows: tuple[Tensor, Tensor] | None = field(default=None, repr=False)  # storage with spare rows
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Add (B, H, n, Dh) new keys/values; return all of them so far, (B, H, length, Dh)."""
@@ -53,37 +55,47 @@ class KVCache:
         if self.k is not None:
             new_k[:, :, : self.length] = self.k[:, :, : self.length]
             new_v[:, :, : self.length] = self.v[:, :, : self.length]
-        self.k, self.v = new_k, new_v
+        self.k, self.v, self._rows = new_k, new_v, None
 
-    def reorder(self, rows: Tensor, drop: int = 0) -> None:
+    def reorder(self, rows: Tensor, drop: int = 0, spare: bool = False) -> None:
         """Keep batch rows `rows`, in that order (beam reordering, or dropping finished rows): only the
         filled positions are copied, into storage of the same capacity; the first `drop` of them are
-        left out (positions no row attends to any more: `DecoderCache.starts`)."""
-        if self.k is not None:
-            self.k, self.v = self._select(self.k, rows, drop), self._select(self.v, rows, drop)
-        self.length -= drop
-
-    def _select(self, store: Tensor, rows: Tensor, drop: int) -> Tensor:
-        if store.requires_grad:  # `out=` has no gradient: a cache used under autograd copies it all
-            return store.index_select(0, rows)[:, :, drop:]
-        moved = store.new_empty(rows.numel(), *store.shape[1:])  # (B', H, capacity, Dh)
-        kept = self.length - drop
-        torch.index_select(store[:, :, drop : self.length], 0, rows, out=moved[:, :, :kept])
-        return moved
+        left out (positions no row attends to any more: `DecoderCache.starts`). With `spare`, the
+        storage has room for rows that join (a running batch's)."""
+        if self.k is None:
+            self.length -= drop
+            return
+        if self.k.requires_grad:  # `out=` has no gradient: a cache used under autograd copies it all
+            self.k, self.v = (store.index_select(0, rows)[:, :, drop:] for store in (self.k, self.v))
+            self.length, self._rows = self.length - drop, None
+            return
+        n, kept = rows.numel(), self.length - drop
+        room = n + spare_rows(n) if spare else n
+        stores = tuple(t.new_empty(room, *t.shape[1:]) for t in (self.k, self.v))  # (B'', H, capacity, Dh)
+        for store, old in zip(stores, (self.k, self.v)):
+            torch.index_select(old[:, :, drop : self.length], 0, rows, out=store[:n, :, :kept])
+        self._rows, self.k, self.v = stores, stores[0][:n], stores[1][:n]
+        self.length = kept
 
     def add_rows(self, count: int) -> None:
         """`count` more batch rows, after the others, that have decoded nothing: their filled positions
         are zeros, which a mask must hide (`DecoderCache.starts`)."""
         if self.k is None:  # nothing stored yet: the first `append` sizes the storage
             return
-        b, h, capacity, dh = self.k.shape
-        grown_k, grown_v = (
-            self.k.new_zeros(b + count, h, capacity, dh),
-            self.v.new_zeros(b + count, h, capacity, dh),
-        )
-        grown_k[:b, :, : self.length] = self.k[:, :, : self.length]
-        grown_v[:b, :, : self.length] = self.v[:, :, : self.length]
-        self.k, self.v = grown_k, grown_v
+        b = self.k.size(0)
+        if self._rows is None or self._rows[0].size(0) < b + count:
+            stores = tuple(t.new_empty(b + count + spare_rows(b), *t.shape[1:]) for t in (self.k, self.v))
+            for store, old in zip(stores, (self.k, self.v)):
+                store[:b, :, : self.length] = old[:, :, : self.length]
+            self._rows = stores
+        for store in self._rows:  # finite under the mask (0 x NaN would not be); the rest is written first
+            store[b : b + count, :, : self.length] = 0
+        self.k, self.v = self._rows[0][: b + count], self._rows[1][: b + count]
+
+
+def spare_rows(rows: int) -> int:
+    """Rows a running batch's cache keeps free for sentences joining it: a quarter more, at least 16."""
+    return max(16, rows // 4)
 
 
 @dataclass
@@ -323,9 +335,9 @@ class LayerCache:
     self_kv: KVCache
     memory_kv: MemoryKV
 
-    def reorder(self, rows: Tensor, memory_rows: Tensor | None, drop: int = 0) -> None:
+    def reorder(self, rows: Tensor, memory_rows: Tensor | None, drop: int = 0, spare: bool = False) -> None:
         """Keep target rows `rows` and, when given, memory rows `memory_rows` (see DecoderCache)."""
-        self.self_kv.reorder(rows, drop)
+        self.self_kv.reorder(rows, drop, spare)
         if memory_rows is not None:
             self.memory_kv.reorder(memory_rows)
 

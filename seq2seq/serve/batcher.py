@@ -91,7 +91,7 @@ class Batcher:
         thread made by `start()` is joined)."""
         with self._ready:
             self._closing = True
-            self._ready.notify()
+            self._ready.notify_all()
         if self._thread is not None:
             self._thread.join()
 

@@ -1,21 +1,30 @@
-"""Continuous batching: each request's sentences join the running decode at the next step, and leave
+"""Continuous batching: each request's sentences join a running decode at the next step, and leave
 it when settled, so no request waits for a batch it was not part of (`decoding.continuous`).
 
-The worker thread loops: take every request that has arrived (an attention map runs at once, between
-two steps), admit waiting sentences, oldest first, while the beam-expanded source tokens in flight
-stay within `max_tokens` (as `decode.max_tokens` budgets an offline batch; one sentence is always
-admitted), then step each running batch once (one per search setting: beams never mix) and answer
-each request whose last sentence has settled. A sentence's hypotheses are those `s2s translate`
-finds for it (the same search, `RunningSearch`). A failed step fails the requests with a sentence in
-that batch, and the server goes on.
+The decoding runs in lanes: on a CPU one per torch thread, each a thread with one core of its own
+(as `s2s translate` decodes one batch per core: a step's tensors are too small to keep two cores
+busy one operation at a time, and while one lane runs Python between its operations the other
+computes); on a GPU one. Each lane loops: take every request that has arrived (tokenized, its
+sentences queued oldest first; an attention map runs at once, between two steps), admit waiting
+sentences while it is the least loaded lane and its beam-expanded source tokens in flight stay
+within `max_tokens` (as `decode.max_tokens` budgets an offline batch; a lane with nothing running
+takes one sentence whatever its size), then step each of its running batches once (one per search
+setting: beams never mix) and answer each request whose last sentence has settled. A sentence's
+hypotheses are those `s2s translate` finds for it (the same search, `RunningSearch`), whichever lane
+and sentences it runs with. A failed step fails the requests with a sentence in that batch, and the
+server goes on.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+
+import torch
 
 from seq2seq.decoding.continuous import RunningSearch, Sentence
 from seq2seq.decoding.search import Hypothesis, SearchSettings
@@ -49,103 +58,174 @@ class _Waiting:
         return len(self.sentence.source) * self.settings.beam
 
 
+@dataclass
+class _Lane:
+    """One decoding thread's running batches, one per search setting."""
+
+    running: dict[SearchSettings, RunningSearch] = field(default_factory=dict)
+    joining: int = 0  # source tokens admitted, not yet joined
+
+    @property
+    def tokens(self) -> int:
+        """Beam-expanded source tokens in flight (`RunningSearch.source_tokens`)."""
+        return self.joining + sum(search.source_tokens for search in self.running.values())
+
+
 class ContinuousBatcher(Batcher):
     """`Batcher`'s interface (`translate`, `call`, `run`, `start`, `close`) over running batches.
 
     `translator` must be an encoder-decoder run's (`RunningSearch` joins sentences into its model).
+    `lanes`: decoding threads (0: one per torch thread on a CPU, one on a GPU); each has an equal
+    share of the torch threads.
     """
 
     kind = "continuous"
 
-    def __init__(self, translator: Translator, max_tokens: int) -> None:
+    def __init__(self, translator: Translator, max_tokens: int, lanes: int = 0) -> None:
         super().__init__(translator, 0.0, max_tokens)
-        self._running: dict[SearchSettings, RunningSearch] = {}
+        self._cores = torch.get_num_threads()
+        self.lanes = (lanes or self._cores) if translator.device.type == "cpu" else 1
         self._waiting: deque[_Waiting] = deque()  # sentences accepted, not yet admitted
+        self._calls: deque[CallJob] = deque()
+        self._lanes = [_Lane() for _ in range(self.lanes)]
+        self._intake = threading.Lock()  # reading requests and calls set the translator's language
 
     def run(self) -> None:
-        """Decode submitted requests on this thread; return once closed and every request is answered."""
-        while (jobs := self._arrived()) is not None:
-            for job in jobs:
-                if isinstance(job, CallJob):
-                    settle(job.future, self._starting(job))
-                else:
-                    self._accept(job)
-            self._admit()
-            for settings in list(self._running):
-                self._step(settings)
-
-    def _arrived(self) -> list[TranslateJob | CallJob] | None:
-        """Every job submitted since the last step (waiting for one when nothing is decoding); None
-        once closing and all is answered. Jobs whose futures were cancelled are dropped here."""
-        with self._ready:
-            while not self._queue and not self._busy and not self._closing:
-                self._ready.wait()
-            if not self._queue and not self._busy:
-                return None
-            jobs = list(self._queue)
-            self._queue.clear()
-        return [job for job in jobs if job.future.set_running_or_notify_cancel()]
-
-    @property
-    def _busy(self) -> bool:
-        return bool(self._running or self._waiting)
-
-    def _accept(self, job: TranslateJob) -> None:
-        """Tokenize the job's lines (their sources start for its language) and queue its sentences."""
+        """Decode submitted requests on this thread and `lanes - 1` more; return once closed and every
+        request is answered."""
+        before = torch.get_num_threads()
+        others = [
+            threading.Thread(target=self._decode_lane, args=(lane,), name=f"s2s-lane-{n + 1}", daemon=True)
+            for n, lane in enumerate(self._lanes[1:])
+        ]
+        for thread in others:
+            thread.start()
         try:
-            self._start(job.to)
-            todo, sources, prefixes = self.translator.inputs(job.lines, prefixes=job.prefixes)
-        except Exception as e:  # a request that cannot be read fails alone
-            log.exception("reading a request failed")
-            job.future.set_exception(e)
-            return
-        request = _Request(job, len(todo))
-        if not todo:
-            self._answer(request)
-        for n, (line, source) in enumerate(zip(todo, sources)):
-            sentence = Sentence([*source, EOS], prefixes[n] if prefixes else [], (request, line))
-            self._waiting.append(_Waiting(sentence, job.settings))
+            self._decode_lane(self._lanes[0])
+        finally:
+            for thread in others:
+                thread.join()
+            torch.set_num_threads(before)
 
-    def _admit(self) -> None:
-        """Move waiting sentences, oldest first, into the running batches while the budget allows."""
+    def _decode_lane(self, lane: _Lane) -> None:
+        # a fixed share: lanes whose thread counts changed with the load stalled each other (measured
+        # at 8 clients: 40x slower)
+        if self.lanes > 1:
+            torch.set_num_threads(max(self._cores // self.lanes, 1))
+        while (work := self._next(lane)) is not None:
+            jobs, calls = work
+            if jobs:
+                self._accept(jobs)
+            for job in calls:
+                with self._intake:
+                    settle(job.future, self._starting(job))
+            joining = self._admit(lane)
+            for settings, group in joining.items():
+                self._join(lane, settings, group)
+            for settings in list(lane.running):
+                self._step(lane, settings)
+
+    def _next(self, lane: _Lane) -> tuple[list[TranslateJob], list[CallJob]] | None:
+        """The jobs submitted since any lane last looked, and the calls for this lane (waiting while
+        this lane has nothing to do); None once closing and all is answered."""
+        with self._ready:
+            while not (self._queue or self._calls or self._waiting or lane.running or self._closing):
+                self._ready.wait()
+            if self._closing and not (self._queue or self._calls or self._waiting or lane.running):
+                self._ready.notify_all()  # the other lanes finish theirs and stop too
+                return None
+            jobs = [job for job in self._queue if job.future.set_running_or_notify_cancel()]
+            self._queue.clear()
+            calls = list(self._calls)
+            self._calls.clear()
+        translate = [job for job in jobs if isinstance(job, TranslateJob)]
+        return translate, calls + [job for job in jobs if isinstance(job, CallJob)]
+
+    def _put(self, job: TranslateJob | CallJob) -> Future:
+        with self._ready:
+            if self._closing:
+                raise RuntimeError("the batcher is closed")
+            self._queue.append(job)
+            self._ready.notify_all()  # any idle lane may take it
+        return job.future
+
+    def _accept(self, jobs: list[TranslateJob]) -> None:
+        """Tokenize the jobs' lines (their sources start for each job's language) and queue their
+        sentences, oldest first."""
+        accepted = []
+        with self._intake:
+            for job in jobs:
+                try:
+                    self._start(job.to)
+                    todo, sources, prefixes = self.translator.inputs(job.lines, prefixes=job.prefixes)
+                except Exception as e:  # a request that cannot be read fails alone
+                    log.exception("reading a request failed")
+                    job.future.set_exception(e)
+                    continue
+                request = _Request(job, len(todo))
+                if not todo:
+                    self._answer(request)
+                for n, (line, source) in enumerate(zip(todo, sources)):
+                    sentence = Sentence([*source, EOS], prefixes[n] if prefixes else [], (request, line))
+                    accepted.append(_Waiting(sentence, job.settings))
+        with self._ready:
+            self._waiting.extend(accepted)
+            self._ready.notify_all()
+
+    def _admit(self, lane: _Lane) -> dict[SearchSettings, list[_Waiting]]:
+        """Waiting sentences, oldest first, for this lane while it is the least loaded and within the
+        budget (one at least when it has nothing running), by search setting."""
         joining: dict[SearchSettings, list[_Waiting]] = {}
-        in_flight = sum(search.source_tokens for search in self._running.values())
-        while self._waiting and (
-            in_flight + self._waiting[0].cost <= self.max_tokens or not (self._running or joining)
-        ):
-            waiting = self._waiting.popleft()
-            joining.setdefault(waiting.settings, []).append(waiting)
-            in_flight += waiting.cost
-        for settings, group in joining.items():
-            search = self._running.get(settings)
+        with self._ready:
+            while self._waiting and lane.tokens <= min(other.tokens for other in self._lanes):
+                cost = self._waiting[0].cost
+                if lane.tokens + cost > self.max_tokens and (lane.running or joining):
+                    break
+                waiting = self._waiting.popleft()
+                joining.setdefault(waiting.settings, []).append(waiting)
+                lane.joining += cost
+        return joining
+
+    def _join(self, lane: _Lane, settings: SearchSettings, group: list[_Waiting]) -> None:
+        with self._ready:  # other lanes count this lane's tokens
+            search = lane.running.get(settings)
             if search is None:
-                search = self._running[settings] = RunningSearch(
+                search = lane.running[settings] = RunningSearch(
                     self.translator.model, settings, self.translator.device
                 )
-            try:
-                with self._precision():
-                    search.join([w.sentence for w in group])
-            except Exception as e:  # the batch may be half joined: it fails whole
-                self._fail(settings, e, [w.sentence for w in group])
+        try:
+            with self._precision():
+                search.join([w.sentence for w in group])
+        except Exception as e:  # the batch may be half joined: it fails whole
+            self._fail(lane, settings, e, [w.sentence for w in group])
+        finally:
+            with self._ready:
+                lane.joining -= sum(w.cost for w in group)
 
-    def _step(self, settings: SearchSettings) -> None:
-        search = self._running[settings]
+    def _step(self, lane: _Lane, settings: SearchSettings) -> None:
+        search = lane.running[settings]
         try:
             with self._precision():
                 settled = search.step()
         except Exception as e:
-            self._fail(settings, e, [])
+            self._fail(lane, settings, e, [])
             return
-        for (request, line), hyps in settled:
-            request.found[line] = hyps
-            request.waiting -= 1
-            if request.waiting == 0:
-                self._answer(request)
-        if not search:
-            del self._running[settings]
+        answered = []
+        with self._ready:
+            if not search:
+                del lane.running[settings]
+            for (request, line), hyps in settled:
+                request.found[line] = hyps
+                request.waiting -= 1
+                if request.waiting == 0:
+                    answered.append(request)
+        for request in answered:
+            self._answer(request)
 
     def _answer(self, request: _Request) -> None:
         job = request.job
+        if job.future.done():  # failed with a sentence in another lane's batch
+            return
         try:
             result = self.translator.translations(len(job.lines), job.settings.nbest, request.found)
         except Exception as e:
@@ -154,17 +234,19 @@ class ContinuousBatcher(Batcher):
             return
         job.future.set_result(result)
 
-    def _fail(self, settings: SearchSettings, error: Exception, joining: list[Sentence]) -> None:
-        """Fail every request with a sentence in the running batch of `settings` (or `joining` it),
-        and drop the batch."""
+    def _fail(self, lane: _Lane, settings: SearchSettings, error: Exception, joining: list[Sentence]) -> None:
+        """Fail every request with a sentence in this lane's running batch of `settings` (or `joining`
+        it), and drop the batch."""
         log.error("decoding a batch failed", exc_info=error)
-        search = self._running.pop(settings)
-        failed = {request for request, _ in [block.key for block in search.blocks] + [s.key for s in joining]}
+        with self._ready:
+            search = lane.running.pop(settings)
+            keys = [block.key for block in search.blocks] + [s.key for s in joining]
+            failed = {request for request, _ in keys}
+            # the failed requests' sentences still waiting are dropped too
+            self._waiting = deque(w for w in self._waiting if w.sentence.key[0] not in failed)
         for request in failed:
             if not request.job.future.done():
                 request.job.future.set_exception(error)
-        # the failed requests' sentences still waiting are dropped too
-        self._waiting = deque(w for w in self._waiting if w.sentence.key[0] not in failed)
 
     def _precision(self) -> AbstractContextManager[None]:
         """The translator's precision, as `Translator.decode_ids` runs it."""

@@ -26,6 +26,7 @@ FEW_STEPS = ["--models", "recipe", "--warmup", "1", "--steps", "2", "--matmul-si
 FEW_LINES = ["--limit", "8", "--beams", "1", "--fractions", "", "--repeat", "1", "--grid-tokens", "500"]
 SMALL_DATA = ["--pairs", "200", "--no-ddp"]  # torchrun with 2 ranks would double the test's time
 FEW_CLIENTS = ["--clients", "2", "--rounds", "1", "--serve-beam", "1", "--time-limit", "30"]
+FEW_CLIENTS += ["--mixed-clients", "1,1", "--serve-precision", "fp32"]
 
 
 def bench_args(run: TrainedRun, sections: str) -> list[str]:
@@ -52,7 +53,11 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     impls = {r["impl"] for r in report["train"]["results"]}
     assert impls == {"s2s", "nn.Transformer"}  # the reference model trains too
     assert all(r["peak_rss_mib"] > 0 for r in report["engines"]["results"])
-    assert report["serve"]["wrong"] == 0 and report["serve"]["missing"] == 0
+    serve = report["serve"]
+    assert serve["wrong"] == 0 and serve["missing"] == 0
+    assert {(r["batching"], r["clients"]) for r in serve["results"]} == {("static", 2), ("continuous", 2)}
+    assert [m["batching"] for m in serve["mixed"]] == ["static", "continuous"]
+    assert serve["server_exit_codes"] == {"static": 0, "continuous": 0}
     runs = {(r["engine"], r["quantize"]): r for r in report["runs"]["results"]}
     assert set(runs) == {("s2s", None), ("s2s", "int8"), ("ctranslate2", "int8")}
     assert runs["s2s", None]["vs_reference"] == 1.0 and all(r["parameters"] > 0 for r in runs.values())
