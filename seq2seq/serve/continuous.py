@@ -86,7 +86,6 @@ class ContinuousBatcher(Batcher):
         self._cores = torch.get_num_threads()
         self.lanes = (lanes or self._cores) if translator.device.type == "cpu" else 1
         self._waiting: deque[_Waiting] = deque()  # sentences accepted, not yet admitted
-        self._calls: deque[CallJob] = deque()
         self._lanes = [_Lane() for _ in range(self.lanes)]
         self._intake = threading.Lock()  # reading requests and calls set the translator's language
 
@@ -126,20 +125,18 @@ class ContinuousBatcher(Batcher):
                 self._step(lane, settings)
 
     def _next(self, lane: _Lane) -> tuple[list[TranslateJob], list[CallJob]] | None:
-        """The jobs submitted since any lane last looked, and the calls for this lane (waiting while
-        this lane has nothing to do); None once closing and all is answered."""
+        """The requests and calls submitted since any lane last looked (waiting while this lane has
+        nothing to do); None once closing and all is answered. Cancelled ones are dropped here."""
         with self._ready:
-            while not (self._queue or self._calls or self._waiting or lane.running or self._closing):
+            while not (self._queue or self._waiting or lane.running or self._closing):
                 self._ready.wait()
-            if self._closing and not (self._queue or self._calls or self._waiting or lane.running):
+            if self._closing and not (self._queue or self._waiting or lane.running):
                 self._ready.notify_all()  # the other lanes finish theirs and stop too
                 return None
             jobs = [job for job in self._queue if job.future.set_running_or_notify_cancel()]
             self._queue.clear()
-            calls = list(self._calls)
-            self._calls.clear()
         translate = [job for job in jobs if isinstance(job, TranslateJob)]
-        return translate, calls + [job for job in jobs if isinstance(job, CallJob)]
+        return translate, [job for job in jobs if isinstance(job, CallJob)]
 
     def _put(self, job: TranslateJob | CallJob) -> Future:
         with self._ready:
