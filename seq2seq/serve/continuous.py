@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -64,6 +64,7 @@ class _Lane:
 
     running: dict[SearchSettings, RunningSearch] = field(default_factory=dict)
     joining: int = 0  # source tokens admitted, not yet joined
+    stopped: bool = False  # its thread has returned (closing)
 
     @property
     def tokens(self) -> int:
@@ -131,6 +132,7 @@ class ContinuousBatcher(Batcher):
             while not (self._queue or self._waiting or lane.running or self._closing):
                 self._ready.wait()
             if self._closing and not (self._queue or self._waiting or lane.running):
+                lane.stopped = True  # no longer counted as the least loaded (`_admit`)
                 self._ready.notify_all()  # the other lanes finish theirs and stop too
                 return None
             jobs = [job for job in self._queue if job.future.set_running_or_notify_cancel()]
@@ -174,7 +176,7 @@ class ContinuousBatcher(Batcher):
         budget (one at least when it has nothing running), by search setting."""
         joining: dict[SearchSettings, list[_Waiting]] = {}
         with self._ready:
-            while self._waiting and lane.tokens <= min(other.tokens for other in self._lanes):
+            while self._waiting and lane.tokens <= min(o.tokens for o in self._lanes if not o.stopped):
                 cost = self._waiting[0].cost
                 if lane.tokens + cost > self.max_tokens and (lane.running or joining):
                     break
@@ -184,13 +186,13 @@ class ContinuousBatcher(Batcher):
         return joining
 
     def _join(self, lane: _Lane, settings: SearchSettings, group: list[_Waiting]) -> None:
-        with self._ready:  # other lanes count this lane's tokens
-            search = lane.running.get(settings)
-            if search is None:
-                search = lane.running[settings] = RunningSearch(
-                    self.translator.model, settings, self.translator.device
-                )
         try:
+            with self._ready:  # other lanes count this lane's tokens
+                search = lane.running.get(settings)
+                if search is None:
+                    search = lane.running[settings] = RunningSearch(
+                        self.translator.model, settings, self.translator.device
+                    )
             with self._precision():
                 search.join([w.sentence for w in group])
         except Exception as e:  # the batch may be half joined: it fails whole
@@ -236,14 +238,16 @@ class ContinuousBatcher(Batcher):
         it), and drop the batch."""
         log.error("decoding a batch failed", exc_info=error)
         with self._ready:
-            search = lane.running.pop(settings)
-            keys = [block.key for block in search.blocks] + [s.key for s in joining]
-            failed = {request for request, _ in keys}
+            search = lane.running.pop(settings, None)  # None: it could not be made
+            keys = [block.key for block in search.blocks] if search is not None else []
+            failed = {request for request, _ in keys + [s.key for s in joining]}
             # the failed requests' sentences still waiting are dropped too
             self._waiting = deque(w for w in self._waiting if w.sentence.key[0] not in failed)
         for request in failed:
-            if not request.job.future.done():
+            try:
                 request.job.future.set_exception(error)
+            except InvalidStateError:  # another lane's failed batch held one of its sentences too
+                pass
 
     def _precision(self) -> AbstractContextManager[None]:
         """The translator's precision, as `Translator.decode_ids` runs it."""

@@ -154,3 +154,27 @@ def test_auto_batching_is_continuous_for_a_translation_run_and_static_for_ctrans
         batcher_for(translator, ServerSettings(DecodeOverrides(), 0.0, engine="ctranslate2"), 100).kind
         == "static"
     )
+
+
+def test_failing_batches_in_both_lanes_fail_each_request_once_and_the_batcher_still_closes(
+    translator, monkeypatch
+):
+    """Every step raises: requests whose sentences are spread over both lanes are failed by each
+    lane's batch; each future gets the error once, and both lanes go on until closed."""
+
+    def fails(search):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(RunningSearch, "step", fails)
+    batcher = ContinuousBatcher(translator, BUDGET, lanes=2)
+    asked = requests_of(translator)
+    futures = [batcher.translate(lines, settings, "", prefixes) for lines, settings, prefixes in asked]
+    batcher.start()
+    for (lines, _, _), future in zip(asked, futures):
+        error = future.exception(timeout=60)
+        if any(line.strip() for line in lines):
+            assert isinstance(error, RuntimeError) and "out of memory" in str(error)
+        else:  # nothing to decode: answered at once
+            assert error is None and all(t.texts == [""] * len(t.texts) for t in future.result())
+    batcher.close()
+    assert batcher._thread is not None and not batcher._thread.is_alive()
