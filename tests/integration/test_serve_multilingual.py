@@ -19,12 +19,14 @@ from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
 from tests.helpers import cli_translate, run_cli
 
+FP32 = ("--precision", "fp32")  # auto times a probe: two processes may choose differently
+
 LINES = ["red cat runs", "", "the big dog sleeps"]
 
 
 @pytest.fixture(scope="module")
 def translator(multilingual_run: TrainedRun) -> Translator:
-    return Translator.load(multilingual_run.run, placement=Placement("cpu"))
+    return Translator.load(multilingual_run.run, placement=Placement("cpu", "fp32"))  # as FP32 below
 
 
 def make_client(translator: Translator, to: str = "") -> TestClient:
@@ -43,7 +45,7 @@ def test_a_request_into_a_language_gets_what_translate_to_gives(client, multilin
     response = client.post("/translate", json={"text": LINES, "to": to, "scores": True})
     assert response.status_code == 200, response.text
     expected = [
-        line.split("\t") for line in cli_translate(multilingual_run.run, LINES, "--to", to, "--scores")
+        line.split("\t") for line in cli_translate(multilingual_run.run, LINES, "--to", to, "--scores", *FP32)
     ]
     assert response.json()["translations"] == [row[0] for row in expected]
     assert response.json()["scores"] == [
@@ -101,7 +103,7 @@ def test_info_lists_the_targets_and_the_server_s_default(client, translator, mul
     with make_client(translator, to="de") as into_de:
         assert into_de.get("/info").json()["languages"]["to"] == "de"
         answer = into_de.post("/translate", json={"text": LINES}).json()["translations"]
-        assert answer == cli_translate(multilingual_run.run, LINES, "--to", "de")
+        assert answer == cli_translate(multilingual_run.run, LINES, "--to", "de", *FP32)
 
 
 def test_attention_reads_the_source_with_its_language_token(client):
