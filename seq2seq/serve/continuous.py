@@ -222,9 +222,7 @@ class ContinuousBatcher(Batcher):
             self._answer(request)
 
     def _answer(self, request: _Request) -> None:
-        job = request.job
-        if job.future.done():  # failed with a sentence in another lane's batch
-            return
+        job = request.job  # never failed: a failed request keeps a sentence that never settles
         try:
             result = self.translator.translations(len(job.lines), job.settings.nbest, request.found)
         except Exception as e:
