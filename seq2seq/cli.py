@@ -348,6 +348,14 @@ def export(
         str | None,
         Option(help="ctranslate2: store the weights as int8, int8_float32, int16, float16 or bfloat16."),
     ] = None,
+    full_range_int8: Annotated[
+        bool,
+        Option(
+            "--full-range-int8",
+            help="int8 weights in 8 bits, not 7: only for CPUs with AVX-512 VNNI or AMX, ARM or a GPU "
+            "(on an AVX2-only CPU, full-range int8 products overflow).",
+        ),
+    ] = False,
     verbose: opt.Verbose = False,
 ) -> None:
     """Export a run to CTranslate2 (pip install 's2s\\[ct2]') or Hugging Face transformers ('s2s\\[hf]')."""
@@ -368,7 +376,9 @@ def export(
             export_huggingface(run_dir, checkpoint, out_dir)
             print(f"exported to {out_dir}; load it with transformers' AutoModelForSeq2SeqLM.from_pretrained")
             return
-        export_ctranslate2(run_dir, checkpoint, out_dir, quantize)
+        if full_range_int8 and not (quantize or "").startswith("int8"):
+            raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
+        export_ctranslate2(run_dir, checkpoint, out_dir, quantize, full_range_int8)
         print(f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2")
 
 

@@ -187,14 +187,16 @@ def run_engines_section(
 ) -> dict[str, Any]:
     """The grid, then every engine and setting on the lines of `src`, round-robin `repeat` times."""
     from seq2seq.ct2.export import export_ctranslate2
+    from seq2seq.device import cpu_has_int8_dot_products
 
     count = len(_lines(src, limit))
     refs = _lines(ref, limit) if ref else None
     with tempfile.TemporaryDirectory() as scratch:
         exports = {}
+        full_range = cpu_has_int8_dot_products()  # CTranslate2's own int8 where it is safe, as its users get
         for quantize in (None, "int8"):
             exports[quantize] = Path(scratch) / f"ct2_{quantize or 'fp32'}"
-            export_ctranslate2(Path(run_dir), "best", exports[quantize], quantize)
+            export_ctranslate2(Path(run_dir), "best", exports[quantize], quantize, full_range)
         base = {"run_dir": run_dir, "src": src, "limit": limit}
         grid_base = base | {"limit": min(limit, GRID_LINES) if limit > 0 else GRID_LINES}
         grid = {

@@ -36,7 +36,7 @@ from seq2seq.data.tokenizer import (
     tokenizer_checksums,
     train_or_load_tokenizers,
 )
-from seq2seq.device import autocast_dtype
+from seq2seq.device import autocast_dtype, cpu_has_bf16_kernels
 from seq2seq.models.build import build_model
 from seq2seq.models.encoder_decoder import count_parameters
 from seq2seq.rundir import RunDir, data_checksums
@@ -240,8 +240,12 @@ def _longest(batch: Batch) -> int:
 
 
 def measure_peaks(size: int, device: torch.device, train_dtype: torch.dtype | None) -> dict[str, float]:
-    """Matmul FLOP/s in fp32, bf16 and the training dtype, by dtype name."""
-    dtypes = dict.fromkeys([torch.float32, torch.bfloat16, train_dtype or torch.float32])
+    """Matmul FLOP/s in fp32, bf16 and the training dtype, by dtype name.
+
+    Not bf16 on a CPU without bf16 kernels (an AVX2-only CPU), where it runs ~30x slower than fp32.
+    """
+    bf16 = [torch.bfloat16] if device.type != "cpu" or cpu_has_bf16_kernels() else []
+    dtypes = dict.fromkeys([torch.float32, *bf16, train_dtype or torch.float32])
     return {DTYPE_NAMES[d]: round(matmul_flop_per_s(size, d, device)) for d in dtypes}
 
 

@@ -66,7 +66,7 @@ def check_multi30k(data: Path) -> None:
 
 
 def prepare_work(check: Check) -> None:
-    """WORK/data (the dry run: the first lines of each file) and WORK/recipe.yaml reading it, in bf16."""
+    """WORK/data (the dry run: the first lines of each file) and WORK/recipe.yaml reading it."""
     (check.work / "data").mkdir(parents=True, exist_ok=True)
     for name in MULTI30K:
         lines = (check.data / name).read_text(encoding="utf-8").splitlines(keepends=True)
@@ -75,7 +75,7 @@ def prepare_work(check: Check) -> None:
     cfg = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))
     sides = {"train_src": "train.de", "train_tgt": "train.en", "valid_src": "val.de", "valid_tgt": "val.en"}
     cfg["data"] |= {key: str(check.work / "data" / name) for key, name in sides.items()}
-    cfg["run_dir"], cfg["train"]["precision"] = str(check.work / "run"), "bf16"
+    cfg["run_dir"], cfg["train"]["precision"] = str(check.work / "run"), check.precision
     if check.dry_run:
         cfg["tokenizer"]["vocab_size"], cfg["train"]["max_tokens"] = DRY_TOKENIZER, DRY_MAX_TOKENS
         cfg["decode"] |= DRY_DECODE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,23 @@ class Check:
         return "cpu" if self.dry_run else "cuda"
 
     @property
+    def precision(self) -> str:
+        """bf16, what the GPU runs; the dry run keeps fp32 on a CPU whose bf16 is emulated (~30x slower)."""
+        return "fp32" if self.dry_run and not _cpu_has_bf16_kernels() else "bf16"
+
+    @property
     def config(self) -> Path:
         return self.work / "recipe.yaml"
 
     def size(self, real: Any, dry: Any) -> Any:
         return dry if self.dry_run else real
+
+
+@functools.cache
+def _cpu_has_bf16_kernels() -> bool:
+    from seq2seq.device import cpu_has_bf16_kernels  # torch: imported only where a step needs it
+
+    return cpu_has_bf16_kernels()
 
 
 @dataclass

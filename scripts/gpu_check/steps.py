@@ -45,9 +45,11 @@ def python(*args: str) -> list[str]:
 
 
 def train_command(check: Check, run: str, *sets: str) -> list[str]:
-    """`s2s train` of the recipe into WORK/`run`, bf16, validated once at the end, sized by `sets`."""
+    """`s2s train` of the recipe into WORK/`run` in `check.precision`, validated once at the end, sized
+    by `sets`."""
     command = python("-m", "seq2seq", "train", str(check.config), "--overwrite", "--device", check.device)
-    for value in (f"run_dir={check.work / run}", "train.precision=bf16", "train.valid_every=1000000", *sets):
+    fixed = (f"run_dir={check.work / run}", f"train.precision={check.precision}", "train.valid_every=1000000")
+    for value in (*fixed, *sets):
         command += ["--set", value]
     return command
 

@@ -107,7 +107,7 @@ def run_section(check: Check, r: StepResult, sizes: dict[str, tuple[Any, Any]], 
     """A training run: steps, seconds, target tokens/s, its last validation (and the log line)."""
     n = r.numbers
     steps, _, tokens, minutes = (check.size(*v) for v in sizes.values())
-    head = f"{who}, bf16 autocast, `train.max_tokens` {tokens}, up to {steps} steps or {minutes} min: "
+    head = f"{who}, {check.precision}, `train.max_tokens` {tokens}, up to {steps} steps or {minutes} min: "
     if "tgt_tokens_per_s" not in n:
         return [head + f"not measured ({r.status}, {r.note})"]
     return [
@@ -162,10 +162,10 @@ SECTIONS: tuple[tuple[str, str, Callable[[Check, StepResult], list[str]]], ...] 
     ("cuda_tests", "CUDA tests", tests_section),
     (
         "bench_train",
-        "bf16 training throughput and MFU (`python3 -m scripts.bench --sections train`)",
+        "Training throughput and MFU (`python3 -m scripts.bench --sections train`)",
         bench_train_section,
     ),
-    ("train_run", "Short bf16 training run", train_run_section),
+    ("train_run", "Short training run", train_run_section),
     ("bench_decode", "Beam-5 decoding (`python3 -m scripts.bench --sections decode`)", decode_section),
     ("torchrun", "2-GPU torchrun", torchrun_section),
 )

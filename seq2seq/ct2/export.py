@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from seq2seq.config import Config, config_from_dict, config_to_dict
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import ConfigError, Seq2SeqError
@@ -28,6 +30,10 @@ EXPORT_INFO = "s2s.json"
 INFO_FIELDS = {"run_dir": str, "checkpoint": str, "quantize": (str, type(None)), "config": dict}
 MAX_INFO_BYTES = 1 << 20  # one is about 3 KB
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
+# int8 weights in [-63, 63] (7 bits), like PyTorch's and ONNX Runtime's reduce_range: a CPU without
+# VNNI (AVX2 only, as AMD's Zen 3) adds pairs of u8 x s8 products in int16, which 255 * 127 * 2
+# overflows. With MKL held to AVX2, a full-range export agreed with fp32 on 4 of 20 greedy lines.
+REDUCED_INT8, FULL_INT8 = 63, 127
 
 
 class ExportError(Seq2SeqError):
@@ -70,8 +76,22 @@ def read_export_info(export_dir: Path) -> tuple[dict[str, Any], Config]:
         raise ExportError(f"{path} holds a config this s2s cannot use ({e}): {again}") from None
 
 
-def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: str | None) -> None:
+def full_range_int8(info: dict[str, Any], quantize: str | None) -> bool:
+    """Whether CTranslate2 runs an export (`info`, its s2s.json) with 8-bit int8 weights: int8 at load
+    (`quantize`) of a float export, or an int8 export made before 7-bit weights (no `int8_range`)."""
+    stored = info.get("quantize") or ""
+    if not (quantize or stored).startswith("int8"):
+        return False
+    return not (stored.startswith("int8") and info.get("int8_range") == REDUCED_INT8)
+
+
+def export_ctranslate2(
+    run_dir: Path, checkpoint: str, out_dir: Path, quantize: str | None, full_range_int8: bool = False
+) -> None:
     """Write the run's `checkpoint` weights as a CTranslate2 model to `out_dir` (new or empty).
+
+    int8 weights use 7 bits (`REDUCED_INT8`) unless `full_range_int8`: for an export that only ever
+    runs where int8 products do not saturate (AVX-512 VNNI, AMX, ARM, a GPU).
 
     Made in a temporary directory beside `out_dir` and renamed into place: never half-written.
     """
@@ -83,7 +103,8 @@ def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: 
     if cfg.model.arch != "encoder_decoder":
         raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {cfg.model.arch}")
     with atomic_directory(out_dir) as scratch:
-        write_model(model, translator.tokenizers, scratch, quantize)
+        int8_range = FULL_INT8 if full_range_int8 else REDUCED_INT8
+        write_model(model, translator.tokenizers, scratch, quantize, int8_range)
         (scratch / "tokenizer").mkdir()
         for path in tokenizer_files(Path(run_dir) / "tokenizer", cfg.tokenizer.joint).values():
             shutil.copyfile(path, scratch / "tokenizer" / path.name)
@@ -91,6 +112,7 @@ def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: 
             "run_dir": str(Path(run_dir).resolve()),
             "checkpoint": str(translator.checkpoints[0]),
             "quantize": quantize,
+            "int8_range": int8_range if quantize and quantize.startswith("int8") else None,
             "config": config_to_dict(cfg),
         }
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -98,13 +120,57 @@ def export_ctranslate2(run_dir: Path, checkpoint: str, out_dir: Path, quantize: 
 
 
 def write_model(
-    model: Seq2SeqTransformer, tokenizers: TokenizerPair, directory: Path, quantize: str | None
+    model: Seq2SeqTransformer,
+    tokenizers: TokenizerPair,
+    directory: Path,
+    quantize: str | None,
+    int8_range: int = REDUCED_INT8,
 ) -> None:
     """CTranslate2's files for `model` (model.bin, vocabularies, config.json) in `directory`."""
+    model_spec(model, tokenizers, quantize, int8_range).save(str(directory))
+
+
+def model_spec(
+    model: Seq2SeqTransformer, tokenizers: TokenizerPair, quantize: str | None, int8_range: int = REDUCED_INT8
+) -> Any:
+    """`model` as a CTranslate2 spec in `quantize`, int8 weights (int8*) in [-`int8_range`, `int8_range`]."""
     spec = _spec(model, tokenizers.src, tokenizers.tgt)
     spec.validate()
+    reduced = quantize is not None and quantize.startswith("int8") and int8_range != FULL_INT8
+    weights = _quantized_weights(spec) if reduced else []
     spec.optimize(quantization=quantize)
-    spec.save(str(directory))
+    for owner, key, value in weights:
+        if not isinstance(getattr(owner, key), str):  # a str: optimize made it an alias of a twin
+            _quantize_rows(owner, key, value, int8_range)
+    return spec
+
+
+def _quantized_weights(spec: Any) -> list[tuple[Any, str, np.ndarray]]:
+    """(sub-spec, attribute, float32 value) of each weight CTranslate2 quantizes: those with a
+    `_scale` beside them, as its own optimize picks them."""
+    from ctranslate2.specs.model_spec import Variable, visit_spec
+
+    found = []
+
+    def visit(owner: Any, name: str, value: Any) -> None:
+        key = name.rsplit("/", 1)[-1]
+        if isinstance(value, Variable) and not value.is_scalar() and hasattr(owner, f"{key}_scale"):
+            found.append((owner, key, value.to("float32").numpy().copy()))
+
+    visit_spec(spec, visit)
+    return found
+
+
+def _quantize_rows(owner: Any, key: str, value: np.ndarray, limit: int) -> None:
+    """`owner.key` = `value` in int8 within [-limit, limit], one scale per row (CTranslate2's layout:
+    float = int8 / scale)."""
+    from ctranslate2.specs.model_spec import NumpyVariable
+
+    amax = np.abs(value).max(axis=1)
+    amax = np.maximum(np.where(amax == 0, 1.0, amax), np.float32(limit) / np.finfo(np.float32).max)
+    scale = (np.float32(limit) / amax).astype(np.float32)
+    setattr(owner, key, NumpyVariable(np.rint(value * scale[:, None]).astype(np.int8)))
+    setattr(owner, f"{key}_scale", NumpyVariable(scale))
 
 
 def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer) -> Any:
@@ -125,7 +191,8 @@ def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer) -> Any:
         no_final_norm=not pre_norm,
         alignment_heads=cfg.heads,  # its attention maps: the last layer's mean over every head, as s2s's
     )
-    weights = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    # copies: CTranslate2's optimize quantizes its arrays in place, which would rescale the model's own
+    weights = {k: v.detach().float().numpy().copy() for k, v in model.state_dict().items()}
     positions = model.src_embed.positions.float().numpy()
     for side, embed in ((spec.encoder, "src_embed"), (spec.decoder, "tgt_embed")):
         _first(side.embeddings).weight = weights[f"{embed}.tokens.weight"]

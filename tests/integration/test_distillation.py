@@ -5,6 +5,9 @@ pairs tagged, and the student goes through every path a run does."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -92,14 +95,21 @@ def test_the_student_exports_to_ctranslate2_and_decodes_there_as_in_s2s(student,
     pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
     lines = read_lines(student.data / "valid.src")
     ours = cli_translate(student.run, lines, "--beam", "1", "--precision", "fp32")
-    for quantize in (None, "int8"):
-        export = tmp_path / f"ct2_{quantize}"
-        done = run_cli(
-            "export", str(student.run), str(export), *(["--quantize", quantize] if quantize else [])
-        )
-        assert done.exit_code == 0, done.output
-        theirs = cli_translate(export, lines, "--beam", "1", "--engine", "ctranslate2")
-        if quantize is None:  # trained to clear choices: the same tokens (tests/unit/ct2 has the margins)
-            assert theirs == ours
-        else:
-            assert len(theirs) == len(lines) and sum(a == b for a, b in zip(theirs, ours)) >= len(lines) // 2
+    export = tmp_path / "ct2"
+    assert run_cli("export", str(student.run), str(export)).exit_code == 0
+    theirs = cli_translate(export, lines, "--beam", "1", "--engine", "ctranslate2")
+    assert theirs == ours  # trained to clear choices: the same tokens (tests/unit/ct2 has the margins)
+
+    export = tmp_path / "ct2_int8"
+    assert run_cli("export", str(student.run), str(export), "--quantize", "int8").exit_code == 0
+    # held to AVX2 (a CPU without VNNI, as AMD's Zen 3), where 8-bit int8 weights overflow int16 sums:
+    # a full-range export agreed on 4 of these 20 lines there, and on all 20 with AVX-512 VNNI
+    avx2 = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "CT2_FORCE_CPU_ISA": "AVX2", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "seq2seq", "translate", str(export), "--engine", "ctranslate2"]
+    done = subprocess.run(
+        [*command, "--beam", "1"], input="\n".join(lines) + "\n", capture_output=True, text=True,
+        env=os.environ | avx2,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    int8 = done.stdout.split("\n")[: len(lines)]
+    assert sum(a == b for a, b in zip(int8, ours)) >= len(lines) * 3 // 4

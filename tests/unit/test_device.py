@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import platform
+
 import pytest
 import torch
 
-from seq2seq.device import autocast_dtype, has_native_bf16, resolve_device
+from seq2seq.device import autocast_dtype, cpu_has_int8_dot_products, has_native_bf16, resolve_device
 
 GPU = torch.device("cuda", 0)
 
@@ -39,3 +41,28 @@ def test_choosing_a_gpu_leaves_the_matmul_precision_alone(monkeypatch):
     finally:
         for (owner, name), value in zip(flags, before):
             setattr(owner, name, value)
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ("fpu sse2 avx avx2 fma", False),  # AMD Zen 3: int8 pairs sum in int16
+        ("fpu avx2 avx512f avx512bw", False),  # AVX-512 without VNNI (Skylake-SP)
+        ("fpu avx2 avx512f avx512_vnni", True),
+        ("fpu avx2 avx_vnni", True),
+        ("fpu avx2 amx_int8 amx_tile", True),
+    ],
+)
+def test_int8_dot_products_are_read_from_the_cpu_flags(tmp_path, monkeypatch, flags, expected):
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: a CPU\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    assert cpu_has_int8_dot_products(str(cpuinfo)) is expected
+
+
+def test_int8_dot_products_are_assumed_where_the_cpu_cannot_be_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    assert cpu_has_int8_dot_products(str(tmp_path / "missing"))
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    (tmp_path / "cpuinfo").write_text("flags\t: fpu avx2\n")
+    assert cpu_has_int8_dot_products(str(tmp_path / "cpuinfo"))

@@ -36,7 +36,7 @@ from tests.unit.decoding.test_search import forced_score
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
-from seq2seq.ct2.export import write_model  # noqa: E402
+from seq2seq.ct2.export import FULL_INT8, REDUCED_INT8, full_range_int8, model_spec, write_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +237,55 @@ def test_an_int8_export_translates(trained, tmp_path):
     result = run_cli("translate", str(out), "--engine", "ctranslate2", input="red cat\n\n")
     assert result.exit_code == 0, result.output
     assert result.stdout.count("\n") == 2 and result.stdout.split("\n")[1] == ""
+
+
+@pytest.mark.parametrize("limit", [REDUCED_INT8, FULL_INT8])
+def test_int8_weights_use_7_bits_unless_asked_for_8_and_keep_their_values(trained, limit):
+    translator = Translator.load(trained[0], placement=Placement("cpu", "fp32"))
+    spec = model_spec(translator.first_model, translator.tokenizers, "int8", limit)
+    floats = model_spec(translator.first_model, translator.tokenizers, None).variables()
+    variables = spec.variables()  # name -> value, or the name of its twin (an alias)
+    weights = {k: v.numpy() for k, v in variables.items() if f"{k}_scale" in variables and v.dtype == "int8"}
+    assert len(weights) >= 4 * 2 + 2  # every layer's linear weights at least
+    for name, w in weights.items():
+        scale = variables[f"{name}_scale"].numpy()
+        assert (abs(w.astype(int)).max(axis=1) == limit).all(), name  # each row spans the range
+        assert abs(w / scale[:, None] - floats[name].numpy()).max() <= 0.5 / scale.min() + 1e-6, name
+
+
+def test_an_int8_export_leaves_the_model_it_was_made_from_as_it_was(trained):
+    model = Translator.load(trained[0], placement=Placement("cpu", "fp32")).first_model
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    model_spec(model, Translator.load(trained[0]).tokenizers, "int8", FULL_INT8)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize(
+    ("stored", "int8_range", "at_load", "expected"),
+    [
+        (None, None, None, False),
+        (None, None, "int8", True),  # CTranslate2 quantizes a float export at load, in 8 bits
+        ("int8", REDUCED_INT8, None, False),
+        ("int8", REDUCED_INT8, "int8", False),  # int8 weights are kept as they are
+        ("int8", FULL_INT8, None, True),  # --full-range-int8
+        ("int8", None, None, True),  # an export made before 7-bit weights
+        ("int8", None, "float32", False),
+    ],
+)
+def test_full_range_int8_is_known_from_the_export_and_the_load(stored, int8_range, at_load, expected):
+    info = {"quantize": stored} | ({"int8_range": int8_range} if int8_range else {})
+    assert full_range_int8(info, at_load) is expected
+
+
+def test_8_bit_int8_on_a_cpu_without_vnni_is_warned_about(trained, monkeypatch, caplog):
+    import seq2seq.ct2.engine as engine
+
+    _, export = trained
+    monkeypatch.setattr(engine, "cpu_has_int8_dot_products", lambda: False)
+    CT2Translator.load(export, Placement("cpu"))
+    assert "VNNI" not in caplog.text
+    CT2Translator.load(export, Placement("cpu", quantize="int8"))
+    assert "no VNNI" in caplog.text and "--quantize int8" in caplog.text
 
 
 def test_the_engine_decodes_one_batch_per_core_by_default(trained):

@@ -14,6 +14,7 @@ import pytest
 import torch
 import yaml
 
+from seq2seq import device
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data.parallel import ParallelData
@@ -342,13 +343,37 @@ def test_tensorboard_gets_the_metrics_of_rank_0(tmp_path):
     assert [e.value for e in events.Scalars("train/train_loss")] == pytest.approx(logged, rel=1e-6)
 
 
-def test_the_faster_precision_is_chosen_by_timing():
-    def step_costing(fp32: float, bf16: float):
-        return lambda dtype: time.sleep(bf16 if dtype is torch.bfloat16 else fp32)
+def step_costing(fp32: float, bf16: float, calls: list | None = None):
+    """A probe step that sleeps `fp32` or `bf16` seconds, recording the dtype of each call."""
 
+    def step(dtype):
+        if calls is not None:
+            calls.append(dtype)
+        time.sleep(bf16 if dtype is torch.bfloat16 else fp32)
+
+    return step
+
+
+def test_the_faster_precision_is_chosen_by_timing(monkeypatch):
+    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)  # whatever this CPU is
     assert faster_cpu_dtype(step_costing(0.02, 0.01), repeats=1)[0] is torch.bfloat16
     assert faster_cpu_dtype(step_costing(0.01, 0.02), repeats=1)[0] is None
     assert faster_cpu_dtype(step_costing(0.01, 0.0099), repeats=1)[0] is None  # within the noise: fp32
+
+
+def test_bf16_is_not_timed_on_a_cpu_without_bf16_kernels(monkeypatch):
+    # an AVX2-only CPU: bf16 ran 31x slower than fp32, and the probe cost a training 100 s
+    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: False)
+    calls = []
+    dtype, reason = faster_cpu_dtype(step_costing(0.01, 0.001, calls))
+    assert dtype is None and calls == [] and "not timed" in reason
+
+
+def test_bf16_timing_stops_once_it_has_lost(monkeypatch):
+    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
+    calls = []
+    assert faster_cpu_dtype(step_costing(0.01, 0.05, calls), repeats=3)[0] is None
+    assert calls == [None] * 4 + [torch.bfloat16] * 2  # fp32: warm-up and 3; bf16: warm-up and 1
 
 
 def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatch):
