@@ -93,17 +93,24 @@ def cpu_has_bf16_kernels() -> bool:
 INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str] | None:
+    """The CPU's feature flags (avx2, avx512_vnni, amx_int8, ...) from `cpuinfo`'s first `flags` line,
+    or None where there is none to read (no /proc, not x86)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            line = next((line for line in f if line.startswith("flags")), None)
+    except OSError:
+        return None
+    return frozenset(line.split(":", 1)[1].split()) if line is not None else None
+
+
 def cpu_has_int8_dot_products(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """Whether int8 products sum in int32 on this CPU: not on an x86 CPU without VNNI (AVX2 only, as
     AMD's Zen 3), where pairs of u8 x s8 products sum in int16 and full-range int8 weights overflow.
     True where it cannot tell (not x86, no `cpuinfo`)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return True
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), None)
-    except OSError:
-        return True
+    flags = cpu_flags(cpuinfo)
     return flags is None or not INT8_DOT_FLAGS.isdisjoint(flags)
 
 

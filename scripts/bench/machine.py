@@ -9,6 +9,8 @@ from pathlib import Path
 
 import torch
 
+from seq2seq.device import cpu_flags
+
 
 def cpu_model() -> str:
     """The CPU model name from /proc/cpuinfo, or what `platform` knows."""
@@ -26,14 +28,9 @@ FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_ti
 def cpu_features() -> str | None:
     """Which of the vector and matrix extensions that decoding kernels use the CPU has (FEATURES, from
     /proc/cpuinfo's flags), or None where there is no /proc/cpuinfo."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if not cpuinfo.is_file():
+    if not Path("/proc/cpuinfo").is_file():
         return None
-    flags: set[str] = set()
-    for line in cpuinfo.read_text().splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
+    flags = cpu_flags() or frozenset()
     return " ".join(f for f in FEATURES if f in flags) or "none of " + " ".join(FEATURES)
 
 
