@@ -359,7 +359,7 @@ def export(
     verbose: opt.Verbose = False,
 ) -> None:
     """Export a run to CTranslate2 (pip install 's2s\\[ct2]') or Hugging Face transformers ('s2s\\[hf]')."""
-    from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2
+    from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2, is_int8
     from seq2seq.hf.export import export_huggingface
     from seq2seq.translate.translator import run_inputs
 
@@ -376,7 +376,7 @@ def export(
             export_huggingface(run_dir, checkpoint, out_dir)
             print(f"exported to {out_dir}; load it with transformers' AutoModelForSeq2SeqLM.from_pretrained")
             return
-        if full_range_int8 and not (quantize or "").startswith("int8"):
+        if full_range_int8 and not is_int8(quantize):
             raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
         export_ctranslate2(run_dir, checkpoint, out_dir, quantize, full_range_int8)
         print(f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2")

@@ -76,13 +76,18 @@ def read_export_info(export_dir: Path) -> tuple[dict[str, Any], Config]:
         raise ExportError(f"{path} holds a config this s2s cannot use ({e}): {again}") from None
 
 
+def is_int8(quantize: str | None) -> bool:
+    """Whether `quantize` (a CTranslate2 weight type, None: float32) stores int8 weights."""
+    return (quantize or "").startswith("int8")
+
+
 def full_range_int8(info: dict[str, Any], quantize: str | None) -> bool:
     """Whether CTranslate2 runs an export (`info`, its s2s.json) with 8-bit int8 weights: int8 at load
     (`quantize`) of a float export, or an int8 export made before 7-bit weights (no `int8_range`)."""
-    stored = info.get("quantize") or ""
-    if not (quantize or stored).startswith("int8"):
+    stored = info.get("quantize")
+    if not is_int8(quantize or stored):
         return False
-    return not (stored.startswith("int8") and info.get("int8_range") == REDUCED_INT8)
+    return not (is_int8(stored) and info.get("int8_range") == REDUCED_INT8)
 
 
 def export_ctranslate2(
@@ -112,7 +117,7 @@ def export_ctranslate2(
             "run_dir": str(Path(run_dir).resolve()),
             "checkpoint": str(translator.checkpoints[0]),
             "quantize": quantize,
-            "int8_range": int8_range if quantize and quantize.startswith("int8") else None,
+            "int8_range": int8_range if is_int8(quantize) else None,
             "config": config_to_dict(cfg),
         }
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -136,8 +141,7 @@ def model_spec(
     """`model` as a CTranslate2 spec in `quantize`, int8 weights (int8*) in [-`int8_range`, `int8_range`]."""
     spec = _spec(model, tokenizers.src, tokenizers.tgt)
     spec.validate()
-    reduced = quantize is not None and quantize.startswith("int8") and int8_range != FULL_INT8
-    weights = _quantized_weights(spec) if reduced else []
+    weights = _quantized_weights(spec) if is_int8(quantize) and int8_range != FULL_INT8 else []
     spec.optimize(quantization=quantize)
     for owner, key, value in weights:
         if not isinstance(getattr(owner, key), str):  # a str: optimize made it an alias of a twin
