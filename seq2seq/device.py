@@ -115,7 +115,10 @@ def cpu_has_int8_dot_products(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 
 def faster_cpu_dtype(
-    step: Callable[[torch.dtype | None], None], repeats: int = 2, margin: float = 0.05
+    step: Callable[[torch.dtype | None], None],
+    repeats: int = 2,
+    margin: float = 0.05,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[torch.dtype | None, str]:
     """bf16 autocast where it is faster than fp32 on this CPU, else fp32; and the timings that say so.
 
@@ -123,7 +126,7 @@ def faster_cpu_dtype(
     with AMX or fast AVX512-BF16 paths, and costs up to 2x elsewhere, so it is timed, not assumed:
     a warm-up, then `repeats` timed runs of each. bf16 must be faster by `margin` (timing noise).
     A CPU without bf16 kernels is not timed (`cpu_has_bf16_kernels`), and bf16's timing stops as
-    soon as it has taken longer than fp32's runs in all: it can no longer win.
+    soon as it has taken longer than fp32's runs in all: it can no longer win. `clock` reads seconds.
     """
     if not cpu_has_bf16_kernels():
         return None, "no bf16 kernels for this CPU (oneDNN needs AVX-512 or newer): fp32, not timed"
@@ -131,13 +134,13 @@ def faster_cpu_dtype(
     for name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
         try:
             step(dtype)  # warm-up: oneDNN picks its kernels on first use
-            start, runs = time.perf_counter(), 0
+            start, runs = clock(), 0
             while runs < repeats:
                 step(dtype)
                 runs += 1
-                if "fp32" in seconds and time.perf_counter() - start > repeats * seconds["fp32"]:
+                if "fp32" in seconds and clock() - start > repeats * seconds["fp32"]:
                     break  # bf16 has already lost
-            seconds[name] = (time.perf_counter() - start) / runs
+            seconds[name] = (clock() - start) / runs
         except RuntimeError as e:  # no bf16 kernels for some op on this build
             return None, f"bf16 failed on this CPU ({e}); fp32"
     faster = seconds["bf16"] < (1 - margin) * seconds["fp32"]

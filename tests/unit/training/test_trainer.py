@@ -343,37 +343,55 @@ def test_tensorboard_gets_the_metrics_of_rank_0(tmp_path):
     assert [e.value for e in events.Scalars("train/train_loss")] == pytest.approx(logged, rel=1e-6)
 
 
-def step_costing(fp32: float, bf16: float, calls: list | None = None):
-    """A probe step that sleeps `fp32` or `bf16` seconds, recording the dtype of each call."""
+class StepCosting:
+    """A probe step that costs `fp32` or `bf16` seconds on its own clock (`now`), so that the timing
+    is exact whatever else the machine is doing; records the dtype of each call."""
 
-    def step(dtype):
-        if calls is not None:
-            calls.append(dtype)
-        time.sleep(bf16 if dtype is torch.bfloat16 else fp32)
+    def __init__(self, fp32: float, bf16: float):
+        self.cost = {None: fp32, torch.bfloat16: bf16}
+        self.seconds = 0.0
+        self.calls: list[torch.dtype | None] = []
 
-    return step
+    def __call__(self, dtype):
+        self.calls.append(dtype)
+        self.seconds += self.cost[dtype]
+
+    def now(self) -> float:
+        return self.seconds
+
+
+def faster_for(fp32: float, bf16: float, **kwargs) -> tuple[torch.dtype | None, StepCosting]:
+    step = StepCosting(fp32, bf16)
+    return faster_cpu_dtype(step, clock=step.now, **kwargs)[0], step
 
 
 def test_the_faster_precision_is_chosen_by_timing(monkeypatch):
     monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)  # whatever this CPU is
-    assert faster_cpu_dtype(step_costing(0.02, 0.01), repeats=1)[0] is torch.bfloat16
-    assert faster_cpu_dtype(step_costing(0.01, 0.02), repeats=1)[0] is None
-    assert faster_cpu_dtype(step_costing(0.01, 0.0099), repeats=1)[0] is None  # within the noise: fp32
+    assert faster_for(0.02, 0.01, repeats=1)[0] is torch.bfloat16
+    assert faster_for(0.01, 0.02, repeats=1)[0] is None
+    assert faster_for(0.01, 0.0099, repeats=1)[0] is None  # within the noise: fp32
+    assert faster_for(0.01, 0.0094, repeats=1)[0] is torch.bfloat16  # past the 5% margin
+
+
+def test_the_probe_times_real_steps_on_the_wall_clock(monkeypatch):
+    # the default clock: a step that sleeps twice as long in bf16 loses by far more than any jitter
+    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
+    assert faster_cpu_dtype(lambda dtype: time.sleep(0.04 if dtype else 0.01), repeats=1)[0] is None
 
 
 def test_bf16_is_not_timed_on_a_cpu_without_bf16_kernels(monkeypatch):
     # an AVX2-only CPU: bf16 ran 31x slower than fp32, and the probe cost a training 100 s
     monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: False)
-    calls = []
-    dtype, reason = faster_cpu_dtype(step_costing(0.01, 0.001, calls))
-    assert dtype is None and calls == [] and "not timed" in reason
+    step = StepCosting(0.01, 0.001)
+    dtype, reason = faster_cpu_dtype(step, clock=step.now)
+    assert dtype is None and step.calls == [] and "not timed" in reason
 
 
 def test_bf16_timing_stops_once_it_has_lost(monkeypatch):
     monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
-    calls = []
-    assert faster_cpu_dtype(step_costing(0.01, 0.05, calls), repeats=3)[0] is None
-    assert calls == [None] * 4 + [torch.bfloat16] * 2  # fp32: warm-up and 3; bf16: warm-up and 1
+    dtype, step = faster_for(0.01, 0.05, repeats=3)
+    assert dtype is None
+    assert step.calls == [None] * 4 + [torch.bfloat16] * 2  # fp32: warm-up and 3; bf16: warm-up and 1
 
 
 def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatch):
