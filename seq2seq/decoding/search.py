@@ -3,7 +3,8 @@
 The source is encoded once per batch. With `use_cache=True` (the default) each step feeds only the
 newest token and the decoder keeps its keys/values; `use_cache=False` re-decodes the whole prefix
 at every step (the slow reference path, kept for tests and benchmarks). Sentences that finish are
-dropped from the batch, so the work per step shrinks as the batch completes.
+dropped from the batch, so the work per step shrinks as the batch completes; the model's tensors
+keep the batch at a few sizes only (`held_rows`), so its products take few shapes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,22 @@ from seq2seq.models.encoder_decoder import DecoderCache, Memory
 from seq2seq.special import BOS, EOS, PAD
 
 NEG_INF = float("-inf")
+RUNGS_PER_OCTAVE = 4  # batch sizes the model's tensors are held at between two powers of two (0: exact)
+
+
+def held_rows(live: int) -> int:
+    """The sentences the model's tensors hold while `live` are being searched: `live` rounded up to
+    a rung of 1, 2, ..., 8, 10, 12, 14, 16, 20, 24, ... (`RUNGS_PER_OCTAVE` per doubling), at most
+    a quarter more. The rows past the live ones are copies of the last, decoded and ignored.
+
+    Why: oneDNN builds and keeps a kernel for every product shape it runs, and the allocator keeps
+    blocks of every size it has handed out, so a batch that shrinks one sentence at a time costs
+    memory for each size it passes through (bf16 beam search on a CPU above all).
+    """
+    if RUNGS_PER_OCTAVE == 0 or live <= 8:
+        return live
+    step = (1 << (live.bit_length() - 1)) // RUNGS_PER_OCTAVE
+    return -(-live // step) * step
 
 
 class Decodable(Protocol):
@@ -103,15 +120,24 @@ def next_scores(
     t: int | Tensor,
     at_limit: Tensor | None,
     settings: SearchSettings,
+    held: int = 0,
 ) -> Tensor:
     """(N, V) float32 next-token logits for each row of `tokens` (N, t+1), -inf where the constraints
-    forbid a token (`_constrain`). Their log-softmax is what a search chooses from: the probabilities
+    forbid a token (`_constrain`). With `held` > N the memory and cache hold that many rows, the
+    live N first (`held_rows`): the step decodes all of them and returns the first N. Their
+    log-softmax is what a search chooses from: the probabilities
     renormalized over the allowed tokens, as CTranslate2 does, so a hypothesis' score is its
     log-probability under the distribution it was chosen from. A search that keeps only the best
     few tokens takes their log-softmax alone (`best_log_probs`)."""
-    step_input = tokens[:, -1:] if cache is not None else tokens
-    logits = model.decode(step_input, memory, cache)[:, -1].float()  # (N, V)
+    step_input = _pad_rows(tokens[:, -1:] if cache is not None else tokens, held)
+    logits = model.decode(step_input, memory, cache)[: tokens.size(0), -1].float()  # (N, V)
     return _constrain(logits, t, at_limit, settings, tokens)
+
+
+def _pad_rows(x: Tensor, held: int) -> Tensor:
+    """x (N, ...) with copies of its last row appended up to `held` rows (an index, or a step's input)."""
+    extra = held - x.size(0)
+    return x if extra <= 0 else torch.cat([x, x[-1:].expand(extra, *x.shape[1:])])
 
 
 def best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
@@ -184,9 +210,10 @@ def greedy_search(
     if settings.sampling and settings.seed is not None:
         generator = torch.Generator(src.device).manual_seed(settings.seed)
     soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit
+    held = batch  # rows of the memory and the cache: the live ones first (`held_rows`)
     for t in range(int(limits.max())):
         at_limit = limits[rows] <= t + 1 if t + 1 >= soonest else None  # no host sync on other steps
-        logits = next_scores(model, tokens, memory, cache, t, at_limit, settings)
+        logits = next_scores(model, tokens, memory, cache, t, at_limit, settings, held)
         if settings.sampling:
             best, token = _sample(logits.log_softmax(-1), settings, generator)  # (N,)
         else:
@@ -204,9 +231,11 @@ def greedy_search(
                 break
             rows, scores, token, tokens = rows[keep], scores[keep], token[keep], tokens[keep]
             soonest = int(limits[rows].min())
-            memory = memory.select(keep)
+            held = min(held_rows(keep.numel()), held)  # never more than it held
+            kept = _pad_rows(keep, held)
+            memory = memory.select(kept)
             if cache is not None:
-                cache.reorder(keep, keep)
+                cache.reorder(kept, kept)
         tokens = torch.cat([tokens, token[:, None]], dim=1)
     return [[Hypothesis(_strip(seq), score)] for seq, score in zip(out_tokens.tolist(), out_scores.tolist())]
 
@@ -270,11 +299,12 @@ def beam_search(
     nth_best = torch.full((batch,), NEG_INF, device=device)  # the nbest-th best finished score
     best_possible = length_normalizer(limits.float() - 1, settings, False)  # (B,) the largest normalizer
     soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit
+    held = batch  # sentences the memory and the cache hold: the live ones first (`held_rows`)
     for t in range(int(limits.max())):
         n = scores.size(0)
         at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
         forced = at_limit.repeat_interleave(k) if t + 1 >= soonest else None  # no host sync otherwise
-        logits = next_scores(model, tokens, memory, cache, t, forced, settings)
+        logits = next_scores(model, tokens, memory, cache, t, forced, settings, held * k)
         # a sentence's 2K best candidates are among the 2K best tokens of each of its K beams
         row_logp, row_tokens = best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
         if prefix is not None and t < prefix.steps:
@@ -308,11 +338,13 @@ def beam_search(
             break
         dropped = keep.numel() < n
         if dropped:
-            parent, memory = parent.view(n, k)[keep].view(-1), memory.select(keep)
+            held = min(held_rows(keep.numel()), held)  # never more than it held
+            kept = _pad_rows(keep, held)
+            parent, memory = parent.view(n, k)[keep].view(-1), memory.select(kept)
             scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
             soonest = int(limits[sent].min())
         if cache is not None:  # beams move within their sentence: the memory moves only on a drop
-            cache.reorder(parent, keep if dropped else None)
+            cache.reorder(_pad_rows(parent, held * k), kept if dropped else None)
         tokens = torch.cat([tokens.index_select(0, parent), next_tokens.view(-1, 1)], dim=1)
     return [sorted(hyps, key=lambda h: -h.score)[: settings.nbest] for hyps in finished]
 

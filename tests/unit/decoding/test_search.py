@@ -6,11 +6,13 @@ import pytest
 import torch
 
 from seq2seq.batching import pad
+from seq2seq.decoding import search as search_module
 from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import (
     SearchSettings,
     beam_search,
     greedy_search,
+    held_rows,
     length_normalizer,
     max_output_lengths,
 )
@@ -209,6 +211,35 @@ def test_rows_shrink_when_a_sentence_finishes():
     assert ends_early(hyps, src, settings(beam=1, nbest=1, max_len_a=0.0, max_len_b=12))
     calls = model.rows_per_step
     assert calls == sorted(calls, reverse=True) and calls[-1] < calls[0]
+
+
+def test_a_held_batch_takes_few_sizes_at_most_a_quarter_above_the_live_rows():
+    sizes = [held_rows(n) for n in range(1, 2001)]
+    assert all(n <= h <= 1.25 * n for n, h in zip(range(1, 2001), sizes))
+    assert all(held_rows(h) == h for h in sizes)  # a held size holds itself: no creeping up
+    assert sizes[:8] == list(range(1, 9))  # small batches are exact
+    assert len(set(sizes)) <= 8 + 4 * 8  # 1..8, then four sizes per doubling up to 2,048
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_batch_held_at_few_sizes_finds_what_an_exact_batch_finds(beam, monkeypatch):
+    """The rows a held batch decodes past the live ones (`held_rows`) change no hypothesis or score."""
+    model = EosBiased(make_model(seed=14), slope=0.3)
+    src = random_ids(40, 10, seed=11)
+    for i in range(40):
+        src[i, 3 + i % 7 :] = PAD  # length limits at 7 different steps, and early <eos> between
+    s = settings(beam=beam, nbest=beam, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
+    monkeypatch.setattr(search_module, "RUNGS_PER_OCTAVE", 0)
+    exact = search_for_settings(model, src, s)
+    exact_rows, model.rows_per_step = model.rows_per_step, []
+    monkeypatch.setattr(search_module, "RUNGS_PER_OCTAVE", 2)  # coarse: more rows past the live ones
+    held = search_for_settings(model, src, s)
+    assert ends_early(exact, src, s)
+    assert len(set(model.rows_per_step)) < len(set(exact_rows))
+    assert any(h > e for h, e in zip(model.rows_per_step, exact_rows))
+    for e, h in zip(exact, held):
+        assert [x.tokens for x in e] == [x.tokens for x in h]
+        assert [x.score for x in e] == pytest.approx([x.score for x in h], abs=1e-5)
 
 
 @pytest.mark.parametrize("beam", [1, 3])
