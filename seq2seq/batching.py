@@ -6,7 +6,7 @@ costs only, never text or models.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -18,15 +18,20 @@ from seq2seq.special import PAD
 
 
 def token_batches(
-    costs: Sequence[int] | np.ndarray, max_tokens: int, seed: int | None = None, epoch: int = 0
+    costs: Sequence[int] | np.ndarray,
+    max_tokens: int,
+    seed: int | None = None,
+    epoch: int = 0,
+    size_to: Callable[[int], int] | None = None,
 ) -> list[np.ndarray]:
     """Group example indices into batches of at most `max_tokens` padded tokens.
 
     Examples are sorted by cost so a batch holds similar lengths (little padding). With a seed, ties
     are broken randomly and the batch order is shuffled, reproducibly for each (seed, epoch). Every
     index appears in exactly one batch; an example costing more than `max_tokens` gets a batch alone;
-    no batch is empty (no examples, no batches). Works on arrays (a sort and one small vectorized
-    search per batch), never per example in Python.
+    no batch is empty (no examples, no batches). With `size_to`, a batch that `n` examples would fit
+    takes `size_to(n)` (1 to n) of them: decoding keeps its batches at a few sizes. Works on arrays
+    (a sort and one small vectorized search per batch), never per example in Python.
     """
     costs = np.asarray(costs)
     if not len(costs):
@@ -45,8 +50,8 @@ def token_batches(
         # ascending costs: a batch of k examples costs k x its last one, and holds at most this many
         window = ordered[start : start + max(max_tokens // int(ordered[start]), 1)]
         over = np.arange(1, len(window) + 1) * window > max_tokens
-        size = int(over.argmax()) if over.any() else len(window)
-        bounds.append(start + max(size, 1))
+        size = max(int(over.argmax()) if over.any() else len(window), 1)
+        bounds.append(start + (size_to(size) if size_to else size))
     batches = np.split(order, bounds[1:-1])
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]

@@ -15,7 +15,7 @@ from seq2seq.batching import pad, token_batches
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.reading import read
-from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
+from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, held_size_within, search
 from seq2seq.device import autocast
 from seq2seq.special import EOS
 
@@ -34,9 +34,10 @@ def decode_ids(
     """Hypotheses for each source (token ids without <eos>), in input order; with `prefixes` (target
     ids, one sequence per source, empty for none) each output starts with its source's prefix.
 
-    Sources are sorted by length into batches of about `max_tokens` source tokens, so little work is
-    spent on padding; results are written back to their input positions. On a CPU, as many batches
-    as torch has threads are decoded at once, each on one core (like CTranslate2's inter_threads):
+    Sources are sorted by length into batches of about `max_tokens` source tokens (each of a size the
+    search holds its batches at, `search.held_rows`), so little work is spent on padding; results
+    are written back to their input positions. On a CPU, as many batches as torch has threads are
+    decoded at once, each on one core (like CTranslate2's inter_threads):
     a decoding step's tensors are too small to keep several cores busy one operation at a time.
     A reader's run (`task` classify or tag) is read in one pass instead of searched. `at_once` sets
     how many batches a CPU decodes together (0 = one per torch thread), each on an equal share of the
@@ -45,7 +46,8 @@ def decode_ids(
     results: list[list[Hypothesis]] = [[] for _ in sources]
     # budget the expected beam work: each source row is expanded into `beam` decoder rows
     budget = max(max_tokens // settings.beam, 1)
-    batches = token_batches([len(s) + 1 for s in sources], budget)
+    # each batch starts at a size the search holds (`held_rows`): fewer product shapes, less memory
+    batches = token_batches([len(s) + 1 for s in sources], budget, size_to=held_size_within)
 
     @torch.no_grad()
     def decode(batch: Sequence[int]) -> list[list[Hypothesis]]:

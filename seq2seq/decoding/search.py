@@ -38,6 +38,15 @@ def held_rows(live: int) -> int:
     return -(-live // step) * step
 
 
+def held_size_within(count: int) -> int:
+    """The largest batch size of `held_rows`' ladder up to `count` (at least 1): how many sentences a
+    batch that `count` would fit takes, so that it starts at a held size too."""
+    if RUNGS_PER_OCTAVE == 0 or count <= 8:
+        return max(count, 1)
+    step = (1 << (count.bit_length() - 1)) // RUNGS_PER_OCTAVE
+    return count // step * step
+
+
 class Decodable(Protocol):
     """What search needs of a model. `decode` may get fewer memory rows than target rows: beam
     search passes one memory row per sentence and its K beams as K consecutive target rows."""

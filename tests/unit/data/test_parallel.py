@@ -121,6 +121,21 @@ def test_batches_match_the_greedy_definition():
         assert (len(batch) + 1) * costs[int(following[0])] > 240
 
 
+def test_batches_cut_to_size_take_that_many_of_what_fits():
+    """`size_to` cuts each batch of the greedy definition; the rest starts the next one."""
+    costs = random_costs(700, seed=5)
+    batches = token_batches(costs, 240, size_to=lambda n: max(n - n % 4, 1))
+    flat = [int(i) for b in batches for i in b]
+    assert [costs[i] for i in flat] == sorted(costs)
+    start = 0
+    for batch in batches:
+        fit = 1  # what the greedy definition would have taken
+        while start + fit < len(flat) and (fit + 1) * costs[flat[start + fit]] <= 240:
+            fit += 1
+        assert len(batch) == max(fit - fit % 4, 1)
+        start += len(batch)
+
+
 def test_bucketing_keeps_padding_low():
     costs = random_costs(2000)
     batches = token_batches(costs, 400, seed=0)

@@ -13,6 +13,7 @@ from seq2seq.decoding.search import (
     beam_search,
     greedy_search,
     held_rows,
+    held_size_within,
     length_normalizer,
     max_output_lengths,
 )
@@ -219,6 +220,13 @@ def test_a_held_batch_takes_few_sizes_at_most_a_quarter_above_the_live_rows():
     assert all(held_rows(h) == h for h in sizes)  # a held size holds itself: no creeping up
     assert sizes[:8] == list(range(1, 9))  # small batches are exact
     assert len(set(sizes)) <= 8 + 4 * 8  # 1..8, then four sizes per doubling up to 2,048
+
+
+def test_a_batch_starts_at_the_largest_held_size_that_fits():
+    for n in range(1, 2001):
+        size = held_size_within(n)
+        assert held_rows(size) == size and 0.8 * n <= size <= n
+        assert all(held_rows(m) != m for m in range(size + 1, n + 1))
 
 
 @pytest.mark.parametrize("beam", [1, 3])
