@@ -32,19 +32,24 @@ def held_rows(live: int) -> int:
     blocks of every size it has handed out, so a batch that shrinks one sentence at a time costs
     memory for each size it passes through (bf16 beam search on a CPU above all).
     """
-    if RUNGS_PER_OCTAVE == 0 or live <= 8:
-        return live
-    step = (1 << (live.bit_length() - 1)) // RUNGS_PER_OCTAVE
+    step = _rung_spacing(live)
     return -(-live // step) * step
 
 
 def held_size_within(count: int) -> int:
     """The largest batch size of `held_rows`' ladder up to `count` (at least 1): how many sentences a
     batch that `count` would fit takes, so that it starts at a held size too."""
-    if RUNGS_PER_OCTAVE == 0 or count <= 8:
-        return max(count, 1)
-    step = (1 << (count.bit_length() - 1)) // RUNGS_PER_OCTAVE
+    count = max(count, 1)
+    step = _rung_spacing(count)
     return count // step * step
+
+
+def _rung_spacing(n: int) -> int:
+    """The spacing of `held_rows`' ladder around n: 1 up to 8 (and with `RUNGS_PER_OCTAVE` 0), else
+    the power of two at or below n over `RUNGS_PER_OCTAVE`."""
+    if RUNGS_PER_OCTAVE == 0 or n <= 8:
+        return 1
+    return max((1 << (n.bit_length() - 1)) // RUNGS_PER_OCTAVE, 1)
 
 
 class Decodable(Protocol):
@@ -134,10 +139,10 @@ def next_scores(
     """(N, V) float32 next-token logits for each row of `tokens` (N, t+1), -inf where the constraints
     forbid a token (`_constrain`). With `held` > N the memory and cache hold that many rows, the
     live N first (`held_rows`): the step decodes all of them and returns the first N. Their
-    log-softmax is what a search chooses from: the probabilities
-    renormalized over the allowed tokens, as CTranslate2 does, so a hypothesis' score is its
-    log-probability under the distribution it was chosen from. A search that keeps only the best
-    few tokens takes their log-softmax alone (`best_log_probs`)."""
+    log-softmax is what a search chooses from: the probabilities renormalized over the allowed
+    tokens, as CTranslate2 does, so a hypothesis' score is its log-probability under the
+    distribution it was chosen from. A search that keeps only the best few tokens takes their
+    log-softmax alone (`best_log_probs`)."""
     step_input = _pad_rows(tokens[:, -1:] if cache is not None else tokens, held)
     logits = model.decode(step_input, memory, cache)[: tokens.size(0), -1].float()  # (N, V)
     return _constrain(logits, t, at_limit, settings, tokens)
