@@ -356,10 +356,21 @@ def export(
             "(on an AVX2-only CPU, full-range int8 products overflow).",
         ),
     ] = False,
+    shortlist: Annotated[
+        int,
+        Option(
+            help="ctranslate2: a lexical shortlist of this many target pieces per source piece, counted "
+            "from the run's training pairs; CTranslate2 then scores only a batch's candidates (0: none).",
+            min=0,
+        ),
+    ] = 0,
+    shortlist_common: Annotated[
+        int, Option(help="With --shortlist: the most frequent target pieces, always scored.", min=0)
+    ] = 100,
     verbose: opt.Verbose = False,
 ) -> None:
     """Export a run to CTranslate2 (pip install 's2s\\[ct2]') or Hugging Face transformers ('s2s\\[hf]')."""
-    from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2, is_int8
+    from seq2seq.ct2.export import QUANTIZATIONS, ShortlistSize, export_ctranslate2, is_int8
     from seq2seq.hf.export import export_huggingface
     from seq2seq.translate.translator import run_inputs
 
@@ -369,6 +380,8 @@ def export(
             raise Seq2SeqError(f"--to {to!r}: s2s exports to ctranslate2 or huggingface")
         if quantize is not None and to != "ctranslate2":
             raise Seq2SeqError("--quantize is for --to ctranslate2; a Hugging Face export holds fp32 weights")
+        if shortlist and to != "ctranslate2":
+            raise Seq2SeqError("--shortlist is for --to ctranslate2 (CTranslate2's vocabulary map)")
         if quantize is not None and quantize not in QUANTIZATIONS:
             raise Seq2SeqError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
         check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [checkpoint]))
@@ -378,7 +391,8 @@ def export(
             return
         if full_range_int8 and not is_int8(quantize):
             raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
-        export_ctranslate2(run_dir, checkpoint, out_dir, quantize, full_range_int8)
+        size = ShortlistSize(shortlist, shortlist_common) if shortlist else None
+        export_ctranslate2(run_dir, checkpoint, out_dir, quantize, full_range_int8, size)
         print(f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2")
 
 

@@ -26,6 +26,7 @@ import torch
 
 from seq2seq.config import Config
 from seq2seq.ct2.export import full_range_int8, read_export_info, require_ctranslate2, vocabulary
+from seq2seq.ct2.shortlist import VMAP_FILE
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.decoding.prefix import prefix_limits
 from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, output_limits
@@ -77,6 +78,8 @@ class CT2Translator:
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
+        # an export with a shortlist (`s2s export --shortlist`) scores only each batch's candidates
+        self.shortlist = (export_dir / VMAP_FILE).is_file()
 
     def start_sources(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the
@@ -123,15 +126,24 @@ class CT2Translator:
                 "export with `s2s export RUN_DIR OUT_DIR --quantize int8` (7-bit weights) and translate that "
                 "without --quantize"
             )
-        return cls(engine, tokenizers, config, info, Path(export_dir))
+        translator = cls(engine, tokenizers, config, info, Path(export_dir))
+        if translator.shortlist:
+            log.info(
+                "decoding with the export's shortlist (%s): only each batch's candidates are scored",
+                VMAP_FILE,
+            )
+        return translator
 
     def identity(self) -> dict[str, object]:
         """The export's weights and how CTranslate2 runs them, as `Translator.identity`."""
-        return {
+        identity: dict[str, object] = {
             "weights": file_stamps(sorted(self.export_dir.glob("*.bin"))),
             "device": self.engine.device,
             "compute_type": self.engine.compute_type,
         }
+        if self.shortlist:  # it changes what is scored
+            identity["shortlist"] = file_stamps([self.export_dir / VMAP_FILE])
+        return identity
 
     @property
     def max_source_tokens(self) -> int:
@@ -282,4 +294,5 @@ class CT2Translator:
             "sampling_topk": (settings.top_k or 0) if settings.sampling else 1,
             "sampling_topp": settings.top_p,
             "sampling_temperature": settings.temperature,
+            "use_vmap": self.shortlist,
         }

@@ -7,15 +7,19 @@ defaults). `seq2seq.ct2.engine` translates with it. CTranslate2 is an optional d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from seq2seq.config import Config, config_from_dict, config_to_dict
+from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, build_shortlist, write_vmap
+from seq2seq.data.prepared import load_prepared_part
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import ConfigError, Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
@@ -91,12 +95,19 @@ def full_range_int8(info: dict[str, Any], quantize: str | None) -> bool:
 
 
 def export_ctranslate2(
-    run_dir: Path, checkpoint: str, out_dir: Path, quantize: str | None, full_range_int8: bool = False
+    run_dir: Path,
+    checkpoint: str,
+    out_dir: Path,
+    quantize: str | None,
+    full_range_int8: bool = False,
+    shortlist: ShortlistSize | None = None,
 ) -> None:
     """Write the run's `checkpoint` weights as a CTranslate2 model to `out_dir` (new or empty).
 
     int8 weights use 7 bits (`REDUCED_INT8`) unless `full_range_int8`: for an export that only ever
-    runs where int8 products do not saturate (AVX-512 VNNI, AMX, ARM, a GPU).
+    runs where int8 products do not saturate (AVX-512 VNNI, AMX, ARM, a GPU). With `shortlist`, the
+    export holds a vocabulary map counted from the run's prepared training pairs (`ct2.shortlist`),
+    which `--engine ctranslate2` then decodes with.
 
     Made in a temporary directory beside `out_dir` and renamed into place: never half-written.
     """
@@ -107,6 +118,9 @@ def export_ctranslate2(
     model, cfg = translator.first_model, translator.config
     if cfg.model.arch != "encoder_decoder":
         raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {cfg.model.arch}")
+    lexicon = (
+        None if shortlist is None else run_shortlist(Path(run_dir), cfg, translator.tokenizers, shortlist)
+    )
     with atomic_directory(out_dir) as scratch:
         int8_range = FULL_INT8 if full_range_int8 else REDUCED_INT8
         write_model(model, translator.tokenizers, scratch, quantize, int8_range)
@@ -119,9 +133,31 @@ def export_ctranslate2(
             "quantize": quantize,
             "int8_range": int8_range if is_int8(quantize) else None,
             "config": config_to_dict(cfg),
+            "shortlist": None,
         }
+        if lexicon is not None:
+            tokenizers = translator.tokenizers
+            write_vmap(scratch / VMAP_FILE, lexicon, vocabulary(tokenizers.src), vocabulary(tokenizers.tgt))
+            info["shortlist"] = {**dataclasses.asdict(shortlist), "pairs_counted": lexicon.pairs}
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     log.info("exported %s to %s (%s)", translator.checkpoints[0], out_dir, quantize or "float32")
+
+
+@dataclass(frozen=True)
+class ShortlistSize:
+    """`s2s export --shortlist`: candidates per source piece, and the most frequent target pieces."""
+
+    per_source: int = 50
+    common: int = 100
+
+
+def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: ShortlistSize) -> Shortlist:
+    """The shortlist of the run's training pairs, as its prepared corpora hold them (a `DataError`
+    saying how to make them where they are missing)."""
+    top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else Path(run_dir) / "prepared"
+    corpora = [load_prepared_part(top / corpus.name) for corpus in cfg.data.training_corpora()]
+    vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+    return build_shortlist(corpora, *vocab, size.per_source, size.common)
 
 
 def write_model(
