@@ -89,7 +89,7 @@ def build_shortlist(
     rank = np.arange(len(s)) - np.repeat(firsts, np.diff(np.r_[firsts, len(s)]))
     kept = rank < per_source
     s, t = s[kept], t[kept]
-    bounds = np.flatnonzero(np.r_[True, s[1:] != s[:-1], True])
+    bounds = np.flatnonzero(np.r_[True, s[1:] != s[:-1], True]) if len(s) else np.zeros(1, np.int64)
     candidates = {int(s[a]): t[a:b] for a, b in zip(bounds[:-1], bounds[1:])}
     frequent = np.argsort(-tgt_count, kind="stable")[:common]
     return Shortlist(frequent[tgt_count[frequent] > 0], candidates, pairs)

@@ -66,6 +66,12 @@ def test_the_shortlist_is_each_source_piece_s_best_target_pieces_by_dice(monkeyp
         assert found.candidates[s].tolist() == best.tolist(), s
 
 
+def test_a_corpus_without_pairs_gives_an_empty_shortlist():
+    empty = ParallelData(TokenArrays.from_lists([]), TokenArrays.from_lists([]))
+    found = build_shortlist([empty], SRC_VOCAB, TGT_VOCAB, per_source=3, common=4)
+    assert found.candidates == {} and found.common.tolist() == [] and found.pairs == 0
+
+
 def test_a_large_corpus_is_counted_from_an_even_spread_of_its_pairs():
     corpora = [random_corpus(40, 0), random_corpus(60, 1)]
     found = build_shortlist(corpora, SRC_VOCAB, TGT_VOCAB, per_source=3, common=4, most_pairs=25)
