@@ -22,6 +22,7 @@ class Options:
     config: str  # the recipe: train, fairseq and data sections
     run_dir: str | None  # a trained run: decode, engines, serve (and train's tokenizer)
     runs: tuple[str, ...]  # runs: trained runs side by side, the first the reference
+    shortlist: int  # runs: also each run's int8 export with `s2s export --shortlist` this (0 = not)
     src: str
     ref: str | None
     limit: int  # first N non-empty lines of --src (0 = all)
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", help="trained run: decode, engines, serve; train uses its tokenizer")
     p.add_argument(
         "--runs", default="", help="runs: trained run directories, comma-separated, first = reference"
+    )
+    p.add_argument(
+        "--shortlist", type=int, default=0, help="runs: also each run's int8 export with this --shortlist"
     )
     p.add_argument("--src", default="data/multi30k/test_2016_flickr.de", help="source lines to decode")
     p.add_argument("--ref", help="references of --src: BLEU of each engine in the engines section")
@@ -123,6 +127,7 @@ def parse(argv: list[str] | None) -> Options:
         config=a.config,
         run_dir=a.run_dir,
         runs=_items(a.runs, "--runs"),
+        shortlist=a.shortlist,
         src=a.src,
         ref=a.ref,
         limit=a.limit,

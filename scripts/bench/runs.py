@@ -2,7 +2,8 @@
 
 `--sections runs --runs A,B,...` translates `--src` with each run in the ways a user deploys it: s2s's
 decoder as `s2s translate` runs it (`--precision auto`), s2s in int8 (`--quantize int8`), and s2s's
-CTranslate2 engine on an int8 export. Every setting runs in a fresh process (workers.py, the engines
+CTranslate2 engine on an int8 export (and, with `--shortlist K`, on an int8 export with that lexical
+shortlist: `s2s export --shortlist K`). Every setting runs in a fresh process (workers.py, the engines
 section's worker), one batch per core (the arrangement the engines grid finds fastest on a CPU), each
 run's own `decode.max_tokens`, round-robin `--repeat` times (the fastest counts). Reported: sentences/s,
 the ratio to the first run's `s2s auto` (the reference, e.g. the recipe model), parameters, peak RSS
@@ -21,22 +22,28 @@ from scripts.bench import engines
 from scripts.bench.options import Options
 
 SETTINGS = (("s2s", None, "auto"), ("s2s", "int8", "fp32"), ("ctranslate2", "int8", "fp32"))
+SHORTLISTED = ("ctranslate2", "int8", "fp32")  # the setting `--shortlist` adds, on its own export
 
 
 def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Every run and setting on the CPU, at each of `--beams`."""
-    from seq2seq.ct2.export import export_ctranslate2
+    from seq2seq.ct2.export import ShortlistSize, export_ctranslate2
     from seq2seq.rundir import RunDir
 
     count = len(engines._lines(opts.src, opts.limit))
     refs = engines._lines(opts.ref, opts.limit) if opts.ref else None
     cores = torch.get_num_threads()
-    best: dict[tuple[str, str, str | None, int], dict[str, Any]] = {}
+    best: dict[tuple[str, str, str | None, int, int], dict[str, Any]] = {}
+    settings = [(*setting, 0) for setting in SETTINGS]
+    if opts.shortlist:
+        settings.append((*SHORTLISTED, opts.shortlist))
     with tempfile.TemporaryDirectory() as scratch:
-        exports, budgets, sizes = {}, {}, {}  # each run's export, decode.max_tokens and parameters
+        exports, budgets, sizes = {}, {}, {}  # each (run, shortlist)'s export; decode.max_tokens, parameters
         for run_dir in opts.runs:
-            exports[run_dir] = Path(scratch) / f"ct2_{len(exports)}"
-            export_ctranslate2(Path(run_dir), "best", exports[run_dir], "int8")
+            for shortlist in sorted({setting[-1] for setting in settings}):
+                out = exports[run_dir, shortlist] = Path(scratch) / f"ct2_{len(exports)}"
+                size = ShortlistSize(shortlist) if shortlist else None
+                export_ctranslate2(Path(run_dir), "best", out, "int8", shortlist=size)
             budgets[run_dir] = RunDir(run_dir).load_config().decode.max_tokens
             sizes[run_dir] = parameters(run_dir)
         for _ in range(opts.repeat):  # round-robin, so a noisy minute does not hit one run only
@@ -50,16 +57,17 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
                     "max_tokens": budgets[run_dir],
                 }
                 for beam in opts.beams:
-                    for engine, quantize, precision in SETTINGS:
-                        made = {quantize: exports[run_dir]}
+                    for engine, quantize, precision, shortlist in settings:
+                        made = {quantize: exports[run_dir, shortlist]}
                         setting = (engine, quantize, precision, beam)
                         row = engines.measure_setting(base, setting, made, Path(scratch), refs, count)
-                        key = (run_dir, engine, quantize, beam)
+                        row["shortlist"] = shortlist
+                        key = (run_dir, engine, quantize, beam, shortlist)
                         if key not in best or row["sentences_per_s"] > best[key]["sentences_per_s"]:
                             best[key] = row
     rows = list(best.values())
     for row in rows:
-        reference = best[(opts.runs[0], "s2s", None, row["beam"])]
+        reference = best[(opts.runs[0], "s2s", None, row["beam"], 0)]
         row["vs_reference"] = row["sentences_per_s"] / reference["sentences_per_s"]
         row["parameters"] = sizes[row["run_dir"]]
     return {"sentences": count, "cores": cores, "reference": opts.runs[0], "results": rows}
@@ -83,8 +91,15 @@ def report(section: dict[str, Any]) -> str:
     ]
     for row in section["results"]:
         lines.append(
-            f"{Path(row['run_dir']).name:<28}{row['engine']:<13}{engines.weights(row):<11}{row['beam']:>5}"
+            f"{Path(row['run_dir']).name:<28}{engine_name(row):<13}{engines.weights(row):<11}{row['beam']:>5}"
             f"{row['sentences_per_s']:>9}{row['vs_reference']:>7.2f}x{row['parameters']:>12,}"
             f"{row['peak_rss_mib']:>13.0f}{row.get('bleu', ''):>7}"
         )
     return "\n".join(lines)
+
+
+def engine_name(row: dict[str, Any]) -> str:
+    """The engine, and the shortlist its export has (`ct2+sl20`)."""
+    if not row.get("shortlist"):
+        return row["engine"]
+    return f"ct2+sl{row['shortlist']}"

@@ -32,7 +32,16 @@ FEW_CLIENTS += ["--mixed-clients", "1,1", "--serve-precision", "fp32"]
 def bench_args(run: TrainedRun, sections: str) -> list[str]:
     """Options for `sections` on the tiny run, each section as short as it goes."""
     files = ["--config", str(run.config), "--run-dir", str(run.run), "--src", str(run.data / "valid.src")]
-    files += ["--ref", str(run.data / "valid.tgt"), "--sections", sections, "--runs", str(run.run)]
+    files += [
+        "--ref",
+        str(run.data / "valid.tgt"),
+        "--sections",
+        sections,
+        "--runs",
+        str(run.run),
+        "--shortlist",
+        "5",
+    ]
     return [*files, *FEW_STEPS, *FEW_LINES, *SMALL_DATA, *FEW_CLIENTS]
 
 
@@ -58,9 +67,14 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     assert {(r["batching"], r["clients"]) for r in serve["results"]} == {("static", 2), ("continuous", 2)}
     assert [m["batching"] for m in serve["mixed"]] == ["static", "continuous"]
     assert serve["server_exit_codes"] == {"static": 0, "continuous": 0}
-    runs = {(r["engine"], r["quantize"]): r for r in report["runs"]["results"]}
-    assert set(runs) == {("s2s", None), ("s2s", "int8"), ("ctranslate2", "int8")}
-    assert runs["s2s", None]["vs_reference"] == 1.0 and all(r["parameters"] > 0 for r in runs.values())
+    runs = {(r["engine"], r["quantize"], r["shortlist"]): r for r in report["runs"]["results"]}
+    assert set(runs) == {
+        ("s2s", None, 0),
+        ("s2s", "int8", 0),
+        ("ctranslate2", "int8", 0),
+        ("ctranslate2", "int8", 5),
+    }
+    assert runs["s2s", None, 0]["vs_reference"] == 1.0 and all(r["parameters"] > 0 for r in runs.values())
     hf = {(r["engine"], r["beam"]) for r in report["hf"]["results"]}
     assert hf == {(engine, 1) for engine in ("s2s", "ctranslate2", "transformers")}
     assert all(r["load_seconds"] > 0 and r["sentences_per_s"] > 0 for r in report["hf"]["results"])
