@@ -76,8 +76,8 @@ def build_shortlist(
             chunk = rows[start : start + CHUNK]
             s_rows, s_ids = _distinct(src, chunk, src_vocab)
             t_rows, t_ids = _distinct(tgt, chunk, tgt_vocab)
-            np.add.at(src_count, s_ids, 1)
-            np.add.at(tgt_count, t_ids, 1)
+            src_count += np.bincount(s_ids, minlength=src_vocab)
+            tgt_count += np.bincount(t_ids, minlength=tgt_vocab)
             chunk_keys = _pair_keys(s_rows, s_ids, t_rows, t_ids, len(chunk), tgt_vocab)
             keys, counts = _merge(keys, counts, *np.unique(chunk_keys, return_counts=True))
             pairs += len(chunk)
@@ -85,12 +85,10 @@ def build_shortlist(
     dice = 2 * counts / (src_count[s] + tgt_count[t])
     order = np.lexsort((-dice, s))  # by source id, the best first within each
     s, t = s[order], t[order]
-    firsts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])  # where each source id's run begins
-    rank = np.arange(len(s)) - np.repeat(firsts, np.diff(np.r_[firsts, len(s)]))
-    kept = rank < per_source
-    s, t = s[kept], t[kept]
+    # where each source id's run begins and ends; each keeps its first `per_source`
     bounds = np.flatnonzero(np.r_[True, s[1:] != s[:-1], True]) if len(s) else np.zeros(1, np.int64)
-    candidates = {int(s[a]): t[a:b] for a, b in zip(bounds[:-1], bounds[1:])}
+    runs = zip(bounds[:-1], bounds[1:])
+    candidates = {int(s[a]): t[a : min(b, a + per_source)] for a, b in runs} if per_source else {}
     frequent = np.argsort(-tgt_count, kind="stable")[:common]
     return Shortlist(frequent[tgt_count[frequent] > 0], candidates, pairs)
 
