@@ -154,6 +154,13 @@ def _pad_rows(x: Tensor, held: int) -> Tensor:
     return x if extra <= 0 else torch.cat([x, x[-1:].expand(extra, *x.shape[1:])])
 
 
+def _held_after_drop(keep: Tensor, held: int) -> tuple[int, Tensor]:
+    """After sentences leave: the rows held now (`held_rows` of the `keep` (N,) kept, never more than
+    `held` before) and `keep` padded to them, the index that selects the memory's and cache's rows."""
+    held = min(held_rows(keep.numel()), held)
+    return held, _pad_rows(keep, held)
+
+
 def best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
     """The `count` most likely tokens of each row of `logits` (N, V) and their log-probabilities, both
     (N, count): a top-k and one log-sum-exp instead of the whole (N, V) log-softmax.
@@ -245,8 +252,7 @@ def greedy_search(
                 break
             rows, scores, token, tokens = rows[keep], scores[keep], token[keep], tokens[keep]
             soonest = int(limits[rows].min())
-            held = min(held_rows(keep.numel()), held)  # never more than it held
-            kept = _pad_rows(keep, held)
+            held, kept = _held_after_drop(keep, held)
             memory = memory.select(kept)
             if cache is not None:
                 cache.reorder(kept, kept)
@@ -352,8 +358,7 @@ def beam_search(
             break
         dropped = keep.numel() < n
         if dropped:
-            held = min(held_rows(keep.numel()), held)  # never more than it held
-            kept = _pad_rows(keep, held)
+            held, kept = _held_after_drop(keep, held)
             parent, memory = parent.view(n, k)[keep].view(-1), memory.select(kept)
             scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
             soonest = int(limits[sent].min())
