@@ -26,15 +26,16 @@ def chosen(run: Path) -> tuple[Path, Path, str]:
 
 
 def main(runs: Path) -> None:
-    speed = {
-        (Path(r["run_dir"]).name, r["engine"], r["quantize"]): r
+    speed = {  # (run, engine, weights, shortlist): the bench's row
+        (Path(r["run_dir"]).name, r["engine"], r["quantize"], r.get("shortlist", 0)): r
         for r in json.loads((runs / "speed.json").read_text(encoding="utf-8"))["runs"]["results"]
         if r["beam"] == 5
     }
     teacher = Path((runs / "teacher.txt").read_text(encoding="utf-8").split()[1]).name
-    rows = [  # each timed as `s2s translate` runs it (s2s, not quantized)
-        ("de→en recipe", "de_en"),
-        ("+ tagged back-translation of the English captions", "de_en_bt"),
+    rows = [("de→en recipe", "de_en")]  # each timed as `s2s translate` runs it (s2s, not quantized)
+    if (runs / "de_en_bt" / "eval").is_dir():  # not with BT=0
+        rows.append(("+ tagged back-translation of the English captions", "de_en_bt"))
+    rows += [
         (f"teacher ({teacher}, the better on val)", teacher),
         ("student trained on the parallel data alone", "student"),
         ("student distilled from the teacher", "student_distilled"),
@@ -48,7 +49,7 @@ def main(runs: Path) -> None:
     for label, name in rows:
         val, test, choice = chosen(runs / name)
         (val_bleu, _), (test_bleu, signature) = bleu(val), bleu(test)
-        s = speed.get((name, "s2s", None))
+        s = speed.get((name, "s2s", None, 0))
         timed = (
             f"{s['sentences_per_s']:.0f} (s2s, {'bf16' if s['dtype'] == 'bfloat16' else 'fp32'}) | "
             f"{s['vs_reference']:.2f}x | {s['parameters']:,}"
@@ -57,14 +58,18 @@ def main(runs: Path) -> None:
         )
         print(f"| {label} | {val_bleu:.2f} | {test_bleu:.2f} | {timed} | {choice} |")
     student = runs / "student_distilled" / "eval"
-    int8 = {
-        "s2s": (student / "int8_val.json", student / "int8_test_2016_flickr.json"),
-        "ctranslate2": (runs / "ct2_int8_val.json", runs / "ct2_int8_test_2016_flickr.json"),
+    int8 = {  # (engine, shortlist): the val and test records
+        ("s2s", 0): (student / "int8_val.json", student / "int8_test_2016_flickr.json"),
+        ("ctranslate2", 0): (runs / "ct2_int8_val.json", runs / "ct2_int8_test_2016_flickr.json"),
     }
-    for engine, (val, test) in int8.items():
-        s = speed[("student_distilled", engine, "int8")]
+    for val in sorted(runs.glob("ct2_int8_sl*_val.json")):  # SHORTLIST=K
+        k = int(val.name.removeprefix("ct2_int8_sl").removesuffix("_val.json"))
+        int8["ctranslate2", k] = (val, runs / f"ct2_int8_sl{k}_test_2016_flickr.json")
+    for (engine, k), (val, test) in int8.items():
+        s = speed[("student_distilled", engine, "int8", k)]
+        label = f"{engine}, `--shortlist {k}`" if k else engine
         print(
-            f"| student distilled, int8, {engine} | {bleu(val)[0]:.2f} | {bleu(test)[0]:.2f} | "
+            f"| student distilled, int8, {label} | {bleu(val)[0]:.2f} | {bleu(test)[0]:.2f} | "
             f"{s['sentences_per_s']:.0f} | {s['vs_reference']:.2f}x | {s['parameters']:,} | as above |"
         )
     print(f"\nBLEU signature: {signature}")

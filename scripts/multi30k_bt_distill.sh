@@ -7,15 +7,24 @@
 #   bash scripts/multi30k_bt_distill.sh
 #
 # Every step is skipped when its result exists and continues when it was interrupted: after a kill,
-# run the script again. Environment: RUNS (default runs/bt), MINUTES (each recipe-size training,
-# default 25), STUDENT_MINUTES (each student, default 30), VARIANTS (1: also the student variant
-# of step 7b). Data stays in data/multi30k,
-# data/multi30k_mono and data/bt (the corpora the configs name).
+# run the script again. Environment:
+#   RUNS             where the runs go (default runs/bt)
+#   MINUTES          each recipe-size training (default 25)
+#   STUDENT_MINUTES  each student (default 30)
+#   BT               0: no back-translation (steps 1-4 train de->en only), the recipe is the teacher
+#   TEACHER_ENGINE   ctranslate2: the teacher's chosen checkpoint is exported in int8 and decodes the
+#                    distillation corpora with CTranslate2 (about twice as fast on a CPU); default s2s
+#   SHORTLIST        K > 0: the student's CTranslate2 int8 export is also scored and timed with
+#                    `s2s export --shortlist K` (default 0: not)
+#   VARIANTS         1: also the student variant of step 7b
+# Data stays in data/multi30k, data/multi30k_mono and data/bt (the corpora the configs name).
 set -euo pipefail
 shopt -s inherit_errexit  # a failing $(command) stops the script too
 runs="${RUNS:-runs/bt}"
 minutes="${MINUTES:-25}"
 student_minutes="${STUDENT_MINUTES:-30}"
+bt="${BT:-1}" teacher_engine="${TEACHER_ENGINE:-s2s}" shortlist="${SHORTLIST:-0}"
+case "$teacher_engine" in s2s | ctranslate2) ;; *) echo "error: TEACHER_ENGINE=$teacher_engine: s2s or ctranslate2" >&2; exit 2 ;; esac
 data=data/multi30k mono=data/multi30k_mono work=data/bt
 mkdir -p "$runs" "$work"
 
@@ -48,21 +57,24 @@ unseen() {  # unseen LANG: task 2's captions in LANG that are not task 1's train
 
 # 1. the recipe in both directions: de->en is the baseline, en->de makes the synthetic sources
 train configs/multi30k_de_en.yaml "$runs/de_en" --set "train.max_minutes=$minutes"
-train configs/multi30k_en_de.yaml "$runs/en_de" --set "train.max_minutes=$minutes"
+candidates=("$runs/de_en")
+if [ "$bt" = 1 ]; then
+  train configs/multi30k_en_de.yaml "$runs/en_de" --set "train.max_minutes=$minutes"
 
-# 2. in-domain English captions that are not task 1's training targets
-unseen en
+  # 2. in-domain English captions that are not task 1's training targets
+  unseen en
 
-# 3. back-translate them (beam search; resumable: a rerun continues where a kill stopped it)
-[ -f "$work/mono.bt.de" ] || s2s translate "$runs/en_de" -i "$work/mono.en" -o "$work/mono.bt.de"
+  # 3. back-translate them (beam search; resumable: a rerun continues where a kill stopped it)
+  [ -f "$work/mono.bt.de" ] || s2s translate "$runs/en_de" -i "$work/mono.en" -o "$work/mono.bt.de"
 
-# 4. de->en on the parallel data plus the tagged synthetic pairs, in the baseline's time
-train configs/multi30k_de_en_bt.yaml "$runs/de_en_bt" --set "train.max_minutes=$minutes"
-evaluate "$runs/de_en"
-evaluate "$runs/de_en_bt"
+  # 4. de->en on the parallel data plus the tagged synthetic pairs, in the baseline's time
+  train configs/multi30k_de_en_bt.yaml "$runs/de_en_bt" --set "train.max_minutes=$minutes"
+  candidates+=("$runs/de_en_bt")
+fi
+for run in "${candidates[@]}"; do evaluate "$run"; done
 
-# 5. the teacher: the better of the two on val, with the checkpoint and length penalty chosen there
-teacher=$(for run in "$runs/de_en" "$runs/de_en_bt"; do
+# 5. the teacher: the better on val, with the checkpoint and length penalty chosen there
+teacher=$(for run in "${candidates[@]}"; do
   choice=$(selected "$run")
   echo "${choice##* } $run"
 done | sort -rn | head -1 | cut -d' ' -f2)
@@ -73,10 +85,19 @@ echo "teacher: $teacher (checkpoint $checkpoint, beam 5, length penalty $lp)" | 
 # 6. sequence-level distillation: the teacher translates the training sources, and the in-domain
 # German captions that are not training sources (more of what the student should imitate)
 unseen de
-[ -f "$work/train.distilled.en" ] || s2s translate "$teacher" --checkpoint "$checkpoint" --beam 5 \
-  --length-penalty "$lp" -i "$data/train.de" -o "$work/train.distilled.en"
-[ -f "$work/mono.distilled.en" ] || s2s translate "$teacher" --checkpoint "$checkpoint" --beam 5 \
-  --length-penalty "$lp" -i "$work/mono.de" -o "$work/mono.distilled.en"
+decoder=("$teacher" --checkpoint "$checkpoint")
+if [ "$teacher_engine" = ctranslate2 ]; then  # the same checkpoint, exported in int8
+  [ -d "$runs/teacher_ct2" ] || s2s export "$teacher" "$runs/teacher_ct2" --checkpoint "$checkpoint" --quantize int8
+  decoder=("$runs/teacher_ct2" --engine ctranslate2)
+  [ -f "$runs/teacher_ct2_val.hyp" ] || s2s translate "${decoder[@]}" --beam 5 --length-penalty "$lp" \
+    -i "$data/val.de" -o "$runs/teacher_ct2_val.hyp"  # what int8 costs the teacher, on val
+  [ -f "$runs/teacher_ct2_val.json" ] || s2s evaluate --hyp "$runs/teacher_ct2_val.hyp" --ref "$data/val.en" \
+    --json "$runs/teacher_ct2_val.json"
+fi
+for corpus in "$data/train.de:train" "$work/mono.de:mono"; do
+  out="$work/${corpus##*:}.distilled.en"
+  [ -f "$out" ] || s2s translate "${decoder[@]}" --beam 5 --length-penalty "$lp" -i "${corpus%:*}" -o "$out"
+done
 
 # 7. the student architecture, without and with the teacher, in equal time
 train configs/multi30k_de_en_student.yaml "$runs/student" --set "train.max_minutes=$student_minutes"
@@ -109,9 +130,22 @@ for split in val test_2016_flickr; do
   [ -f "$runs/ct2_int8_$split.json" ] || s2s evaluate --hyp "$hyp" --ref "$data/$split.en" \
     --json "$runs/ct2_int8_$split.json" > /dev/null
 done
+if [ "$shortlist" -gt 0 ]; then  # the same export with a lexical shortlist of K pieces per source piece
+  export="$runs/student_distilled_ct2_sl$shortlist"
+  [ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8 \
+    --shortlist "$shortlist"
+  for split in val test_2016_flickr; do
+    hyp="$runs/ct2_int8_sl${shortlist}_$split.hyp"
+    [ -f "$hyp" ] || s2s translate "$export" --engine ctranslate2 --beam 5 --length-penalty "$lp" \
+      -i "$data/$split.de" -o "$hyp"
+    [ -f "$runs/ct2_int8_sl${shortlist}_$split.json" ] || s2s evaluate --hyp "$hyp" --ref "$data/$split.en" \
+      --json "$runs/ct2_int8_sl${shortlist}_$split.json" > /dev/null
+  done
+fi
 
 # 9. decoding speed side by side (beam 5, each setting in a fresh process), then the table
+timed=$(IFS=,; echo "${candidates[*]}")
 [ -f "$runs/speed.json" ] || python -m scripts.bench --sections runs --beams 5 --repeat 2 \
-  --runs "$runs/de_en,$runs/de_en_bt,$students" \
+  --shortlist "$shortlist" --runs "$timed,$students" \
   --src "$data/test_2016_flickr.de" --ref "$data/test_2016_flickr.en" --json "$runs/speed.json"
 python -m scripts.distill_table "$runs"
