@@ -16,6 +16,8 @@
 #                    distillation corpora with CTranslate2 (about twice as fast on a CPU); default s2s
 #   SHORTLIST        K > 0: the student's CTranslate2 int8 export is also scored and timed with
 #                    `s2s export --shortlist K` (default 0: not)
+#   DISTILL          sources: the distilled student learns the teacher's translations of the
+#                    training sources alone (no caption decode; the variant config); default all
 #   VARIANTS         1: also the student variant of step 7b
 # Data stays in data/multi30k, data/multi30k_mono and data/bt (the corpora the configs name).
 set -euo pipefail
@@ -23,7 +25,8 @@ shopt -s inherit_errexit  # a failing $(command) stops the script too
 runs="${RUNS:-runs/bt}"
 minutes="${MINUTES:-25}"
 student_minutes="${STUDENT_MINUTES:-30}"
-bt="${BT:-1}" teacher_engine="${TEACHER_ENGINE:-s2s}" shortlist="${SHORTLIST:-0}"
+bt="${BT:-1}" teacher_engine="${TEACHER_ENGINE:-s2s}" shortlist="${SHORTLIST:-0}" distill="${DISTILL:-all}"
+case "$distill" in all | sources) ;; *) echo "error: DISTILL=$distill: all or sources" >&2; exit 2 ;; esac
 case "$teacher_engine" in s2s | ctranslate2) ;; *) echo "error: TEACHER_ENGINE=$teacher_engine: s2s or ctranslate2" >&2; exit 2 ;; esac
 data=data/multi30k mono=data/multi30k_mono work=data/bt
 mkdir -p "$runs" "$work"
@@ -94,21 +97,26 @@ if [ "$teacher_engine" = ctranslate2 ]; then  # the same checkpoint, exported in
   [ -f "$runs/teacher_ct2_val.json" ] || s2s evaluate --hyp "$runs/teacher_ct2_val.hyp" --ref "$data/val.en" \
     --json "$runs/teacher_ct2_val.json"
 fi
-for corpus in "$data/train.de:train" "$work/mono.de:mono"; do
+corpora=("$data/train.de:train")
+[ "$distill" = sources ] || corpora+=("$work/mono.de:mono")
+for corpus in "${corpora[@]}"; do
   out="$work/${corpus##*:}.distilled.en"
   [ -f "$out" ] || s2s translate "${decoder[@]}" --beam 5 --length-penalty "$lp" -i "${corpus%:*}" -o "$out"
 done
 
 # 7. the student architecture, without and with the teacher, in equal time
 train configs/multi30k_de_en_student.yaml "$runs/student" --set "train.max_minutes=$student_minutes"
-train configs/multi30k_de_en_student_distilled.yaml "$runs/student_distilled" \
-  --set "train.max_minutes=$student_minutes"
+distilled="$runs/student_distilled" config=configs/multi30k_de_en_student_distilled.yaml
+if [ "$distill" = sources ]; then
+  distilled="$runs/student_distilled_sources" config=configs/multi30k_de_en_student_distilled_sources.yaml
+fi
+train "$config" "$distilled" --set "train.max_minutes=$student_minutes"
 evaluate "$runs/student"
-evaluate "$runs/student_distilled"
-students="$runs/student,$runs/student_distilled"
+evaluate "$distilled"
+students="$runs/student,$distilled"
 
 # 7b. with VARIANTS=1, the variant distilled from the training sources alone (30 more minutes)
-if [ "${VARIANTS:-0}" = 1 ]; then
+if [ "${VARIANTS:-0}" = 1 ] && [ "$distill" = all ]; then
   train configs/multi30k_de_en_student_distilled_sources.yaml "$runs/student_distilled_sources" \
     --set "train.max_minutes=$student_minutes"
   evaluate "$runs/student_distilled_sources"
@@ -116,7 +124,7 @@ if [ "${VARIANTS:-0}" = 1 ]; then
 fi
 
 # 8. the distilled student in int8: s2s's own (--quantize int8) and a CTranslate2 int8 export
-student="$runs/student_distilled" export="$runs/student_distilled_ct2"
+student="$distilled" export="${distilled}_ct2"
 choice=$(selected "$student")
 read -r checkpoint lp _ <<< "$choice"
 [ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8
@@ -131,7 +139,7 @@ for split in val test_2016_flickr; do
     --json "$runs/ct2_int8_$split.json" > /dev/null
 done
 if [ "$shortlist" -gt 0 ]; then  # the same export with a lexical shortlist of K pieces per source piece
-  export="$runs/student_distilled_ct2_sl$shortlist"
+  export="${distilled}_ct2_sl$shortlist"
   [ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8 \
     --shortlist "$shortlist"
   for split in val test_2016_flickr; do

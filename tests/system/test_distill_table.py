@@ -30,7 +30,7 @@ def speed_row(run: str, engine: str, quantize: str | None, shortlist: int, per_s
 
 
 def table(runs: Path, names: list[str], shortlist: int) -> dict[str, str]:
-    """The table's rows by label, for a layout with these runs and the student's int8 records."""
+    """The table's rows by label, for a layout with these runs and the int8 records of the last."""
     results = []
     for n, name in enumerate(names):
         folder = runs / name / "eval"
@@ -39,17 +39,18 @@ def table(runs: Path, names: list[str], shortlist: int) -> dict[str, str]:
         choice = {"checkpoint": "best", "length_penalty": "1.0", "val_bleu": 30.0 + n}
         (folder / "selection.json").write_text(json.dumps(choice | {"val_record": "val_best_lp1.0.json"}))
         results.append(speed_row(name, "s2s", None, 0, 100.0 + n))
-    student = runs / "student_distilled" / "eval"
+    distilled = names[-1]
+    student = runs / distilled / "eval"
     record(student / "int8_val.json", 50.0)
     record(student / "int8_test_2016_flickr.json", 51.0)
     record(runs / "ct2_int8_val.json", 52.0)
     record(runs / "ct2_int8_test_2016_flickr.json", 53.0)
-    results += [speed_row("student_distilled", "s2s", "int8", 0, 300.0)]
-    results += [speed_row("student_distilled", "ctranslate2", "int8", 0, 400.0)]
+    results += [speed_row(distilled, "s2s", "int8", 0, 300.0)]
+    results += [speed_row(distilled, "ctranslate2", "int8", 0, 400.0)]
     if shortlist:
         record(runs / f"ct2_int8_sl{shortlist}_val.json", 54.0)
         record(runs / f"ct2_int8_sl{shortlist}_test_2016_flickr.json", 55.0)
-        results += [speed_row("student_distilled", "ctranslate2", "int8", shortlist, 500.0)]
+        results += [speed_row(distilled, "ctranslate2", "int8", shortlist, 500.0)]
     (runs / "speed.json").write_text(json.dumps({"runs": {"results": results}}))
     (runs / "teacher.txt").write_text(
         f"teacher: {runs / 'de_en'} (checkpoint best, beam 5, length penalty 1.0)\n"
@@ -85,3 +86,14 @@ def test_without_a_shortlist_there_is_no_shortlisted_row(tmp_path):
     rows = table(tmp_path, ["de_en", "student", "student_distilled"], shortlist=0)
     assert "| 52.00 | 53.00 | 400 | 4.00x |" in rows["student distilled, int8, ctranslate2"]
     assert not any("--shortlist" in label for label in rows)
+
+
+def test_distilled_from_the_sources_alone_is_the_one_measured_in_int8(tmp_path):  # DISTILL=sources
+    rows = table(tmp_path, ["de_en", "student", "student_distilled_sources"], shortlist=20)
+    assert "student distilled from the teacher" not in rows
+    assert "| 32.00 | 22.00 | 102 (s2s, fp32) |" in rows["student distilled, training sources only"]
+    assert "| 50.00 | 51.00 | 300 | 3.00x |" in rows["student distilled (sources only), int8, s2s"]
+    assert (
+        "| 54.00 | 55.00 | 500 | 5.00x |"
+        in rows["student distilled (sources only), int8, ctranslate2, `--shortlist 20`"]
+    )
