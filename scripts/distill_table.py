@@ -13,13 +13,12 @@ from pathlib import Path
 
 from scripts.select_on_val import bleu, recorded
 
-DISTILLED = {  # the distilled students: run and row; multi30k_bt_distill.sh measures the first made in int8
-    "student_distilled": "student distilled from the teacher",
-    "student_distilled_sources": "student distilled, training sources only",
-}
-INT8 = {
-    "student_distilled": "student distilled",
-    "student_distilled_sources": "student distilled (sources only)",
+DISTILLED = {  # each distilled student's run: its row, and its int8 rows' label (the first made is in int8)
+    "student_distilled": ("student distilled from the teacher", "student distilled"),
+    "student_distilled_sources": (
+        "student distilled, training sources only",
+        "student distilled (sources only)",
+    ),
 }
 
 
@@ -49,7 +48,7 @@ def main(runs: Path) -> None:
         ("student trained on the parallel data alone", "student"),
     ]
     made = [name for name in DISTILLED if (runs / name / "eval").is_dir()]  # VARIANTS=1: both
-    rows += [(DISTILLED[name], name) for name in made]
+    rows += [(DISTILLED[name][0], name) for name in made]
     distilled = made[0]  # the one the int8 rows measure (DISTILL=sources makes only the variant)
     columns = ["system", "val BLEU", "test_2016 BLEU", "beam-5 sent/s (CPU)", "vs recipe", "parameters"]
     print("| " + " | ".join([*columns, "chosen on val"]) + " |")
@@ -78,7 +77,7 @@ def main(runs: Path) -> None:
         s = speed[(distilled, engine, "int8", k)]
         label = f"{engine}, `--shortlist {k}`" if k else engine
         print(
-            f"| {INT8[distilled]}, int8, {label} | {bleu(val)[0]:.2f} | {bleu(test)[0]:.2f} | "
+            f"| {DISTILLED[distilled][1]}, int8, {label} | {bleu(val)[0]:.2f} | {bleu(test)[0]:.2f} | "
             f"{s['sentences_per_s']:.0f} | {s['vs_reference']:.2f}x | {s['parameters']:,} | as above |"
         )
     print(f"\nBLEU signature: {signature}")

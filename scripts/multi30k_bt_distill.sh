@@ -13,7 +13,7 @@
 #   STUDENT_MINUTES  each student (default 30)
 #   BT               0: no back-translation (steps 1-4 train de->en only), the recipe is the teacher
 #   TEACHER_ENGINE   ctranslate2: the teacher's chosen checkpoint is exported in int8 and decodes the
-#                    distillation corpora with CTranslate2 (about twice as fast on a CPU); default s2s
+#                    distillation corpora with CTranslate2 (1.4-2x s2s's speed on the CPUs measured); default s2s
 #   SHORTLIST        K > 0: the student's CTranslate2 int8 export is also scored and timed with
 #                    `s2s export --shortlist K` (default 0: not)
 #   DISTILL          sources: the distilled student learns the teacher's translations of the
@@ -87,7 +87,6 @@ echo "teacher: $teacher (checkpoint $checkpoint, beam 5, length penalty $lp)" | 
 
 # 6. sequence-level distillation: the teacher translates the training sources, and the in-domain
 # German captions that are not training sources (more of what the student should imitate)
-unseen de
 decoder=("$teacher" --checkpoint "$checkpoint")
 if [ "$teacher_engine" = ctranslate2 ]; then  # the same checkpoint, exported in int8
   [ -d "$runs/teacher_ct2" ] || s2s export "$teacher" "$runs/teacher_ct2" --checkpoint "$checkpoint" --quantize int8
@@ -98,7 +97,10 @@ if [ "$teacher_engine" = ctranslate2 ]; then  # the same checkpoint, exported in
     --json "$runs/teacher_ct2_val.json"
 fi
 corpora=("$data/train.de:train")
-[ "$distill" = sources ] || corpora+=("$work/mono.de:mono")
+if [ "$distill" = all ]; then
+  unseen de
+  corpora+=("$work/mono.de:mono")
+fi
 for corpus in "${corpora[@]}"; do
   out="$work/${corpus##*:}.distilled.en"
   [ -f "$out" ] || s2s translate "${decoder[@]}" --beam 5 --length-penalty "$lp" -i "${corpus%:*}" -o "$out"
@@ -124,32 +126,29 @@ if [ "${VARIANTS:-0}" = 1 ] && [ "$distill" = all ]; then
 fi
 
 # 8. the distilled student in int8: s2s's own (--quantize int8) and a CTranslate2 int8 export
-student="$distilled" export="${distilled}_ct2"
+student="$distilled"
 choice=$(selected "$student")
 read -r checkpoint lp _ <<< "$choice"
-[ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8
 for split in val test_2016_flickr; do
   [ -f "$student/eval/int8_$split.json" ] || s2s evaluate "$student" --checkpoint "$checkpoint" \
     --beam 5 --length-penalty "$lp" --quantize int8 --src "$data/$split.de" --ref "$data/$split.en" \
     --json "$student/eval/int8_$split.json" > /dev/null
-  hyp="$runs/ct2_int8_$split.hyp"  # beside the export, never in it (CTranslate2 reads it whole)
-  [ -f "$hyp" ] || s2s translate "$export" --engine ctranslate2 --beam 5 --length-penalty "$lp" \
-    -i "$data/$split.de" -o "$hyp"
-  [ -f "$runs/ct2_int8_$split.json" ] || s2s evaluate --hyp "$hyp" --ref "$data/$split.en" \
-    --json "$runs/ct2_int8_$split.json" > /dev/null
 done
-if [ "$shortlist" -gt 0 ]; then  # the same export with a lexical shortlist of K pieces per source piece
-  export="${distilled}_ct2_sl$shortlist"
-  [ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8 \
-    --shortlist "$shortlist"
+sizes=(0)  # CTranslate2 int8 exports: without a shortlist, and with SHORTLIST=K pieces per source piece
+[ "$shortlist" -gt 0 ] && sizes+=("$shortlist")
+for k in "${sizes[@]}"; do
+  tag="" how=()
+  [ "$k" -gt 0 ] && tag="_sl$k" how=(--shortlist "$k")
+  export="${distilled}_ct2$tag"
+  [ -d "$export" ] || s2s export "$student" "$export" --checkpoint "$checkpoint" --quantize int8 "${how[@]}"
   for split in val test_2016_flickr; do
-    hyp="$runs/ct2_int8_sl${shortlist}_$split.hyp"
+    hyp="$runs/ct2_int8${tag}_$split.hyp"  # beside the export, never in it (CTranslate2 reads it whole)
     [ -f "$hyp" ] || s2s translate "$export" --engine ctranslate2 --beam 5 --length-penalty "$lp" \
       -i "$data/$split.de" -o "$hyp"
-    [ -f "$runs/ct2_int8_sl${shortlist}_$split.json" ] || s2s evaluate --hyp "$hyp" --ref "$data/$split.en" \
-      --json "$runs/ct2_int8_sl${shortlist}_$split.json" > /dev/null
+    [ -f "$runs/ct2_int8${tag}_$split.json" ] || s2s evaluate --hyp "$hyp" --ref "$data/$split.en" \
+      --json "$runs/ct2_int8${tag}_$split.json" > /dev/null
   done
-fi
+done
 
 # 9. decoding speed side by side (beam 5, each setting in a fresh process), then the table
 timed=$(IFS=,; echo "${candidates[*]}")
