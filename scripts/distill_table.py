@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
 from scripts.select_on_val import bleu, recorded
 
 DISTILLED = {  # each distilled student's run: its row, and its int8 rows' label (the first made is in int8)
@@ -33,6 +35,13 @@ def chosen(run: Path) -> tuple[Path, Path, str]:
     )
 
 
+def started(run: Path) -> str:
+    """How a student began, for its label: ", started from the teacher" when it was shrunk from it
+    (STUDENT_INIT=teacher: its config names train.init_from), else nothing."""
+    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    return ", started from the teacher" if config["train"].get("init_from") else ""
+
+
 def main(runs: Path) -> None:
     speed = {  # (run, engine, weights, shortlist): the bench's row
         (Path(r["run_dir"]).name, r["engine"], r["quantize"], r.get("shortlist", 0)): r
@@ -45,10 +54,10 @@ def main(runs: Path) -> None:
         rows.append(("+ tagged back-translation of the English captions", "de_en_bt"))
     rows += [
         (f"teacher ({teacher}, the better on val)", teacher),
-        ("student trained on the parallel data alone", "student"),
+        ("student trained on the parallel data alone" + started(runs / "student"), "student"),
     ]
     made = [name for name in DISTILLED if (runs / name / "eval").is_dir()]  # VARIANTS=1: both
-    rows += [(DISTILLED[name][0], name) for name in made]
+    rows += [(DISTILLED[name][0] + started(runs / name), name) for name in made]
     distilled = made[0]  # the one the int8 rows measure (DISTILL=sources makes only the variant)
     columns = ["system", "val BLEU", "test_2016 BLEU", "beam-5 sent/s (CPU)", "vs recipe", "parameters"]
     print("| " + " | ".join([*columns, "chosen on val"]) + " |")

@@ -18,6 +18,9 @@
 #                    `s2s export --shortlist K` (default 0: not)
 #   DISTILL          sources: the distilled student learns the teacher's translations of the
 #                    training sources alone (no caption decode; the variant config); default all
+#   STUDENT_INIT     teacher: both students start as the teacher shrunk to one decoder layer (its
+#                    embeddings and chosen layers, the *_student_shrunk* configs) instead of from
+#                    random weights; default scratch
 #   VARIANTS         1: also the student variant of step 7b
 # Data stays in data/multi30k, data/multi30k_mono and data/bt (the corpora the configs name).
 set -euo pipefail
@@ -26,6 +29,8 @@ runs="${RUNS:-runs/bt}"
 minutes="${MINUTES:-25}"
 student_minutes="${STUDENT_MINUTES:-30}"
 bt="${BT:-1}" teacher_engine="${TEACHER_ENGINE:-s2s}" shortlist="${SHORTLIST:-0}" distill="${DISTILL:-all}"
+student_init="${STUDENT_INIT:-scratch}"
+case "$student_init" in scratch | teacher) ;; *) echo "error: STUDENT_INIT=$student_init: scratch or teacher" >&2; exit 2 ;; esac
 case "$distill" in all | sources) ;; *) echo "error: DISTILL=$distill: all or sources" >&2; exit 2 ;; esac
 case "$teacher_engine" in s2s | ctranslate2) ;; *) echo "error: TEACHER_ENGINE=$teacher_engine: s2s or ctranslate2" >&2; exit 2 ;; esac
 data=data/multi30k mono=data/multi30k_mono work=data/bt
@@ -106,21 +111,27 @@ for corpus in "${corpora[@]}"; do
   [ -f "$out" ] || s2s translate "${decoder[@]}" --beam 5 --length-penalty "$lp" -i "${corpus%:*}" -o "$out"
 done
 
-# 7. the student architecture, without and with the teacher, in equal time
-train configs/multi30k_de_en_student.yaml "$runs/student" --set "train.max_minutes=$student_minutes"
-distilled="$runs/student_distilled" config=configs/multi30k_de_en_student_distilled.yaml
-if [ "$distill" = sources ]; then
-  distilled="$runs/student_distilled_sources" config=configs/multi30k_de_en_student_distilled_sources.yaml
+# 7. the student architecture, without and with the teacher, in equal time; with STUDENT_INIT=teacher
+# both start from the teacher's chosen checkpoint, shrunk to the student's layers
+student_configs=configs/multi30k_de_en_student start=()
+if [ "$student_init" = teacher ]; then
+  student_configs=configs/multi30k_de_en_student_shrunk
+  start=(--set "train.init_from=$teacher" --set "train.init_checkpoint=$checkpoint")
 fi
-train "$config" "$distilled" --set "train.max_minutes=$student_minutes"
+train "$student_configs.yaml" "$runs/student" --set "train.max_minutes=$student_minutes" "${start[@]}"
+distilled="$runs/student_distilled" config="${student_configs}_distilled.yaml"
+if [ "$distill" = sources ]; then
+  distilled="$runs/student_distilled_sources" config="${student_configs}_distilled_sources.yaml"
+fi
+train "$config" "$distilled" --set "train.max_minutes=$student_minutes" "${start[@]}"
 evaluate "$runs/student"
 evaluate "$distilled"
 students="$runs/student,$distilled"
 
 # 7b. with VARIANTS=1, the variant distilled from the training sources alone (30 more minutes)
 if [ "${VARIANTS:-0}" = 1 ] && [ "$distill" = all ]; then
-  train configs/multi30k_de_en_student_distilled_sources.yaml "$runs/student_distilled_sources" \
-    --set "train.max_minutes=$student_minutes"
+  train "${student_configs}_distilled_sources.yaml" "$runs/student_distilled_sources" \
+    --set "train.max_minutes=$student_minutes" "${start[@]}"
   evaluate "$runs/student_distilled_sources"
   students="$students,$runs/student_distilled_sources"
 fi

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -114,16 +114,19 @@ def checkpoint_inputs(cfg: Config, tokenizer_sums: dict[str, str]) -> dict[str, 
 ORIGIN_SECTIONS = ("model", "tokenizer")  # what weights are bound to: the model (its task too), the tokenizer
 
 
-def origin_differences(state: dict[str, Any], cfg: Config, tokenizer_sums: dict[str, str]) -> list[str]:
+def origin_differences(
+    state: dict[str, Any], cfg: Config, tokenizer_sums: dict[str, str], may_differ: Sequence[str] = ()
+) -> list[str]:
     """How the checkpoint's recorded origin differs from a run's config and tokenizer files (none: it
-    belongs there): each differing model or tokenizer setting (the task among them), each tokenizer
-    file (the label set too) with another checksum or on one side only."""
+    belongs there): each differing model or tokenizer setting (the task among them) but the dotted keys
+    `may_differ`, each tokenizer file (the label set too) with another checksum or on one side only."""
     config, recorded = state.get("config"), state.get("tokenizer_sha256")
     if not isinstance(config, dict) or not isinstance(recorded, dict):
         return ["it records no config or tokenizer checksums, so nothing shows what it was trained with"]
     differences = [
         f"{key}: checkpoint {old!r}, run {value!r}"
         for key, old, value in config_differences(config, config_to_dict(cfg), ORIGIN_SECTIONS)
+        if key not in may_differ
     ]
     for name in sorted(recorded.keys() | tokenizer_sums.keys()):
         if name not in tokenizer_sums:
@@ -136,13 +139,18 @@ def origin_differences(state: dict[str, Any], cfg: Config, tokenizer_sums: dict[
 
 
 def check_checkpoints_fit(
-    checkpoints: Sequence[tuple[Path, dict[str, Any]]], cfg: Config, tokenizer_sums: dict[str, str]
+    checkpoints: Sequence[tuple[Path, dict[str, Any]]],
+    cfg: Config,
+    tokenizer_sums: dict[str, str],
+    may_differ: Sequence[str] = (),
 ) -> None:
     """Refuse checkpoints that do not belong with a run (and so with each other), listing every
     difference of each one; the one check for everything that combines weights with a run: translating,
     ensembling, averaging and `train.init_from`."""
     wrong = [
-        (path, d) for path, state in checkpoints if (d := origin_differences(state, cfg, tokenizer_sums))
+        (path, d)
+        for path, state in checkpoints
+        if (d := origin_differences(state, cfg, tokenizer_sums, may_differ))
     ]
     if not wrong:
         return
@@ -152,9 +160,16 @@ def check_checkpoints_fit(
     )
 
 
-def check_fits_run(state: dict[str, Any], path: Path, cfg: Config, tokenizer_sums: dict[str, str]) -> None:
-    """Refuse a checkpoint whose model, task, tokenizer settings or tokenizer files differ from the run's."""
-    check_checkpoints_fit([(path, state)], cfg, tokenizer_sums)
+def check_fits_run(
+    state: dict[str, Any],
+    path: Path,
+    cfg: Config,
+    tokenizer_sums: dict[str, str],
+    may_differ: Sequence[str] = (),
+) -> None:
+    """Refuse a checkpoint whose model, task, tokenizer settings (but the dotted keys `may_differ`) or
+    tokenizer files differ from the run's."""
+    check_checkpoints_fit([(path, state)], cfg, tokenizer_sums, may_differ)
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,7 @@ class InitSource:
 
     run: RunDir
     checkpoint: Path
+    layers: dict[str, tuple[int, ...]] = field(default_factory=dict)  # a smaller model's start (shrink.py)
 
 
 def init_source(cfg: Config) -> InitSource:
@@ -183,12 +199,14 @@ def init_source(cfg: Config) -> InitSource:
     return InitSource(run, run.checkpoint_path(cfg.train.init_checkpoint))
 
 
-def check_can_init(source: InitSource, cfg: Config) -> None:
-    """The new run's model and tokenizer sections must equal the source run's, or an error lists each."""
+def check_can_init(source: InitSource, cfg: Config, may_differ: Sequence[str] = ()) -> None:
+    """The new run's model and tokenizer sections must equal the source run's (but the dotted keys
+    `may_differ`), or an error lists each difference."""
     saved = config_to_dict(source.run.load_config())
     differences = [
         f"{key}: {old!r} in {source.run.path}, {value!r} here"
         for key, old, value in config_differences(saved, config_to_dict(cfg), ("model", "tokenizer"))
+        if key not in may_differ
     ]
     if differences:
         raise RunDirError(

@@ -115,6 +115,11 @@ class TrainedRun:
 RUNS: dict[str, dict[str, dict[str, object]]] = {
     # the CLI and safety promises, fine-tuning, ensembles: step_6.pt and step_12.pt
     "tiny": {"train": {"max_steps": 12, "valid_every": 6}},
+    # a model with fewer layers started from this one's (train.init_from; tests/integration/test_shrink.py)
+    "deep": {
+        "train": {"max_steps": 6, "valid_every": 6},
+        "model": {"encoder_layers": 3, "decoder_layers": 3},
+    },
     # the server, its API and its page
     "served": {"train": {"max_steps": 40, "valid_every": 20}},
     # the HTML report: long enough for non-empty translations to draw attention for

@@ -276,6 +276,12 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
             return tuple(items)
         errors.append(f"{key}: expected a name or a list of names, got {shown(value)}")
         return ()
+    elif kind == tuple[int, ...]:  # one number or a list of them (layer indices)
+        items = value if isinstance(value, list) else [value]
+        if all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < MAX_INT for v in items):
+            return tuple(items)
+        errors.append(f"{key}: expected a number or a list of numbers, got {shown(value)}")
+        return ()
     name = getattr(kind, "__name__", str(kind))
     errors.append(f"{key}: expected {name}, got {type(value).__name__} {shown(value)}")
     return value

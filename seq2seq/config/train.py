@@ -16,6 +16,10 @@ class TrainConfig:
     seed: int = 1
     init_from: str = ""  # fine-tune: start from this run directory's weights (or this checkpoint file)
     init_checkpoint: str = "best"  # which checkpoint of the init_from run directory
+    # a smaller model from init_from's (a student): which of its layers starts each of this model's
+    # (default: as many as this model has, evenly spread, the first and the last among them)
+    init_encoder_layers: tuple[int, ...] = ()
+    init_decoder_layers: tuple[int, ...] = ()
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     max_tokens: int = 4096  # per batch (and per GPU), padding included
@@ -58,8 +62,28 @@ class TrainConfig:
         """Every broken rule of this section (those the libraries would refuse mid-run included);
         `directions` are those validated (data.valid), which train.best_direction must be one of."""
         return broken(
-            [*self._optimizer_rules(), *self._stopping_rules(), *self._validation_rules(directions)]
+            [
+                *self._init_rules(),
+                *self._optimizer_rules(),
+                *self._stopping_rules(),
+                *self._validation_rules(directions),
+            ]
         )
+
+    def _init_rules(self) -> list[Rule]:
+        """Which layers of `init_from` start a smaller model (whether it has them, the plan checks)."""
+        chosen = {
+            "init_encoder_layers": self.init_encoder_layers,
+            "init_decoder_layers": self.init_decoder_layers,
+        }
+        return [
+            rule
+            for key, layers in chosen.items()
+            for rule in (
+                (any(i < 0 for i in layers), f"train.{key}: layer numbers count from 0"),
+                (bool(layers) and not self.init_from, f"train.{key}: only with train.init_from"),
+            )
+        ]
 
     def _optimizer_rules(self) -> list[Rule]:
         """Batches, the learning-rate schedule and the update (AdamW refuses some of these itself)."""

@@ -25,3 +25,13 @@ def build_model(
     if cfg.arch == "decoder_only":
         return DecoderOnlyTransformer(cfg, src_vocab, tgt_vocab)
     return Seq2SeqTransformer(cfg, src_vocab, tgt_vocab)
+
+
+def layer_stacks(arch: str) -> dict[str, str]:
+    """Family `arch`'s stacks of layers: the state-dict prefix of each (its layers are `PREFIX.N.`)
+    and the `model` key that counts them."""
+    if arch == "encoder_only":
+        return {"layers.": "encoder_layers"}
+    if arch == "decoder_only":
+        return {"layers.": "decoder_layers"}
+    return {"encoder.": "encoder_layers", "decoder.": "decoder_layers"}

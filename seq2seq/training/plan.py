@@ -19,6 +19,7 @@ from seq2seq.device import autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError
 from seq2seq.rundir import Mode, RunDir
 from seq2seq.training.board import check_available as check_tensorboard
+from seq2seq.training.shrink import LAYER_COUNTS, chosen_layers
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ def resolve_paths(cfg: Config) -> Config:
 
 def _plan(cfg: Config, config_file: Path, mode: Mode) -> RunPlan:
     init = init_source(cfg) if cfg.train.init_from and mode != "resume" else None
-    if init is not None:
-        check_can_init(init, cfg)
+    if init is not None:  # the same model and tokenizer, or the same with fewer layers
+        check_can_init(init, cfg, may_differ=[f"model.{key}" for key in LAYER_COUNTS])
+        source = init.run.load_config().model
+        init = dataclasses.replace(init, layers=chosen_layers(source, cfg, str(init.run.path)))
     return RunPlan(cfg, RunDir(cfg.run_dir), config_file, mode, init)

@@ -67,6 +67,7 @@ class InitWeights:
 
     path: Path
     state: dict[str, Any]
+    layers: dict[str, tuple[int, ...]]  # which of its layers start a smaller model's (shrink.py)
 
 
 @dataclass(frozen=True)
@@ -207,8 +208,9 @@ def _load_inputs(plan: RunPlan, valid: list[ValidText]) -> RunInputs:
     init = None
     if plan.init is not None:
         state = load_checkpoint(plan.init.checkpoint)
-        check_fits_run(state, plan.init.checkpoint, cfg, sums)
-        init = InitWeights(plan.init.checkpoint, state)
+        shrunk = [f"model.{key}" for key in plan.init.layers]
+        check_fits_run(state, plan.init.checkpoint, cfg, sums, may_differ=shrunk)
+        init = InitWeights(plan.init.checkpoint, state, plan.init.layers)
     return RunInputs(tokenizers, sums, prepared_corpus_dir(cfg), sets, init)
 
 

@@ -28,6 +28,7 @@ from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.training.rngstate import gather_rng_states, set_rng_state
 from seq2seq.training.setup import InitWeights
+from seq2seq.training.shrink import shrunk_weights
 
 # the trainer's logger: these lines were always the trainer's, and train.log names the logger
 log = logging.getLogger("seq2seq.training.trainer")
@@ -153,7 +154,7 @@ def initial_model(cfg: ModelConfig, seed: int, tokenizers: TokenizerPair, init: 
         cfg, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size, tokenizers.src.word_starts()
     )
     if init is not None:
-        initialize_from(model, init)
+        initialize_from(model, cfg, init)
     log.info(
         "model: %s parameters, vocabulary %d/%d",
         f"{count_parameters(model):,}",
@@ -163,11 +164,13 @@ def initial_model(cfg: ModelConfig, seed: int, tokenizers: TokenizerPair, init: 
     return model
 
 
-def initialize_from(model: Model, init: InitWeights) -> None:
-    """Fine-tuning: the weights of `train.init_from` (the run already has their tokenizer)."""
-    model.load_state_dict(inference_weights(init.state))
+def initialize_from(model: Model, cfg: ModelConfig, init: InitWeights) -> None:
+    """Fine-tuning: the weights of `train.init_from` (the run already has their tokenizer); a model
+    with fewer layers takes the layers chosen (`seq2seq.training.shrink`)."""
+    model.load_state_dict(shrunk_weights(inference_weights(init.state), cfg.arch, init.layers))
     log.info(
-        "initialized from %s (step %s); optimizer, schedule and data order start afresh",
+        "initialized from %s (step %s)%s; optimizer, schedule and data order start afresh",
         init.path,
         init.state.get("progress", {}).get("step", "?"),
+        "".join(f", {key} from its {list(layers)}" for key, layers in init.layers.items()),
     )

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 from tests.system.test_multilingual_table import record
@@ -29,11 +30,15 @@ def speed_row(run: str, engine: str, quantize: str | None, shortlist: int, per_s
     }
 
 
-def table(runs: Path, names: list[str], shortlist: int) -> dict[str, str]:
-    """The table's rows by label, for a layout with these runs and the int8 records of the last."""
+def table(runs: Path, names: list[str], shortlist: int, shrunk: bool = False) -> dict[str, str]:
+    """The table's rows by label, for a layout with these runs and the int8 records of the last;
+    `shrunk`: the students started from the teacher (STUDENT_INIT=teacher)."""
     results = []
     for n, name in enumerate(names):
         folder = runs / name / "eval"
+        init = str(runs / "de_en") if shrunk and name.startswith("student") else ""
+        folder.mkdir(parents=True)
+        (runs / name / "config.yaml").write_text(yaml.safe_dump({"train": {"init_from": init}}))
         record(folder / "val_best_lp1.0.json", 30.0 + n)
         record(folder / "test.json", 20.0 + n)
         choice = {"checkpoint": "best", "length_penalty": "1.0", "val_bleu": 30.0 + n}
@@ -97,3 +102,16 @@ def test_distilled_from_the_sources_alone_is_the_one_measured_in_int8(tmp_path):
         "| 54.00 | 55.00 | 500 | 5.00x |"
         in rows["student distilled (sources only), int8, ctranslate2, `--shortlist 20`"]
     )
+
+
+def test_students_started_from_the_teacher_say_so(tmp_path):  # STUDENT_INIT=teacher
+    rows = table(tmp_path, ["de_en", "student", "student_distilled_sources"], shortlist=0, shrunk=True)
+    assert (
+        "| 31.00 | 21.00 | 101 (s2s, fp32) |"
+        in rows["student trained on the parallel data alone, started from the teacher"]
+    )
+    assert (
+        "| 32.00 | 22.00 | 102 (s2s, fp32) |"
+        in rows["student distilled, training sources only, started from the teacher"]
+    )
+    assert "| 30.00 | 20.00 | 100 (s2s, fp32) | 1.00x |" in rows["de→en recipe"]
