@@ -70,18 +70,19 @@ class TrainConfig:
             ]
         )
 
+    @property
+    def init_layers(self) -> dict[str, tuple[int, ...]]:
+        """`init_encoder_layers` and `init_decoder_layers` by the `model` key that counts the layers."""
+        return {"encoder_layers": self.init_encoder_layers, "decoder_layers": self.init_decoder_layers}
+
     def _init_rules(self) -> list[Rule]:
         """Which layers of `init_from` start a smaller model (whether it has them, the plan checks)."""
-        chosen = {
-            "init_encoder_layers": self.init_encoder_layers,
-            "init_decoder_layers": self.init_decoder_layers,
-        }
         return [
             rule
-            for key, layers in chosen.items()
+            for key, layers in self.init_layers.items()
             for rule in (
-                (any(i < 0 for i in layers), f"train.{key}: layer numbers count from 0"),
-                (bool(layers) and not self.init_from, f"train.{key}: only with train.init_from"),
+                (any(i < 0 for i in layers), f"train.init_{key}: layer numbers count from 0"),
+                (bool(layers) and not self.init_from, f"train.init_{key}: only with train.init_from"),
             )
         ]
 

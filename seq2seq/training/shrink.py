@@ -35,7 +35,7 @@ def chosen_layers(source: ModelConfig, cfg: Config, where: str) -> dict[str, tup
 
     `source` is the model section of the run `where` the weights come from.
     """
-    given = {"encoder_layers": cfg.train.init_encoder_layers, "decoder_layers": cfg.train.init_decoder_layers}
+    given = cfg.train.init_layers
     stacks = set(layer_stacks(cfg.model.arch).values())
     chosen, problems = {}, []
     for key in LAYER_COUNTS:
