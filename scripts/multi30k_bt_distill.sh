@@ -21,6 +21,8 @@
 #   STUDENT_INIT     teacher: both students start as the teacher shrunk to one decoder layer (its
 #                    embeddings and chosen layers, the *_student_shrunk* configs) instead of from
 #                    random weights; default scratch
+#   STUDENT_WARMUP   N: both students warm up over N steps (train.warmup_steps) instead of their
+#                    configs' (500 from scratch): a budget that ends near step 500 needs a shorter one
 #   VARIANTS         1: also the student variant of step 7b
 # Data stays in data/multi30k, data/multi30k_mono and data/bt (the corpora the configs name).
 set -euo pipefail
@@ -36,10 +38,11 @@ case "$teacher_engine" in s2s | ctranslate2) ;; *) echo "error: TEACHER_ENGINE=$
 data=data/multi30k mono=data/multi30k_mono work=data/bt
 mkdir -p "$runs" "$work"
 
-train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an interrupted one
-  local config="$1" run="$2" how=()
+train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an interrupted one; a run
+  local config="$1" run="$2" how=() state=0  # finished with other settings stops the script
   shift 2
-  if [ -f "$run/train.log" ] && grep -q "finished at step" "$run/train.log"; then return; fi
+  python -m scripts.finished_run "$run" "$config" --set "run_dir=$run" "$@" || state=$?
+  case "$state" in 0) return ;; 1) ;; *) exit 2 ;; esac
   if [ -f "$run/checkpoints/last.pt" ]; then how=(--resume); elif [ -e "$run" ]; then how=(--overwrite); fi
   s2s train "$config" --set "run_dir=$run" "$@" "${how[@]}"
 }
@@ -118,6 +121,7 @@ if [ "$student_init" = teacher ]; then
   student_configs=configs/multi30k_de_en_student_shrunk
   start=(--set "train.init_from=$teacher" --set "train.init_checkpoint=$checkpoint")
 fi
+[ -n "${STUDENT_WARMUP:-}" ] && start+=(--set "train.warmup_steps=$STUDENT_WARMUP")
 train "$student_configs.yaml" "$runs/student" --set "train.max_minutes=$student_minutes" "${start[@]}"
 distilled="$runs/student_distilled" config="${student_configs}_distilled.yaml"
 if [ "$distill" = sources ]; then

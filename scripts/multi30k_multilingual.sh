@@ -19,10 +19,11 @@ minutes="${MINUTES:-10}"
 data=data/multi30k
 mkdir -p "$runs"
 
-train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an interrupted one
-  local config="$1" run="$2" how=()
+train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an interrupted one; a run
+  local config="$1" run="$2" how=() state=0  # finished with other settings stops the script
   shift 2
-  if [ -f "$run/train.log" ] && grep -q "finished at step" "$run/train.log"; then return; fi
+  python -m scripts.finished_run "$run" "$config" --set "run_dir=$run" "$@" || state=$?
+  case "$state" in 0) return ;; 1) ;; *) exit 2 ;; esac
   if [ -f "$run/checkpoints/last.pt" ]; then how=(--resume); elif [ -e "$run" ]; then how=(--overwrite); fi
   s2s train "$config" --set "run_dir=$run" "$@" "${how[@]}"
 }
