@@ -38,13 +38,8 @@ case "$teacher_engine" in s2s | ctranslate2) ;; *) echo "error: TEACHER_ENGINE=$
 data=data/multi30k mono=data/multi30k_mono work=data/bt
 mkdir -p "$runs" "$work"
 
-train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an interrupted one; a run
-  local config="$1" run="$2" how=() state=0  # finished with other settings stops the script
-  shift 2
-  python -m scripts.finished_run "$run" "$config" --set "run_dir=$run" "$@" || state=$?
-  case "$state" in 0) return ;; 1) ;; *) exit 2 ;; esac
-  if [ -f "$run/checkpoints/last.pt" ]; then how=(--resume); elif [ -e "$run" ]; then how=(--overwrite); fi
-  s2s train "$config" --set "run_dir=$run" "$@" "${how[@]}"
+train() {  # train CONFIG RUN [--set ...]: skip a run finished with these settings, refuse one finished
+  python -m scripts.train_once "$@"  # with others, continue an interrupted one (scripts/train_once.py)
 }
 
 evaluate() {  # choose checkpoint and length penalty on val, score test once (multi30k_eval.sh)

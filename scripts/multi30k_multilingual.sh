@@ -19,13 +19,8 @@ minutes="${MINUTES:-10}"
 data=data/multi30k
 mkdir -p "$runs"
 
-train() {  # train CONFIG RUN [--set ...]: skip a finished run, continue an interrupted one; a run
-  local config="$1" run="$2" how=() state=0  # finished with other settings stops the script
-  shift 2
-  python -m scripts.finished_run "$run" "$config" --set "run_dir=$run" "$@" || state=$?
-  case "$state" in 0) return ;; 1) ;; *) exit 2 ;; esac
-  if [ -f "$run/checkpoints/last.pt" ]; then how=(--resume); elif [ -e "$run" ]; then how=(--overwrite); fi
-  s2s train "$config" --set "run_dir=$run" "$@" "${how[@]}"
+train() {  # train CONFIG RUN [--set ...]: skip a run finished with these settings, refuse one finished
+  python -m scripts.train_once "$@"  # with others, continue an interrupted one (scripts/train_once.py)
 }
 
 # FACTOR x MINUTES, less what the recipe leaves for its tokenizer and last validation (3 of 60 minutes)
