@@ -3,6 +3,7 @@ that a session shares (`trained_run`, each kind trained once)."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from collections.abc import Callable
@@ -84,10 +85,11 @@ def train_tiny_run(directory: Path, **train: object) -> tuple[Path, Path]:
 
 
 def train_run(
-    directory: Path, changes: dict[str, dict[str, object]], drop: tuple[str, ...] = ()
+    directory: Path, changes: dict[str, dict[str, object]], drop: tuple[str, ...] = (), shared: bool = False
 ) -> TrainedRun:
     """The tiny config with `changes` (section -> keys to set) and without the data keys `drop`,
-    written into `directory` and trained."""
+    written into `directory` and trained. `shared`: a run of the session's (`trained_run`), which the
+    unit tests may read though they train nothing of their own (tests/unit/conftest.py)."""
     raw = tiny_config_dict(directory, **changes.get("train", {}))
     for key in drop:
         del raw["data"][key]
@@ -95,9 +97,16 @@ def train_run(
         raw[section] |= values
     config = directory / "config.yaml"
     config.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    result = run_cli("train", str(config))
+    SHARED_TRAINING[0] = shared
+    try:
+        result = run_cli("train", str(config))
+    finally:
+        SHARED_TRAINING[0] = False
     assert result.exit_code == 0, result.output
     return TrainedRun(config, directory / "run", directory / "data")
+
+
+SHARED_TRAINING = [False]  # True while a run of the session's trains
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,14 @@ RUNS: dict[str, dict[str, dict[str, object]]] = {
 }
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """One of several test processes (`pytest -n N`) computes on one thread, and so do its children:
+    N processes on N cores, none oversubscribed."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], TrainedRun]:
     """`trained_run(kind)`: the shared run of that kind (a key of RUNS), trained on first use and
@@ -142,7 +159,7 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Tra
 
     def get(kind: str) -> TrainedRun:
         if kind not in done:
-            done[kind] = train_run(tmp_path_factory.mktemp(kind), RUNS[kind])
+            done[kind] = train_run(tmp_path_factory.mktemp(kind), RUNS[kind], shared=True)
         return done[kind]
 
     return get
@@ -176,7 +193,8 @@ def multilingual_run(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
         },
         "train": {"max_steps": 12, "valid_every": 6, "best_metric": "bleu"},
     }
-    return train_run(directory, changes, drop=("train_src", "train_tgt", "valid_src", "valid_tgt"))
+    drop = ("train_src", "train_tgt", "valid_src", "valid_tgt")
+    return train_run(directory, changes, drop=drop, shared=True)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ to show that a command changed nothing."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import torch
 from click.testing import Result
 from typer.testing import CliRunner
 
@@ -21,8 +23,23 @@ ROOT = Path(__file__).resolve().parents[1]  # the repository
 
 
 def run_cli(*args: str, input: str | bytes | None = None) -> Result:
-    """`s2s ARGS` in this process, `input` as stdin; `.output` holds stdout and stderr together."""
-    return CliRunner().invoke(app, list(args), input=input)
+    """`s2s ARGS` in this process, `input` as stdin; `.output` holds stdout and stderr together.
+
+    What a command sets for its whole process is put back afterwards, so no test inherits it from
+    another: torch's thread counts (`s2s train` sets `train.num_threads`) and the `seq2seq` logger
+    (its level and handlers, whose file handler would keep the run's log open and whose console
+    handler would write to this call's captured stderr)."""
+    logger = logging.getLogger("seq2seq")
+    threads, level, handlers = torch.get_num_threads(), logger.level, logger.handlers[:]
+    try:
+        return CliRunner().invoke(app, list(args), input=input)
+    finally:
+        for handler in logger.handlers:
+            if handler not in handlers:
+                handler.close()
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        torch.set_num_threads(threads)
 
 
 def run_process(*args: str) -> subprocess.CompletedProcess[bytes]:

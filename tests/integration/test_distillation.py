@@ -112,4 +112,4 @@ def test_the_student_exports_to_ctranslate2_and_decodes_there_as_in_s2s(student,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     int8 = done.stdout.split("\n")[: len(lines)]
-    assert sum(a == b for a, b in zip(int8, ours)) >= len(lines) * 3 // 4
+    assert sum(a == b for a, b in zip(int8, ours, strict=True)) >= len(lines) * 3 // 4

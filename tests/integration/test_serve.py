@@ -116,7 +116,7 @@ def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
         for t in threads:
             t.join()
     monkeypatch.undo()
-    for (lines, beam), answer in zip(requests, answers):
+    for (lines, beam), answer in zip(requests, answers, strict=True):
         alone = translator.translate(
             lines, translator.options(DecodeOverrides(beam=beam, nbest=beam)).search, 200
         )

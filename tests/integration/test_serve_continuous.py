@@ -61,10 +61,10 @@ def test_every_request_gets_what_translate_gives_its_lines(translator, lanes, mo
     answers = [future.result(timeout=120) for future in futures]
     batcher.close()
     assert len(stepping) == lanes  # the sentences spread over every lane
-    for (lines, settings, prefixes), answer in zip(asked, answers):
+    for (lines, settings, prefixes), answer in zip(asked, answers, strict=True):
         expected = translator.translate(lines, settings, BUDGET, prefixes=prefixes)
         assert [t.texts for t in answer] == [t.texts for t in expected]
-        for got, want in zip(answer, expected):
+        for got, want in zip(answer, expected, strict=True):
             assert got.scores == pytest.approx(want.scores, abs=1e-4)
 
 
@@ -98,7 +98,7 @@ def test_a_failed_step_fails_the_requests_in_its_batch_and_the_server_goes_on(tr
     futures = [batcher.translate(lines, settings) for lines, settings, _ in asked]
     batcher.start()
     errors = 0
-    for (lines, settings, _), future in zip(asked, futures):
+    for (lines, settings, _), future in zip(asked, futures, strict=True):
         if future.exception(timeout=60) is not None:
             assert settings.beam == 3 and "out of memory" in str(future.exception())
             errors += 1
@@ -125,7 +125,7 @@ def test_requests_into_different_languages_share_a_running_batch(multilingual_ru
     batcher.start()
     answers = [future.result(timeout=60) for future in futures]
     batcher.close()
-    for (to, lines), answer in zip(asked, answers):
+    for (to, lines), answer in zip(asked, answers, strict=True):
         translator.start_sources(to)
         assert [t.texts for t in answer] == [t.texts for t in translator.translate(lines, settings, 200)]
 
@@ -170,7 +170,7 @@ def test_failing_batches_in_both_lanes_fail_each_request_once_and_the_batcher_st
     asked = requests_of(translator)
     futures = [batcher.translate(lines, settings, "", prefixes) for lines, settings, prefixes in asked]
     batcher.start()
-    for (lines, _, _), future in zip(asked, futures):
+    for (lines, _, _), future in zip(asked, futures, strict=True):
         error = future.exception(timeout=60)
         if any(line.strip() for line in lines):
             assert isinstance(error, RuntimeError) and "out of memory" in str(error)

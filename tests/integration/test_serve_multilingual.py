@@ -69,7 +69,9 @@ def test_requests_into_different_languages_are_decoded_apart(translator, monkeyp
     asked = [("en", "en red cat"), ("de", "de red cat"), ("en", "en blue bird")]
     futures = [batcher.translate([line], settings, to) for to, line in asked]
     batcher.start()
-    answers = {line: future.result(timeout=60)[0].texts for (_, line), future in zip(asked, futures)}
+    answers = {
+        line: future.result(timeout=60)[0].texts for (_, line), future in zip(asked, futures, strict=True)
+    }
     batcher.close()
     monkeypatch.undo()
     assert sorted(len(lines) for _, lines in calls) == [1, 2]

@@ -14,22 +14,19 @@ import pytest
 import torch
 import yaml
 
-from seq2seq import device
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
-from seq2seq.config import TrainConfig, config_from_dict
+from seq2seq.config import config_from_dict
 from seq2seq.data.parallel import ParallelData
 from seq2seq.data.tokenizer import train_or_load_tokenizers
-from seq2seq.device import faster_cpu_dtype
 from seq2seq.errors import ConfigError, RunDirError, TrainingDiverged
 from seq2seq.files import OutputError
 from seq2seq.models.build import build_model
 from seq2seq.rundir import RunDir
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.optim import build_optimizer
 from seq2seq.training.precision import probe_step
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
-from tests.conftest import ROOT, make_model, tiny_config_dict, write_corpus
+from tests.conftest import ROOT, tiny_config_dict, write_corpus
 from tests.helpers import run_cli
 
 
@@ -101,7 +98,7 @@ def mixed_corpora(tmp_path: Path, name: str, **train: object) -> Path:
     raw = yaml.safe_load(path.read_text())
     data = raw["data"]
     src, tgt = Path(data.pop("train_src")), Path(data.pop("train_tgt"))
-    pairs = list(zip(src.read_text().splitlines(), tgt.read_text().splitlines()))[:60]
+    pairs = list(zip(src.read_text().splitlines(), tgt.read_text().splitlines(), strict=True))[:60]
     (tmp_path / "bt.tsv.gz").write_bytes(gzip.compress("".join(f"{s}\t{t}\n" for s, t in pairs).encode()))
     small_src, small_tgt = write_corpus(tmp_path, "small", 30, seed=9)
     data["corpora"] = [
@@ -296,16 +293,6 @@ def test_max_minutes_stops_training(tmp_path):
     assert "train.max_minutes" in (tmp_path / "run" / "train.log").read_text()
 
 
-TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
-
-
-@pytest.mark.skipif(TORCH_VERSION < (2, 4), reason="fused AdamW on CPU needs torch 2.4")
-def test_optimizer_uses_the_fused_kernel_where_available():
-    optimizer = build_optimizer(make_model(), TrainConfig())
-    assert optimizer.defaults["betas"] == (0.9, 0.98)
-    assert optimizer.defaults.get("fused") is True  # torch >= 2.4 supports fused AdamW on CPU
-
-
 def test_resume_follows_the_new_learning_rate_and_rewinds_metrics(tmp_path):
     config = write_config(tmp_path, "run", max_steps=6, valid_every=3)
     invoke("train", str(config))
@@ -341,57 +328,6 @@ def test_tensorboard_gets_the_metrics_of_rank_0(tmp_path):
     assert {"train/train_loss", "train/lr", "valid/valid_loss", "valid/valid_bleu"} <= tags
     logged = [r["train_loss"] for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "train"]
     assert [e.value for e in events.Scalars("train/train_loss")] == pytest.approx(logged, rel=1e-6)
-
-
-class StepCosting:
-    """A probe step that costs `fp32` or `bf16` seconds on its own clock (`now`), so that the timing
-    is exact whatever else the machine is doing; records the dtype of each call."""
-
-    def __init__(self, fp32: float, bf16: float):
-        self.cost = {None: fp32, torch.bfloat16: bf16}
-        self.seconds = 0.0
-        self.calls: list[torch.dtype | None] = []
-
-    def __call__(self, dtype):
-        self.calls.append(dtype)
-        self.seconds += self.cost[dtype]
-
-    def now(self) -> float:
-        return self.seconds
-
-
-def faster_for(fp32: float, bf16: float, **kwargs) -> tuple[torch.dtype | None, StepCosting]:
-    step = StepCosting(fp32, bf16)
-    return faster_cpu_dtype(step, clock=step.now, **kwargs)[0], step
-
-
-def test_the_faster_precision_is_chosen_by_timing(monkeypatch):
-    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)  # whatever this CPU is
-    assert faster_for(0.02, 0.01, repeats=1)[0] is torch.bfloat16
-    assert faster_for(0.01, 0.02, repeats=1)[0] is None
-    assert faster_for(0.01, 0.0099, repeats=1)[0] is None  # within the noise: fp32
-    assert faster_for(0.01, 0.0094, repeats=1)[0] is torch.bfloat16  # past the 5% margin
-
-
-def test_the_probe_times_real_steps_on_the_wall_clock(monkeypatch):
-    # the default clock: a step that sleeps twice as long in bf16 loses by far more than any jitter
-    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
-    assert faster_cpu_dtype(lambda dtype: time.sleep(0.04 if dtype else 0.01), repeats=1)[0] is None
-
-
-def test_bf16_is_not_timed_on_a_cpu_without_bf16_kernels(monkeypatch):
-    # an AVX2-only CPU: bf16 ran 31x slower than fp32, and the probe cost a training 100 s
-    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: False)
-    step = StepCosting(0.01, 0.001)
-    dtype, reason = faster_cpu_dtype(step, clock=step.now)
-    assert dtype is None and step.calls == [] and "not timed" in reason
-
-
-def test_bf16_timing_stops_once_it_has_lost(monkeypatch):
-    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
-    dtype, step = faster_for(0.01, 0.05, repeats=3)
-    assert dtype is None
-    assert step.calls == [None] * 4 + [torch.bfloat16] * 2  # fp32: warm-up and 3; bf16: warm-up and 1
 
 
 def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatch):

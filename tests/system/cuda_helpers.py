@@ -121,7 +121,7 @@ def assert_same_greedy(
     (a lead under `margin`), and, for a sentence with none, the CPU's score within `tolerance`.
     Returns how many sentences had no close call."""
     clear = 0
-    for row, ((ours, *_), (theirs, *_), lead) in enumerate(zip(cpu, other, margins)):
+    for row, ((ours, *_), (theirs, *_), lead) in enumerate(zip(cpu, other, margins, strict=True)):
         decided = next((t for t, gap in enumerate(lead) if gap < margin), len(lead))
         assert [*theirs.tokens, EOS][:decided] == [*ours.tokens, EOS][:decided], f"sentence {row}"
         if decided == len(lead):
@@ -154,7 +154,7 @@ def assert_same_beam(
     greedy = greedy_search(model, src, greedy_settings)
     margins = greedy_margins(model, src, greedy, greedy_settings)
     clear = 0
-    for row, (ours, theirs, (path,), lead) in enumerate(zip(cpu, other, greedy, margins)):
+    for row, (ours, theirs, (path,), lead) in enumerate(zip(cpu, other, greedy, margins, strict=True)):
         if not beam_is_clear(ours, path, lead, margin):
             continue
         clear += 1

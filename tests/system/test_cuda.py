@@ -151,7 +151,8 @@ def test_mixed_precision_training_step_matches_fp32(device, dtype):
     src, tgt = random_ids(12, 15, vocab=61, seed=1), random_ids(12, 13, vocab=61, seed=2)
     lengths = [2, 15, 7, 11, 3, 15, 9, 5, 13, 4, 8, 6]  # ragged: padding in both sides of the batch
     batch = collate(
-        [s[:n].tolist() for s, n in zip(src, lengths)], [t[: n - 1].tolist() for t, n in zip(tgt, lengths)]
+        [s[:n].tolist() for s, n in zip(src, lengths, strict=True)],
+        [t[: n - 1].tolist() for t, n in zip(tgt, lengths, strict=True)],
     )
     batch = batch.to(device)
     objective = TrainingLoss(model, 0.1)
@@ -287,7 +288,8 @@ def reverser() -> torch.nn.Module:
     settings = SearchSettings(beam=1, max_len_a=1.0, max_len_b=4)
     targets = [s[::-1] for s in SOURCES]
     right = sum(
-        h.tokens == t for (h,), t in zip(greedy_search(model, source_batch(SOURCES), settings), targets)
+        h.tokens == t
+        for (h,), t in zip(greedy_search(model, source_batch(SOURCES), settings), targets, strict=True)
     )
     assert right >= len(SOURCES) // 3, f"the model did not learn the task: {right} of {len(SOURCES)} right"
     return model
@@ -404,7 +406,7 @@ def sdpa(mask: Tensor):
 
 
 def assert_matches_math(got: list[Tensor], expected: list[Tensor], dtype: torch.dtype, what: str) -> None:
-    for name, a, b in zip(("output", "dq", "dk", "dv"), got, expected):
+    for name, a, b in zip(("output", "dq", "dk", "dv"), got, expected, strict=True):
         error = relative_error(a, b)
         assert error <= SDPA_RTOL[dtype], f"{what}: {name} off by {error:.3g}"
 

@@ -36,7 +36,7 @@ def gpu_check_sh(*args: str | Path, timeout: float = 240) -> subprocess.Complete
 def sections(summary: str) -> dict[str, str]:
     """`## heading` -> the text under it."""
     parts = re.split(r"^## (.+)$", summary, flags=re.MULTILINE)
-    return {heading: body.strip() for heading, body in zip(parts[1::2], parts[2::2])}
+    return {heading: body.strip() for heading, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def cuda_test_file(tmp_path: Path, body: str) -> Path:

@@ -37,7 +37,7 @@ def test_to_chooses_the_target_language(multilingual_run):
     assert len(into_en) == len(into_de) == 6
     # one language token apart: the model reads another source (a barely trained one may still write
     # the same words, but not with the same scores)
-    assert all(en != de for en, de in zip(into_en, into_de))
+    assert all(en != de for en, de in zip(into_en, into_de, strict=True))
 
 
 def test_a_run_of_several_target_languages_needs_to_and_knows_its_codes(multilingual_run, tiny_run):

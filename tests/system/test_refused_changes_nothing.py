@@ -32,7 +32,7 @@ def write_bad_corpus(directory: Path, kind: str, good_src: Path, good_tgt: Path)
         return set_data(Path(f"/proc/{os.getpid()}/mem"), good_tgt)
     good = good_src.read_bytes(), good_tgt.read_bytes()
     tails = {"empty": None, "blank": None, "not_utf8": b"caf\xe9\n", "nul": b"a\0b\n"}
-    for path, text in zip((src, tgt), good):
+    for path, text in zip((src, tgt), good, strict=True):
         if kind == "empty":
             path.write_bytes(b"")
         elif kind == "blank":

@@ -37,9 +37,9 @@ def test_the_score_of_the_search_s_own_output_is_the_sum_it_accumulated(translat
     counts = torch.tensor([len(s) + 1 for s in sources])
     limits = output_limits(counts, settings, translator.model.max_positions).tolist()
     checked = 0
-    for source, nbest, limit in zip(sources, found, limits):
+    for source, nbest, limit in zip(sources, found, limits, strict=True):
         scored = score_ids(translator, [source] * len(nbest), [h.tokens for h in nbest], 400)
-        for h, s in zip(nbest, scored):
+        for h, s in zip(nbest, scored, strict=True):
             cut = len(h.tokens) == limit - 1  # the search forced </s> there: log 1, not the model's
             accumulated = h.score * length_normalizer(len(h.tokens), settings, chose_end=not cut)
             assert math.fsum(s.tokens[:-1] if cut else s.tokens) == pytest.approx(accumulated, abs=1e-4)
@@ -52,8 +52,8 @@ def test_batched_scores_equal_one_pair_at_a_time(translator, trained_run):
     data = trained_run("tiny").data
     src, tgt = read_lines(data / "valid.src"), read_lines(data / "valid.tgt")
     together = score_pairs(translator, src, tgt, 10_000)
-    alone = [score_pairs(translator, [s], [t], 1)[0] for s, t in zip(src, tgt)]
-    for a, b in zip(together, alone):
+    alone = [score_pairs(translator, [s], [t], 1)[0] for s, t in zip(src, tgt, strict=True)]
+    for a, b in zip(together, alone, strict=True):
         assert len(a.tokens) == len(b.tokens)
         assert a.tokens == pytest.approx(b.tokens, abs=1e-5)
 
@@ -77,7 +77,7 @@ def test_the_cli_streams_compressed_pairs_and_gives_the_dual_cross_entropy(tiny_
     rows = [line.split("\t") for line in plain.stdout.splitlines()]
     assert len(rows) == len(src) and all(len(r) == 2 for r in rows)
     tokenizer = Translator.load(tiny_run.run, ("best",), FP32).tokenizers.tgt
-    for (total, per_token), t in zip(rows, tgt):
+    for (total, per_token), t in zip(rows, tgt, strict=True):
         pieces = len(tokenizer.encode([t])[0]) + 1
         assert float(per_token) == pytest.approx(float(total) / pieces, abs=1e-3)
     dual = run_cli(*args, "--precision", "fp32", "--reverse", str(tiny_run.run))
@@ -105,10 +105,12 @@ def test_nbest_lists_are_reranked_by_the_per_token_score(tiny_run, tmp_path):
     reranked = run_cli(*args, "--nbest", str(tmp_path / "n"))
     assert reranked.exit_code == 0, reranked.output
     translator = Translator.load(tiny_run.run, ("best",), FP32)
-    for before, after, source in zip(listed.stdout.splitlines(), reranked.stdout.splitlines(), lines):
+    for before, after, source in zip(
+        listed.stdout.splitlines(), reranked.stdout.splitlines(), lines, strict=True
+    ):
         texts, values = after.split("\t")[0::2], [float(v) for v in after.split("\t")[1::2]]
         assert sorted(texts) == sorted(before.split("\t")[0::2]) and values == sorted(values, reverse=True)
-        for value, s in zip(values, score_pairs(translator, [source] * 3, texts, 1000)):
+        for value, s in zip(values, score_pairs(translator, [source] * 3, texts, 1000), strict=True):
             assert value == pytest.approx(-s.cross_entropy, abs=1e-3)
     (tmp_path / "bad").write_text("one field\n" * 6, encoding="utf-8")
     refused = run_cli(*args, "--nbest", str(tmp_path / "bad"))
@@ -122,7 +124,7 @@ def test_a_tagged_run_translates_and_evaluates_with_its_tag(tmp_path):
 
     (tmp_path / "data").mkdir()
     train_src, train_tgt = write_corpus(tmp_path / "data", "tagged", 200, seed=3)
-    pairs = zip(read_lines(train_src), read_lines(train_tgt))
+    pairs = zip(read_lines(train_src), read_lines(train_tgt), strict=True)
     (tmp_path / "bt.tsv.gz").write_bytes(gzip.compress("".join(f"{s}\t{t}\n" for s, t in pairs).encode()))
     corpora = [{"name": "bt", "tsv": str(tmp_path / "bt.tsv.gz"), "tag": "<bt>"}]
     run = train_run(

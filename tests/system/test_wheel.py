@@ -53,13 +53,30 @@ def test_the_wheel_holds_every_module_and_the_page_and_nothing_else(wheel: Path)
     assert all(name.startswith(("seq2seq/", "s2s-0.1.0.dist-info/")) for name in names), sorted(names)
 
 
+def see_these_packages(python: Path) -> None:
+    """Let the venv of `python` import this interpreter's installed packages, after its own.
+
+    `venv --system-site-packages` would not do: inside a virtual environment it shows the base
+    interpreter's packages, not the active environment's (where torch may be). A `.pth` file of plain
+    paths appends them and processes none of their own `.pth` files, so the editable install of
+    seq2seq stays out of sight and the wheel's copy is the one imported."""
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
+    (Path(purelib) / "parent_environment.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
+
+
 def test_the_installed_wheel_runs_from_its_own_files(wheel: Path, tmp_path: Path):
     venv = tmp_path / "venv"
-    # torch and the other dependencies come from this interpreter; pip is this one's, pointed at the venv
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True
-    )
+    # torch and the other dependencies come from this interpreter's environment; pip is this one's,
+    # pointed at the venv
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python, s2s = venv / "bin" / "python", venv / "bin" / "s2s"
+    see_these_packages(python)
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
         + ["--force-reinstall", str(wheel)],  # the editable install outside the venv has the same version

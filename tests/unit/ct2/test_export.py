@@ -105,7 +105,7 @@ def agreeing_beams(ours: list[list[Hypothesis]], theirs: list[list[Hypothesis]])
     """Beam search's rule between the engines: CTranslate2's best never scores above s2s's (s2s stops
     later), and where both found the same tokens they give one score. The rows where they did."""
     same = []
-    for row, ((mine,), (found,)) in enumerate(zip(ours, theirs)):
+    for row, ((mine,), (found,)) in enumerate(zip(ours, theirs, strict=True)):
         assert mine.score >= found.score - SCORE_TOLERANCE, (mine, found)
         if mine.tokens == found.tokens:
             same.append(row)
@@ -178,11 +178,11 @@ def test_target_prefixes_decode_as_ctranslate2_s_target_prefix(trained, beam):
     mine = search_for(ours.model, src, settings, Forced.of(prefixes, torch.device("cpu")))
     pieces = [ours.tokenizers.tgt.id_pieces(p) for p in prefixes]
     got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500, prefixes=pieces)
-    for (best,), (found,), prefix in zip(mine, got, prefixes):
+    for (best,), (found,), prefix in zip(mine, got, prefixes, strict=True):
         assert best.tokens[: len(prefix)] == found.tokens[: len(prefix)] == prefix
     if beam == 1:
         margins = greedy_margins(ours.model, src, mine, settings)
-        for lead, prefix in zip(margins, prefixes):
+        for lead, prefix in zip(margins, prefixes, strict=True):
             lead[: len(prefix)] = [math.inf] * len(prefix)  # given, not chosen
         clear = assert_same_greedy(mine, got, margins, MARGIN, SCORE_TOLERANCE)
         assert clear >= len(lines) // 2, f"only {clear} sentences without a close call"
@@ -213,7 +213,7 @@ def test_the_export_scores_every_token_as_s2s_does(trained, tmp_path, norm):
     tgt = toks.tgt.encode(targets)
     with torch.no_grad():
         logp = model(src, pad([[BOS, *ids] for ids in tgt])).log_softmax(-1)
-    for row, (ids, result) in enumerate(zip(tgt, scored)):
+    for row, (ids, result) in enumerate(zip(tgt, scored, strict=True)):
         expected = [float(logp[row, i, token]) for i, token in enumerate([*ids, EOS])]
         assert result.log_probs == pytest.approx(expected, abs=2e-4)
 
@@ -348,13 +348,13 @@ def test_every_search_of_the_export_keeps_s2s_constraints(under_trained, tiny_ru
     src = pad([[*ids, EOS] for ids in theirs.tokenizers.src.encode(lines)])
     limits = max_output_lengths(src, settings, model.max_positions).tolist()
     found = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
-    for nbest, limit in zip(found, limits):
+    for nbest, limit in zip(found, limits, strict=True):
         assert len(nbest) == settings.nbest
         for hyp in nbest:
             assert settings.min_len <= len(hyp.tokens) < limit
             assert PAD not in hyp.tokens and BOS not in hyp.tokens
     assert len(set(limits)) > 2 and any(
-        len(nbest[0].tokens) == limit - 1 for nbest, limit in zip(found, limits)
+        len(nbest[0].tokens) == limit - 1 for nbest, limit in zip(found, limits, strict=True)
     )
     if settings.sampling:
         for row, (hyp,) in enumerate(found):

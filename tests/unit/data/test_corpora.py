@@ -51,7 +51,7 @@ def all_pairs(cfg: Config) -> tuple[list[list[int]], list[list[int]]]:
 
 def test_compressed_tsv_and_plain_corpora_give_identical_ids(tmp_path):
     src, tgt = write_corpus(tmp_path, "a", 300, seed=3)
-    lines = list(zip(read_lines(src), read_lines(tgt)))
+    lines = list(zip(read_lines(src), read_lines(tgt), strict=True))
     tsv = "".join(f"{s}\t{t}\n" for s, t in lines).encode()
     (tmp_path / "a.tsv.gz").write_bytes(gzip.compress(tsv))
     (tmp_path / "a.src.xz").write_bytes(lzma.compress(src.read_bytes()))

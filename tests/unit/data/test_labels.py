@@ -79,7 +79,9 @@ def test_tags_out_are_words_in_for_training_and_translation(tagger, tmp_path):
     counts = [len(tagger.src.words(line)) for line in lines]
     assert [len(tags) for tags in answers] == counts
     assert tagger.src.word_counts(lines) == counts
-    assert len({c for c, line in zip(counts, lines) if c != len(line.split())}) > 1  # Python counts otherwise
+    assert (
+        len({c for c, line in zip(counts, lines, strict=True) if c != len(line.split())}) > 1
+    )  # Python counts otherwise
 
     src, tgt = tmp_path / "noisy.src", tmp_path / "noisy.tgt"
     src.write_text("".join(line.replace("\n", " ") + "\n" for line in lines), encoding="utf-8")

@@ -49,7 +49,7 @@ def test_weights_of_one_draw_nothing_and_keep_the_order_of_a_single_corpus():
     cfg = TrainConfig(max_tokens=120)
     plain = BatchOrder(costs, costs - 1, cfg, DistInfo())
     mixed = BatchOrder(costs, costs - 1, cfg, DistInfo(), mixture_of("ab", (200, 300), (1, 1)))
-    assert all(np.array_equal(a, b) for a, b in zip(plain.batches(2), mixed.batches(2)))
+    assert all(np.array_equal(a, b) for a, b in zip(plain.batches(2), mixed.batches(2), strict=True))
     assert plain.describe() == mixed.describe()
 
 
@@ -80,5 +80,5 @@ def test_resume_continues_exactly_and_ranks_share_each_draw_disjointly(world):
         fresh.next_step(stopped)
     resumed = BatchOrder(costs, costs, cfg, DistInfo(0, world), mixture)  # a new process at step 4
     later = [resumed.next_step(replace(stopped)).batches]
-    assert all(np.array_equal(a, b) for a, b in zip(steps[4], later[0]))
+    assert all(np.array_equal(a, b) for a, b in zip(steps[4], later[0], strict=True))
     assert "weights a 0.5, b 3" in orders[0].describe()

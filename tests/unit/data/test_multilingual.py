@@ -74,14 +74,14 @@ def test_the_tokenizer_sample_gives_every_language_the_same_share(tmp_path):
     corpora = cfg.data.training_corpora()
     sides = [(c, side) for c in corpora for side in ("src", "tgt")]
     takes = expected_takes(sides, 10**6)
-    lines = {c.name: n for c, n in zip(corpora, (60, 60, 30))}
+    lines = {c.name: n for c, n in zip(corpora, (60, 60, 30), strict=True)}
     by_language = Counter()
-    for (corpus, side), take in zip(sides, takes):
+    for (corpus, side), take in zip(sides, takes, strict=True):
         by_language[corpus.src_lang if side == "src" else corpus.tgt_lang] += take * lines[corpus.name]
     total = sum(lines[c.name] for c, _ in sides)  # 300 lines: the sample's size when they all fit
     assert by_language == pytest.approx({code: total / 3 for code in ("de", "en", "fr")})
     capped = expected_takes(sides, 90)
-    assert sum(t * lines[c.name] for (c, _), t in zip(sides, capped)) == pytest.approx(90)
+    assert sum(t * lines[c.name] for (c, _), t in zip(sides, capped, strict=True)) == pytest.approx(90)
 
 
 def test_an_epoch_samples_directions_with_the_temperature(tmp_path):

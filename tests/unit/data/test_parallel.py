@@ -1,4 +1,5 @@
 from collections import Counter
+from itertools import pairwise
 
 import pytest
 import torch
@@ -117,7 +118,7 @@ def test_batches_match_the_greedy_definition():
     batches = token_batches(costs, 240)
     flat = [int(i) for b in batches for i in b]
     assert [costs[i] for i in flat] == sorted(costs)
-    for batch, following in zip(batches, batches[1:]):
+    for batch, following in pairwise(batches):
         assert (len(batch) + 1) * costs[int(following[0])] > 240
 
 

@@ -69,7 +69,7 @@ def in_memory(cfg: Config, tok_dir: Path) -> tuple[list[list[int]], list[list[in
     limit, ratio = cfg.data.max_len, cfg.data.max_len_ratio
     keep = [
         i
-        for i, (s, t) in enumerate(zip(src, tgt))
+        for i, (s, t) in enumerate(zip(src, tgt, strict=True))
         if s and t and max(len(s), len(t)) <= limit and max(len(s), len(t)) <= ratio * min(len(s), len(t))
     ]
     return [src[i] for i in keep], [tgt[i] for i in keep]

@@ -95,7 +95,7 @@ def test_greedy_forced_along_its_own_choices_gives_its_own_output():
     free = greedy_search(model, src, s)
     prefixes = [h.tokens[:2] for (h,) in free]
     given = greedy_search(model, src, s, forced(*prefixes))
-    for row, ((mine,), (theirs,), prefix) in enumerate(zip(free, given, prefixes)):
+    for row, ((mine,), (theirs,), prefix) in enumerate(zip(free, given, prefixes, strict=True)):
         assert theirs.tokens == mine.tokens
         with torch.no_grad():
             logits = model(src[row : row + 1], torch.tensor([[BOS, *prefix[:-1]]]))[0]  # (P, V)

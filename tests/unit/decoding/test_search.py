@@ -201,7 +201,7 @@ class EosBiased:
 def ends_early(hyps, src, s: SearchSettings) -> bool:
     """Some hypotheses ended by choice (<eos> before their length limit), at more than one length."""
     limits = max_output_lengths(src, s, 32).tolist()
-    lengths = [(len(h.tokens), limit) for nbest, limit in zip(hyps, limits) for h in nbest]
+    lengths = [(len(h.tokens), limit) for nbest, limit in zip(hyps, limits, strict=True) for h in nbest]
     return any(n < limit - 1 for n, limit in lengths) and len({n for n, _ in lengths}) > 1
 
 
@@ -216,7 +216,7 @@ def test_rows_shrink_when_a_sentence_finishes():
 
 def test_a_held_batch_takes_few_sizes_at_most_a_quarter_above_the_live_rows():
     sizes = [held_rows(n) for n in range(1, 2001)]
-    assert all(n <= h <= 1.25 * n for n, h in zip(range(1, 2001), sizes))
+    assert all(n <= h <= 1.25 * n for n, h in zip(range(1, 2001), sizes, strict=True))
     assert all(held_rows(h) == h for h in sizes)  # a held size holds itself: no creeping up
     assert sizes[:8] == list(range(1, 9))  # small batches are exact
     assert len(set(sizes)) <= 8 + 4 * 8  # 1..8, then four sizes per doubling up to 2,048
@@ -244,8 +244,8 @@ def test_a_batch_held_at_few_sizes_finds_what_an_exact_batch_finds(beam, monkeyp
     held = search_for_settings(model, src, s)
     assert ends_early(exact, src, s)
     assert len(set(model.rows_per_step)) < len(set(exact_rows))
-    assert any(h > e for h, e in zip(model.rows_per_step, exact_rows))
-    for e, h in zip(exact, held):
+    assert any(h > e for h, e in zip(model.rows_per_step, exact_rows, strict=True))
+    for e, h in zip(exact, held, strict=True):
         assert [x.tokens for x in e] == [x.tokens for x in h]
         assert [x.score for x in e] == pytest.approx([x.score for x in h], abs=1e-5)
 
@@ -274,7 +274,7 @@ def test_hypotheses_that_end_early_cached_equals_uncached(beam):
     fast = beam_search(model, src, base)
     assert ends_early(fast, src, base)
     slow = beam_search(model, src, dataclasses.replace(base, use_cache=False))
-    for f, s in zip(fast, slow):
+    for f, s in zip(fast, slow, strict=True):
         assert [h.tokens for h in f] == [h.tokens for h in s]
         assert [h.score for h in f] == pytest.approx([h.score for h in s], abs=1e-4)
 
@@ -307,7 +307,9 @@ def test_every_hypothesis_scores_what_teacher_forcing_gives_it(beam, norm):
     hyps = search_for_settings(model, src, s)
     assert ends_early(hyps, src, s)
     limits = max_output_lengths(src, s, model.max_positions).tolist()
-    assert any(len(h.tokens) == limit - 1 for nbest, limit in zip(hyps, limits) for h in nbest)  # cut too
+    assert any(
+        len(h.tokens) == limit - 1 for nbest, limit in zip(hyps, limits, strict=True) for h in nbest
+    )  # cut too
     for i, nbest in enumerate(hyps):
         row = src[i : i + 1, : int((src[i] != PAD).sum())]
         for h in nbest:
@@ -321,7 +323,7 @@ def test_hypotheses_that_end_early_beam_one_equals_greedy():
     s = settings(beam=1, nbest=1, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
     greedy, beam = greedy_search(model, src, s), beam_search(model, src, s)
     assert ends_early(greedy, src, s)
-    for g, b in zip(greedy, beam):
+    for g, b in zip(greedy, beam, strict=True):
         assert g[0].tokens == b[0].tokens and g[0].score == pytest.approx(b[0].score, abs=1e-5)
 
 
@@ -332,7 +334,7 @@ def test_beam_one_equals_greedy(use_cache):
     src[2, 5:] = PAD
     s = settings(beam=1, nbest=1, length_penalty=1.0, max_len_a=1.0, max_len_b=4, use_cache=use_cache)
     greedy, beam = greedy_search(model, src, s), beam_search(model, src, s)
-    for g, b in zip(greedy, beam):
+    for g, b in zip(greedy, beam, strict=True):
         assert g[0].tokens == b[0].tokens
         assert g[0].score == pytest.approx(b[0].score, abs=1e-5)
 
@@ -359,7 +361,7 @@ def test_cached_search_equals_uncached(beam):
     base = settings(beam=beam, nbest=1, max_len_a=1.0, max_len_b=5)
     fast = beam_search(model, src, base)
     slow = beam_search(model, src, dataclasses.replace(base, use_cache=False))
-    for f, s in zip(fast, slow):
+    for f, s in zip(fast, slow, strict=True):
         assert f[0].tokens == s[0].tokens and f[0].score == pytest.approx(s[0].score, abs=1e-4)
 
 

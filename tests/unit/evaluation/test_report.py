@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from html.parser import HTMLParser
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -169,5 +170,5 @@ def test_missing_matplotlib_is_a_user_error(tmp_path, monkeypatch):
 def test_length_buckets_split_every_line_once_in_order(lengths):
     buckets = length_buckets(lengths)
     assert sorted(i for b in buckets for i in b.lines) == list(range(len(lengths)))
-    assert all(a.high < b.low for a, b in zip(buckets, buckets[1:]))
+    assert all(a.high < b.low for a, b in pairwise(buckets))
     assert all(b.low <= lengths[i] <= b.high for b in buckets for i in b.lines)

@@ -141,7 +141,7 @@ def test_beam_generate_finds_what_s2s_finds_or_better_and_scores_it_alike(under_
     ours = beam_search(model, src, settings)
     got = generate(theirs, sources, settings, max_output_lengths(src, settings, model.max_positions).tolist())
     same = 0
-    for (mine,), (found,) in zip(ours, got):
+    for (mine,), (found,) in zip(ours, got, strict=True):
         assert found.score >= mine.score - SCORE_TOLERANCE, (mine, found)
         if mine.tokens == found.tokens:
             same += 1

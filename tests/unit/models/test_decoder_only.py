@@ -103,7 +103,7 @@ def test_cached_search_equals_uncached(beam):
     fast = beam_search(model, src, base)
     assert ends_early(fast, src, base)
     slow = beam_search(model, src, dataclasses.replace(base, use_cache=False))
-    for f, s in zip(fast, slow):
+    for f, s in zip(fast, slow, strict=True):
         assert [h.tokens for h in f] == [h.tokens for h in s]
         assert [h.score for h in f] == pytest.approx([h.score for h in s], abs=1e-4)
 

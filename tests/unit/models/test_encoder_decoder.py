@@ -190,18 +190,6 @@ def test_int8_linear_layers_stay_close_to_fp32():
     assert (exact.argmax(-1) == approx.argmax(-1)).float().mean() > 0.9
 
 
-def test_the_model_and_the_search_need_no_tokenizer_library():
-    """Special ids live in a leaf module: importing the model does not import SentencePiece."""
-    import subprocess
-    import sys
-
-    modules = "seq2seq.models.encoder_decoder, seq2seq.decoding.search, seq2seq.training.loss"
-    code = f"import sys, {modules}; print('sentencepiece' in sys.modules)"
-    assert (
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
-    )
-
-
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.7])
 def test_dropout_drops_a_p_share_and_scales_the_rest(p):
     drop = Dropout(p).train()

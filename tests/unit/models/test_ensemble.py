@@ -19,7 +19,7 @@ SETTINGS = SearchSettings(beam=3, nbest=3, length_penalty=1.0, max_len_a=1.0, ma
 
 
 def same_hypotheses(a, b) -> None:
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert [h.tokens for h in x] == [h.tokens for h in y]
         assert [h.score for h in x] == pytest.approx([h.score for h in y], abs=1e-4)
 

@@ -63,7 +63,7 @@ def test_cached_steps_match_the_plain_layers():
             for _ in range(4):
                 logits = [
                     m.decode(step, mem, c)[:, -1].float()
-                    for m, mem, c in zip((plain, packed), memories, caches)
+                    for m, mem, c in zip((plain, packed), memories, caches, strict=True)
                 ]
                 assert_close(logits[1], logits[0], **BF16)
                 step = logits[0].argmax(-1, keepdim=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from torch import nn
 
 from seq2seq.config import TrainConfig
 from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler, lr_factor
+from tests.conftest import make_model
 
 SCHEDULES = ["inverse_sqrt", "linear", "cosine", "constant"]
 
@@ -40,7 +42,7 @@ def test_the_rate_never_goes_below_min_lr(schedule):
 def test_linear_and_cosine_reach_min_lr_at_max_steps_and_stay(schedule):
     factor = lr_factor(config(schedule=schedule))
     decaying = [factor(s) for s in range(10, 101)]
-    assert all(a >= b for a, b in zip(decaying, decaying[1:]))
+    assert all(a >= b for a, b in pairwise(decaying))
     assert factor(100) == pytest.approx(0.1) and factor(500) == pytest.approx(0.1)
 
 
@@ -104,3 +106,13 @@ def test_the_update_count_survives_save_and_load():
     restored = WeightAverage(model, 0.99)
     restored.load_state_dict(average.state_dict())
     assert restored.updates == 7
+
+
+TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
+
+@pytest.mark.skipif(TORCH_VERSION < (2, 4), reason="fused AdamW on CPU needs torch 2.4")
+def test_optimizer_uses_the_fused_kernel_where_available():
+    optimizer = build_optimizer(make_model(), TrainConfig())
+    assert optimizer.defaults["betas"] == (0.9, 0.98)
+    assert optimizer.defaults.get("fused") is True  # torch >= 2.4 supports fused AdamW on CPU

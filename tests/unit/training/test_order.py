@@ -29,7 +29,7 @@ def test_a_steps_total_tokens_are_the_real_targets_of_its_batches_on_every_rank(
     positions = [Progress() for _ in range(world)]
     steps = 0
     while positions[0].epoch < 2:  # across an epoch boundary
-        taken = [order.next_step(at) for order, at in zip(orders, positions)]
+        taken = [order.next_step(at) for order, at in zip(orders, positions, strict=True)]
         counted = sum(data.batch(b).num_tgt_tokens for step in taken for b in step.batches)
         assert [step.total_tokens for step in taken] == [counted] * world
         steps += 1

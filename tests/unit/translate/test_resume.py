@@ -265,7 +265,7 @@ class PrefixEngine(FakeEngine):
         self, lines, settings, max_tokens, first_line=1, keep_unk=False, scores=True, prefixes=None
     ):
         plain = super().translate(lines, settings, max_tokens, first_line, keep_unk, scores)
-        return [Translation([f"{p}|{t.texts[0]}"], t.scores) for p, t in zip(prefixes, plain)]
+        return [Translation([f"{p}|{t.texts[0]}"], t.scores) for p, t in zip(prefixes, plain, strict=True)]
 
 
 @pytest.mark.parametrize("die_at", [1, 3])

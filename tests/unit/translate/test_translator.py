@@ -31,7 +31,7 @@ def test_bf16_weights_are_cast_once_and_decode_without_autocast(tiny_run: Traine
     autocast.dtype = torch.bfloat16  # the same model, bf16 through autocast
     other = autocast.translate(lines, settings, 200)
     assert entered  # the comparison did run under autocast
-    same = sum(a.texts == b.texts for a, b in zip(cast, other))
+    same = sum(a.texts == b.texts for a, b in zip(cast, other, strict=True))
     assert len(cast) == len(lines) and same >= len(lines) // 2, f"{same} of {len(lines)} lines agree"
 
 
