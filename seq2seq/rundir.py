@@ -28,7 +28,6 @@ inputs.json and so records format 1.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -42,6 +41,7 @@ from typing import Any, Literal
 from seq2seq.config import Config, config_differences, config_to_dict, data_files, load_config
 from seq2seq.errors import RunDirError
 from seq2seq.files import changed_files, file_sha256, same_file, write_text
+from seq2seq.locks import lock_or_refuse
 
 CHECKPOINT_NAMES = ("best", "last")
 # What a command does to a run directory. new: start a run (where none has started, or only a
@@ -215,14 +215,7 @@ class RunDir:
         except OSError as e:
             raise RunDirError(f"cannot train into {self.path}: {e.strerror} ({e.filename})") from None
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-                raise RunDirError(
-                    f"{self.path} is in use by another s2s train (pid {holder}); "
-                    "wait for it to finish, or stop it first"
-                ) from None
+            lock_or_refuse(fd, lambda: self._in_use(fd))
             before = os.pread(fd, 4096, 0)
             _rewrite(fd, f"{os.getpid()}\n".encode())
             try:
@@ -235,6 +228,14 @@ class RunDir:
                         self.path.rmdir()
         finally:
             os.close(fd)
+
+    def _in_use(self, fd: int) -> RunDirError:
+        """The refusal when another process holds the lock: the marker names its pid."""
+        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        return RunDirError(
+            f"{self.path} is in use by another s2s train (pid {holder}); "
+            "wait for it to finish, or stop it first"
+        )
 
     # ---- changes that can be undone -------------------------------------------------------------------
 
