@@ -26,7 +26,7 @@ from seq2seq.data.compression import open_binary
 from seq2seq.data.encode import SAMPLE_KEEP
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 
 if TYPE_CHECKING:
     from seq2seq.ct2.engine import CT2Translator

@@ -17,7 +17,7 @@ from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
 from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.placement import Placement

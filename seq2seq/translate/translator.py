@@ -22,7 +22,7 @@ from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.starts import SourceStart

@@ -28,7 +28,7 @@ from seq2seq.decoding.search import (
     max_output_lengths,
 )
 from seq2seq.models.build import build_model
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.training.distributed import DistInfo, init_distributed, local_device_name, shutdown
 from seq2seq.training.loss import TrainingLoss

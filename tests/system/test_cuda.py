@@ -31,7 +31,7 @@ from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
 from seq2seq.device import autocast, autocast_dtype, grad_scaler
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.loss import TrainingLoss
 from seq2seq.training.optim import build_optimizer

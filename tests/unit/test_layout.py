@@ -4,7 +4,7 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
 
     core        errors, files, locks, special, device, batching    (they import only each other)
     config      the typed config and its loader
-    run         rundir, checkpoint                          (the run directory on disk)
+    run         run (layout, lock, change, checks), checkpoint    (the run directory on disk)
     data        tokenizer, labels, reading and encoding corpora, the prepared corpus
     models      the families and their layers               (beside data: never tokenizers or files)
     decoding    search, reading, batched decoding
@@ -32,7 +32,7 @@ PACKAGE = Path(seq2seq.__file__).parent
 LEVELS: list[set[str]] = [
     {"errors", "files", "locks", "special", "device", "batching", "__init__"},
     {"config"},
-    {"rundir", "checkpoint"},
+    {"run", "checkpoint"},
     {"data", "models"},
     {"decoding"},
     {"training", "translate"},
@@ -45,7 +45,7 @@ SAME_LEVEL_OK = {"core": LEVELS[0], "run": LEVELS[2], "entry": LEVELS[-1]}
 
 
 def wing(module: str) -> str:
-    """`seq2seq.data.tokenizer` -> `data`; `seq2seq.rundir` -> `rundir`; `seq2seq` -> `__init__`."""
+    """`seq2seq.data.tokenizer` -> `data`; `seq2seq.run.layout` -> `run`; `seq2seq` -> `__init__`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 

@@ -17,7 +17,7 @@ from seq2seq.config import DecodeConfig, ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.decoding.search import Hypothesis, SearchSettings, beam_search, greedy_search, max_output_lengths
 from seq2seq.models.build import build_model
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator

@@ -69,7 +69,7 @@ def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
         hashed[Path(path).name] += 1
         return files.file_sha256(path)
 
-    for module in ("seq2seq.rundir", "seq2seq.data.tokenizer"):
+    for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
         monkeypatch.setattr(f"{module}.file_sha256", counting)
     plan, valid = plan_training(config, [], None, "new")
     with claim(plan, DistInfo()) as claimed:
@@ -90,7 +90,7 @@ def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
         hashed[Path(path).name] += 1
         return files.file_sha256(path)
 
-    for module in ("seq2seq.rundir", "seq2seq.data.tokenizer"):
+    for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
         monkeypatch.setattr(f"{module}.file_sha256", counting)
     plan, valid = plan_training(config, [], "cpu", "resume")
     with claim(plan, DistInfo()) as claimed:

@@ -23,7 +23,7 @@ from seq2seq.device import faster_cpu_dtype
 from seq2seq.errors import ConfigError, RunDirError, TrainingDiverged
 from seq2seq.files import OutputError
 from seq2seq.models.build import build_model
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import build_optimizer
 from seq2seq.training.precision import probe_step
