@@ -6,16 +6,14 @@ import pytest
 import torch
 
 from seq2seq.batching import pad
-from seq2seq.decoding import search as search_module
+from seq2seq.decoding import ladder
 from seq2seq.decoding.bulk import decode_ids
+from seq2seq.decoding.limits import max_output_lengths
 from seq2seq.decoding.search import (
     SearchSettings,
     beam_search,
     greedy_search,
-    held_rows,
-    held_size_within,
     length_normalizer,
-    max_output_lengths,
 )
 from seq2seq.decoding.search import search as search_for_settings
 from seq2seq.models.encoder_decoder import Memory
@@ -214,21 +212,6 @@ def test_rows_shrink_when_a_sentence_finishes():
     assert calls == sorted(calls, reverse=True) and calls[-1] < calls[0]
 
 
-def test_a_held_batch_takes_few_sizes_at_most_a_quarter_above_the_live_rows():
-    sizes = [held_rows(n) for n in range(1, 2001)]
-    assert all(n <= h <= 1.25 * n for n, h in zip(range(1, 2001), sizes))
-    assert all(held_rows(h) == h for h in sizes)  # a held size holds itself: no creeping up
-    assert sizes[:8] == list(range(1, 9))  # small batches are exact
-    assert len(set(sizes)) <= 8 + 4 * 8  # 1..8, then four sizes per doubling up to 2,048
-
-
-def test_a_batch_starts_at_the_largest_held_size_that_fits():
-    for n in range(1, 2001):
-        size = held_size_within(n)
-        assert held_rows(size) == size and 0.8 * n <= size <= n
-        assert all(held_rows(m) != m for m in range(size + 1, n + 1))
-
-
 @pytest.mark.parametrize("beam", [1, 3])
 def test_a_batch_held_at_few_sizes_finds_what_an_exact_batch_finds(beam, monkeypatch):
     """The rows a held batch decodes past the live ones (`held_rows`) change no hypothesis or score."""
@@ -237,10 +220,10 @@ def test_a_batch_held_at_few_sizes_finds_what_an_exact_batch_finds(beam, monkeyp
     for i in range(40):
         src[i, 3 + i % 7 :] = PAD  # length limits at 7 different steps, and early <eos> between
     s = settings(beam=beam, nbest=beam, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
-    monkeypatch.setattr(search_module, "RUNGS_PER_OCTAVE", 0)
+    monkeypatch.setattr(ladder, "RUNGS_PER_OCTAVE", 0)
     exact = search_for_settings(model, src, s)
     exact_rows, model.rows_per_step = model.rows_per_step, []
-    monkeypatch.setattr(search_module, "RUNGS_PER_OCTAVE", 2)  # coarse: more rows past the live ones
+    monkeypatch.setattr(ladder, "RUNGS_PER_OCTAVE", 2)  # coarse: more rows past the live ones
     held = search_for_settings(model, src, s)
     assert ends_early(exact, src, s)
     assert len(set(model.rows_per_step)) < len(set(exact_rows))
@@ -361,25 +344,6 @@ def test_cached_search_equals_uncached(beam):
     slow = beam_search(model, src, dataclasses.replace(base, use_cache=False))
     for f, s in zip(fast, slow):
         assert f[0].tokens == s[0].tokens and f[0].score == pytest.approx(s[0].score, abs=1e-4)
-
-
-def test_max_length_respected():
-    model = make_model(seed=5)
-    src = random_ids(6, 10)
-    s = settings(beam=3, nbest=3, max_len_a=0.0, max_len_b=3)
-    for search in (greedy_search, beam_search):
-        for hyps in search(model, src, s):
-            assert all(len(h.tokens) <= 2 for h in hyps)  # the limit counts <eos>
-
-
-def test_max_length_scales_with_source():
-    model = make_model(seed=6)
-    src = random_ids(2, 6)
-    src[0, 2:] = PAD
-    for hyps in beam_search(model, src, settings(beam=2, max_len_a=1.0, max_len_b=0)):
-        assert hyps  # every sentence gets a hypothesis even when cut by the limit
-    short = greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=1.0, max_len_b=0))
-    assert len(short[0][0].tokens) <= 1 and len(short[1][0].tokens) <= 5
 
 
 def test_nbest_sorted_by_score():
