@@ -112,7 +112,7 @@ def _direct(spec: dict[str, Any]) -> Any:
     import sentencepiece
 
     from seq2seq.ct2.export import read_export_info
-    from seq2seq.decoding.bulk import config_search
+    from seq2seq.decoding.batched import config_search
     from seq2seq.decoding.limits import output_limits
 
     export = Path(spec["model"])

@@ -19,8 +19,8 @@ from seq2seq.device import autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError
 from seq2seq.run.change import Mode
 from seq2seq.run.layout import RunDir
-from seq2seq.training.board import check_available as check_tensorboard
 from seq2seq.training.shrink import LAYER_COUNTS, chosen_layers
+from seq2seq.training.tensorboard_log import check_available as check_tensorboard
 
 
 @dataclass(frozen=True)

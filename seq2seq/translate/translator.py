@@ -15,7 +15,7 @@ from torch import nn
 from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, load_tokenizers, tokenizer_checksums
-from seq2seq.decoding.bulk import decode_ids
+from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
@@ -211,7 +211,7 @@ class Translator:
         max_tokens: int,
         prefixes: Sequence[Sequence[int]] | None = None,
     ) -> list[list[Hypothesis]]:
-        """`decoding.bulk.decode_ids` of token-id sources with this model, its device and precision."""
+        """`decoding.batched.decode_ids` of token-id sources with this model, its device and precision."""
         return decode_ids(
             self.model, sources, settings, max_tokens, self.device, self.autocast_to, self.task,
             self.at_once, prefixes,
