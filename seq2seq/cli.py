@@ -116,7 +116,7 @@ def train(
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
     from seq2seq.training.distributed import init_distributed, shutdown
     from seq2seq.training.plan import plan_training, run_mode
-    from seq2seq.training.setup import claim, prepare_inputs, prepare_tokenizers_only
+    from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
     from seq2seq.training.trainer import train as run_training
 
     with user_errors(), contextlib.ExitStack() as stack:
@@ -132,10 +132,10 @@ def train(
         if plan.cfg.train.num_threads:
             torch.set_num_threads(plan.cfg.train.num_threads)
         if tokenizer_only:
-            prepare_tokenizers_only(claimed, info)
+            make_tokenizers_only(claimed, info)
             log.info("tokenizer ready in %s", plan.run.tokenizer_dir)
             return
-        inputs = prepare_inputs(claimed, valid, info)
+        inputs = make_inputs(claimed, valid, info)
         with logging_redirect_tqdm([log]):
             progress, interrupted = run_training(plan, inputs, info)
         if interrupted:

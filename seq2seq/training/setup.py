@@ -1,9 +1,9 @@
-"""Before training starts: the run directory claimed, then the run's inputs prepared, each check once.
+"""Before training starts: the run directory claimed, then the run's inputs made, each check once.
 
-    plan (`seq2seq.training.plan`) -> claim (lock, check, save the config) -> prepare the inputs
+    plan (`seq2seq.training.plan`) -> claim (lock, check, save the config) -> make the inputs
     (tokenizers, the prepared corpus, checksums, validation pairs, fine-tuning weights) -> `RunInputs`
 
-Rank 0 claims and prepares, in an order that writes nothing until every check of the claim has passed,
+Rank 0 claims and makes the inputs, in an order that writes nothing until every check of the claim has passed,
 including the training text (`check_training_text`); a failure there is shared with the other ranks, so
 under torchrun they stop too instead of waiting for it. Every rank then loads what rank 0 made.
 
@@ -134,21 +134,21 @@ def check_training_text(cfg: Config) -> None:
         raise DataError(f"{files}: no training pair with text on both sides")
 
 
-def prepare_inputs(claim: Claim, valid: list[ValidText], info: DistInfo) -> RunInputs:
+def make_inputs(claim: Claim, valid: list[ValidText], info: DistInfo) -> RunInputs:
     """`s2s train`: rank 0 makes the tokenizer and the prepared corpus; every rank loads the inputs."""
     with shared_failure(info):
         if info.is_main:
-            _prepare_corpus(claim, _prepare_tokenizers(claim), workers=0)
+            _prepare_corpus(claim, _make_tokenizers(claim), workers=0)
     inputs = _load_inputs(claim.plan, valid)
     claim.setup_done()
     return inputs
 
 
-def prepare_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
+def make_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
     """`s2s train --tokenizer-only`: rank 0 makes the tokenizer; every rank loads it."""
     with shared_failure(info):
         if info.is_main:
-            _prepare_tokenizers(claim)
+            _make_tokenizers(claim)
     tokenizers = load_tokenizers(claim.plan.run.tokenizer_dir, claim.plan.cfg.tokenizer.joint)
     claim.setup_done()
     return tokenizers
@@ -160,12 +160,12 @@ def prepare_corpus(claim: Claim, workers: int) -> Path:
     `workers` encoding processes (0: one per core; `seq2seq.data.prepared`).
     """
     with shared_failure(DistInfo()):
-        _prepare_corpus(claim, _prepare_tokenizers(claim), workers)
+        _prepare_corpus(claim, _make_tokenizers(claim), workers)
     claim.setup_done()
     return prepared_corpus_dir(claim.plan.cfg)
 
 
-def _prepare_tokenizers(claim: Claim) -> dict[str, str]:
+def _make_tokenizers(claim: Claim) -> dict[str, str]:
     """Rank 0: copy (fine-tuning), train or load the tokenizers, record their checksums and the data's.
 
     A run that already has weights keeps its tokenizer: a missing one is an error, never a silent
