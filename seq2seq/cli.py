@@ -259,7 +259,7 @@ def translate(
         placement = Placement(device, precision, quantize)
         prefixes = prefix_lines(prefix, input, outputs)
         translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
-        translator.start_sources(to, tag)
+        translator.use_source_tokens(to, tag)
         if prefixes is not None and translator.task != "translate":
             raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
         lines = Pivoted(translator, pivot) if pivot else translator  # what turns source lines into output
@@ -271,7 +271,7 @@ def translate(
                 engine,
                 translator.identity(),
                 options,
-                to=translator.starts.to or None,  # None: as a record made before --to existed
+                to=translator.source_tokens.to or None,  # None: as a record made before --to existed
                 tag=tag,
                 keep_unk=keep_unk,
                 scores=with_scores,

@@ -37,7 +37,7 @@ from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.attention import AttentionMap
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
-from seq2seq.translate.starts import SourceStart
+from seq2seq.translate.source_tokens import SourceTokens
 from seq2seq.translate.translator import (
     Translation,
     blank_translations,
@@ -75,22 +75,22 @@ class CT2Translator:
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
-        self.starts = SourceStart(tokenizers.src, config.data)  # what starts every source
+        self.source_tokens = SourceTokens(tokenizers.src, config.data)  # put before every source
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
         # an export with a shortlist (`s2s export --shortlist`) scores only each batch's candidates
         self.shortlist = (export_dir / VMAP_FILE).is_file()
 
-    def start_sources(self, to: str = "", tag: str = "") -> None:
+    def use_source_tokens(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the
-        corpus tag `tag` too, as `Translator.start_sources` does."""
-        self.starts.use(to, tag)
+        corpus tag `tag` too, as `Translator.use_source_tokens` does."""
+        self.source_tokens.use(to, tag)
 
     @property
     def source_prefix(self) -> tuple[int, ...]:
-        """The control ids put before every source (`start_sources`)."""
-        return self.starts.prefix
+        """The control ids put before every source (`use_source_tokens`)."""
+        return self.source_tokens.prefix
 
     @classmethod
     def load(
