@@ -21,7 +21,8 @@ from pathlib import Path
 
 from seq2seq.config.loading import config_differences, config_to_dict
 from seq2seq.errors import RunDirError, Seq2SeqError
-from seq2seq.rundir import COMPATIBLE_SECTIONS, RunDir
+from seq2seq.run.checks import COMPATIBLE_SECTIONS
+from seq2seq.run.layout import RunDir
 from seq2seq.training.plan import checked_config
 
 FINISHED = "finished at step"

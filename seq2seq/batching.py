@@ -1,6 +1,6 @@
 """Work cut into batches: length-sorted groups under a token budget, shares per rank, padded ids.
 
-What training, validation, bulk decoding and the server's batcher all batch with; it knows ids and
+What training, validation, batched decoding and the server's batcher all batch with; it knows ids and
 costs only, never text or models.
 """
 

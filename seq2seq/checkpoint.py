@@ -3,7 +3,7 @@
 Checkpoints are written to a temporary file and renamed, so a crash or a full disk never leaves a
 half-written one, and are read with `torch.load(weights_only=True)`, so loading one can never run
 code. Each holds the config and the tokenizer checksums it was trained with, so a checkpoint from
-another run is refused instead of producing garbage. Where they live is `seq2seq.rundir`'s business.
+another run is refused instead of producing garbage. Where they live is `seq2seq.run.layout`'s business.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from torch import Tensor
 from seq2seq.config import Config, config_differences, config_to_dict
 from seq2seq.errors import RunDirError
 from seq2seq.files import atomic_output, check_outputs, disk_error
-from seq2seq.rundir import CHECKPOINT_NAMES, RunDir
+from seq2seq.run.layout import CHECKPOINT_NAMES, RunDir
 
 
 def atomic_save(obj: Any, path: Path) -> None:

@@ -26,7 +26,7 @@ from seq2seq.data.compression import open_binary
 from seq2seq.data.encode import SAMPLE_KEEP
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 
 if TYPE_CHECKING:
     from seq2seq.ct2.engine import CT2Translator
@@ -116,7 +116,7 @@ def train(
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
     from seq2seq.training.distributed import init_distributed, shutdown
     from seq2seq.training.plan import plan_training, run_mode
-    from seq2seq.training.setup import claim, prepare_inputs, prepare_tokenizers_only
+    from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
     from seq2seq.training.trainer import train as run_training
 
     with user_errors(), contextlib.ExitStack() as stack:
@@ -132,10 +132,10 @@ def train(
         if plan.cfg.train.num_threads:
             torch.set_num_threads(plan.cfg.train.num_threads)
         if tokenizer_only:
-            prepare_tokenizers_only(claimed, info)
+            make_tokenizers_only(claimed, info)
             log.info("tokenizer ready in %s", plan.run.tokenizer_dir)
             return
-        inputs = prepare_inputs(claimed, valid, info)
+        inputs = make_inputs(claimed, valid, info)
         with logging_redirect_tqdm([log]):
             progress, interrupted = run_training(plan, inputs, info)
         if interrupted:
@@ -259,7 +259,7 @@ def translate(
         placement = Placement(device, precision, quantize)
         prefixes = prefix_lines(prefix, input, outputs)
         translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
-        translator.start_sources(to, tag)
+        translator.use_source_tokens(to, tag)
         if prefixes is not None and translator.task != "translate":
             raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
         lines = Pivoted(translator, pivot) if pivot else translator  # what turns source lines into output
@@ -271,7 +271,7 @@ def translate(
                 engine,
                 translator.identity(),
                 options,
-                to=translator.starts.to or None,  # None: as a record made before --to existed
+                to=translator.source_tokens.to or None,  # None: as a record made before --to existed
                 tag=tag,
                 keep_unk=keep_unk,
                 scores=with_scores,

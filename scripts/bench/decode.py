@@ -19,7 +19,7 @@ from scripts.bench.options import Options
 from scripts.bench.tables import format_table
 from seq2seq.batching import token_batches
 from seq2seq.data.textio import read_lines
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator

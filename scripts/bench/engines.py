@@ -107,13 +107,13 @@ def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
 
 def _direct(spec: dict[str, Any]) -> Any:
     """`translate(lines) -> lines` with CTranslate2 itself: SentencePiece pieces in, the run's decode
-    settings and its length limit per sentence (`decoding.search.output_limits`, the one rule)."""
+    settings and its length limit per sentence (`decoding.limits.output_limits`, the one rule)."""
     import ctranslate2
     import sentencepiece
 
     from seq2seq.ct2.export import read_export_info
-    from seq2seq.decoding.bulk import config_search
-    from seq2seq.decoding.search import output_limits
+    from seq2seq.decoding.batched import config_search
+    from seq2seq.decoding.limits import output_limits
 
     export = Path(spec["model"])
     sp = sentencepiece.SentencePieceProcessor(model_file=str(export / "tokenizer" / "spm.model"))

@@ -27,7 +27,7 @@ from scripts.bench.options import Options
 from seq2seq.config import Config, load_config
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.errors import Seq2SeqError
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 
 PRECISIONS = ("fp32", "bf16", "auto")
 

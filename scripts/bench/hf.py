@@ -99,8 +99,9 @@ def _lines_of(translator: Any, beam: int) -> Any:
 def _transformers(spec: dict[str, Any]) -> Any:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from seq2seq.decoding.search import SearchSettings, output_limits
-    from seq2seq.rundir import RunDir
+    from seq2seq.decoding.limits import output_limits
+    from seq2seq.decoding.search import SearchSettings
+    from seq2seq.run.layout import RunDir
 
     tokenizer = AutoTokenizer.from_pretrained(spec["hf"])
     model = AutoModelForSeq2SeqLM.from_pretrained(spec["hf"]).eval()

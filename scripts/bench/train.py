@@ -39,7 +39,8 @@ from seq2seq.data.tokenizer import (
 from seq2seq.device import autocast_dtype, cpu_has_bf16_kernels
 from seq2seq.models.build import build_model
 from seq2seq.models.encoder_decoder import count_parameters
-from seq2seq.rundir import RunDir, data_checksums
+from seq2seq.run.checks import data_checksums
+from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet

@@ -28,15 +28,16 @@ from seq2seq.config import Config
 from seq2seq.ct2.export import full_range_int8, read_export_info, require_ctranslate2, vocabulary
 from seq2seq.ct2.shortlist import VMAP_FILE
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
+from seq2seq.decoding.limits import output_limits
 from seq2seq.decoding.prefix import prefix_limits
-from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer, output_limits
+from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer
 from seq2seq.device import cpu_has_int8_dot_products
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.attention import AttentionMap
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
-from seq2seq.translate.starts import SourceStart
+from seq2seq.translate.source_tokens import SourceTokens
 from seq2seq.translate.translator import (
     Translation,
     blank_translations,
@@ -74,22 +75,22 @@ class CT2Translator:
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
-        self.starts = SourceStart(tokenizers.src, config.data)  # what starts every source
+        self.source_tokens = SourceTokens(tokenizers.src, config.data)  # put before every source
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
         # an export with a shortlist (`s2s export --shortlist`) scores only each batch's candidates
         self.shortlist = (export_dir / VMAP_FILE).is_file()
 
-    def start_sources(self, to: str = "", tag: str = "") -> None:
+    def use_source_tokens(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the
-        corpus tag `tag` too, as `Translator.start_sources` does."""
-        self.starts.use(to, tag)
+        corpus tag `tag` too, as `Translator.use_source_tokens` does."""
+        self.source_tokens.use(to, tag)
 
     @property
     def source_prefix(self) -> tuple[int, ...]:
-        """The control ids put before every source (`start_sources`)."""
-        return self.starts.prefix
+        """The control ids put before every source (`use_source_tokens`)."""
+        return self.source_tokens.prefix
 
     @classmethod
     def load(

@@ -23,7 +23,6 @@ manifest or one that describes complete arrays; their sizes and checksums are ch
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import mmap
@@ -58,6 +57,7 @@ from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData, TokenArrays
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.errors import DataError
 from seq2seq.files import write_text
+from seq2seq.locks import lock_or_wait
 
 log = logging.getLogger(__name__)
 
@@ -318,11 +318,7 @@ def _locked(directory: Path) -> Iterator[None]:
     except OSError as e:
         raise DataError(f"cannot write the prepared corpus to {directory}: {e.strerror}") from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("waiting for another s2s process preparing %s", directory)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        lock_or_wait(fd, lambda: log.info("waiting for another s2s process preparing %s", directory))
         yield
     finally:
         os.close(fd)

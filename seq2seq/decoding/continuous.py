@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from seq2seq.batching import pad
+from seq2seq.decoding.limits import output_limits_of
 from seq2seq.decoding.prefix import Forced, force_beams
 from seq2seq.decoding.search import (
     NEG_INF,
@@ -29,7 +30,6 @@ from seq2seq.decoding.search import (
     best_log_probs,
     length_normalizer,
     next_scores,
-    output_limits_of,
 )
 from seq2seq.models.encoder_decoder import DecoderCache, Memory
 from seq2seq.special import BOS, EOS, PAD

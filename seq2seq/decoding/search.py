@@ -4,7 +4,8 @@ The source is encoded once per batch. With `use_cache=True` (the default) each s
 newest token and the decoder keeps its keys/values; `use_cache=False` re-decodes the whole prefix
 at every step (the slow reference path, kept for tests and benchmarks). Sentences that finish are
 dropped from the batch, so the work per step shrinks as the batch completes; the model's tensors
-keep the batch at a few sizes only (`held_rows`), so its products take few shapes.
+keep the batch at a few sizes only (`seq2seq.decoding.ladder`), so its products take few shapes.
+How long each output may grow is `seq2seq.decoding.limits`' rule.
 """
 
 from __future__ import annotations
@@ -15,41 +16,13 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from seq2seq.decoding.prefix import Forced, force_beams, force_greedy, prefix_limits
+from seq2seq.decoding.ladder import held_after_drop, pad_rows
+from seq2seq.decoding.limits import output_limits_of
+from seq2seq.decoding.prefix import Forced, force_beams, force_greedy
 from seq2seq.models.encoder_decoder import DecoderCache, Memory
 from seq2seq.special import BOS, EOS, PAD
 
 NEG_INF = float("-inf")
-RUNGS_PER_OCTAVE = 4  # batch sizes the model's tensors are held at between two powers of two (0: exact)
-
-
-def held_rows(live: int) -> int:
-    """The sentences the model's tensors hold while `live` are being searched: `live` rounded up to
-    a rung of 1, 2, ..., 8, 10, 12, 14, 16, 20, 24, ... (`RUNGS_PER_OCTAVE` per doubling), at most
-    a quarter more. The rows past the live ones are copies of the last, decoded and ignored.
-
-    Why: oneDNN builds and keeps a kernel for every product shape it runs, and the allocator keeps
-    blocks of every size it has handed out, so a batch that shrinks one sentence at a time costs
-    memory for each size it passes through (bf16 beam search on a CPU above all).
-    """
-    step = _rung_spacing(live)
-    return -(-live // step) * step
-
-
-def held_size_within(count: int) -> int:
-    """The largest batch size of `held_rows`' ladder up to `count` (at least 1): how many sentences a
-    batch that `count` would fit takes, so that it starts at a held size too."""
-    count = max(count, 1)
-    step = _rung_spacing(count)
-    return count // step * step
-
-
-def _rung_spacing(n: int) -> int:
-    """The spacing of `held_rows`' ladder around n: 1 up to 8 (and with `RUNGS_PER_OCTAVE` 0), else
-    the power of two at or below n over `RUNGS_PER_OCTAVE`."""
-    if RUNGS_PER_OCTAVE == 0 or n <= 8:
-        return 1
-    return max((1 << (n.bit_length() - 1)) // RUNGS_PER_OCTAVE, 1)
 
 
 class Decodable(Protocol):
@@ -106,26 +79,6 @@ def length_normalizer(
     return ((6 + tokens) / 6) ** alpha
 
 
-def max_output_lengths(src: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
-    """(B,) longest output (in tokens, <eos> included) allowed for each source: a * |src| + b."""
-    return output_limits((src != PAD).sum(1), settings, max_positions)
-
-
-def output_limits_of(
-    src: Tensor, settings: SearchSettings, max_positions: int, prefix: Forced | None
-) -> Tensor:
-    """`max_output_lengths`, made long enough for each sentence's prefix and an <eos>."""
-    limits = max_output_lengths(src, settings, max_positions)
-    return limits if prefix is None else prefix_limits(limits, prefix.lengths(), max_positions)
-
-
-def output_limits(source_tokens: Tensor, settings: SearchSettings, max_positions: int) -> Tensor:
-    """`max_output_lengths` for sources of `source_tokens` (B,) tokens, <eos> included: the one
-    definition, for engines that are given token counts rather than a padded batch."""
-    limit = (settings.max_len_a * source_tokens + settings.max_len_b).long()
-    return limit.clamp(min=settings.min_len + 1, max=max_positions - 1)
-
-
 def next_scores(
     model: Decodable,
     tokens: Tensor,
@@ -143,22 +96,9 @@ def next_scores(
     tokens, as CTranslate2 does, so a hypothesis' score is its log-probability under the
     distribution it was chosen from. A search that keeps only the best few tokens takes their
     log-softmax alone (`best_log_probs`)."""
-    step_input = _pad_rows(tokens[:, -1:] if cache is not None else tokens, held)
+    step_input = pad_rows(tokens[:, -1:] if cache is not None else tokens, held)
     logits = model.decode(step_input, memory, cache)[: tokens.size(0), -1].float()  # (N, V)
     return _constrain(logits, t, at_limit, settings, tokens)
-
-
-def _pad_rows(x: Tensor, held: int) -> Tensor:
-    """x (N, ...) with copies of its last row appended up to `held` rows (an index, or a step's input)."""
-    extra = held - x.size(0)
-    return x if extra <= 0 else torch.cat([x, x[-1:].expand(extra, *x.shape[1:])])
-
-
-def _held_after_drop(keep: Tensor, held: int) -> tuple[int, Tensor]:
-    """After sentences leave: the rows held now (`held_rows` of the `keep` (N,) kept, never more than
-    `held` before) and `keep` padded to them, the index that selects the memory's and cache's rows."""
-    held = min(held_rows(keep.numel()), held)
-    return held, _pad_rows(keep, held)
 
 
 def best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
@@ -252,7 +192,7 @@ def greedy_search(
                 break
             rows, scores, token, tokens = rows[keep], scores[keep], token[keep], tokens[keep]
             soonest = int(limits[rows].min())
-            held, kept = _held_after_drop(keep, held)
+            held, kept = held_after_drop(keep, held)
             memory = memory.select(kept)
             if cache is not None:
                 cache.reorder(kept, kept)
@@ -358,12 +298,12 @@ def beam_search(
             break
         dropped = keep.numel() < n
         if dropped:
-            held, kept = _held_after_drop(keep, held)
+            held, kept = held_after_drop(keep, held)
             parent, memory = parent.view(n, k)[keep].view(-1), memory.select(kept)
             scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
             soonest = int(limits[sent].min())
         if cache is not None:  # beams move within their sentence: the memory moves only on a drop
-            cache.reorder(_pad_rows(parent, held * k), kept if dropped else None)
+            cache.reorder(pad_rows(parent, held * k), kept if dropped else None)
         tokens = torch.cat([tokens.index_select(0, parent), next_tokens.view(-1, 1)], dim=1)
     return [sorted(hyps, key=lambda h: -h.score)[: settings.nbest] for hyps in finished]
 

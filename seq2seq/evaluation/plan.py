@@ -17,7 +17,7 @@ from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
 from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.placement import Placement
@@ -47,7 +47,7 @@ class EvaluationPlan:
     files: EvaluateFiles  # `out` filled in when --src is translated
     task: str  # translate, classify or tag
     decoding: DecodeOptions  # how --src is translated (when it is)
-    tag: str = ""  # a control token put before every source (`Translator.start_sources`), or none
+    tag: str = ""  # a control token put before every source (`Translator.use_source_tokens`), or none
     to: str = ""  # a multilingual run's target language (`--to`)
     pivot: str = ""  # the language it translates through (`--pivot`), or none
 
@@ -141,7 +141,7 @@ def run_evaluation(
         return evaluate_files(files.hyps, references, options, source, samples, MadeBy(files.run_dir)), None
     assert files.run_dir is not None and source is not None and files.out is not None  # the plan's rules
     translator = Translator.load(files.run_dir, plan.decoding.checkpoints, placement)
-    translator.start_sources(plan.to, plan.tag)
+    translator.use_source_tokens(plan.to, plan.tag)
     decode = translate_timed(translator, source, files.out, plan.decoding, plan.pivot)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
@@ -168,8 +168,9 @@ def translate_timed(
             "device": str(translator.device),
             "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
             "quantize": translator.quantize,
-            "tag": translator.starts.tag,
-            **({"to": translator.starts.to} if translator.starts.to else {}),  # a multilingual run's
+            "tag": translator.source_tokens.tag,
+            # a multilingual run's target language
+            **({"to": translator.source_tokens.to} if translator.source_tokens.to else {}),
             **({"pivot": pivot} if pivot else {}),
         },
         sentences=len(texts),

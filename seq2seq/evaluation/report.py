@@ -26,7 +26,7 @@ from seq2seq.errors import EvaluateError
 from seq2seq.evaluation.metrics import MetricOptions
 from seq2seq.evaluation.record import Evaluation, evaluation_record, score_cell
 from seq2seq.files import write_text
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.attention import AttentionMap, attention_map
 
 if TYPE_CHECKING:

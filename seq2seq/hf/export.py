@@ -37,7 +37,7 @@ from seq2seq.data.tokenizer import Tokenizer, tokenizer_files
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD, UNK
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator

@@ -40,7 +40,7 @@ from seq2seq.serve.limits import (
 )
 from seq2seq.translate.attention import attention_map
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
-from seq2seq.translate.starts import target_languages
+from seq2seq.translate.source_tokens import target_languages
 from seq2seq.translate.translator import Translator
 
 # the page may run its own inline script and style and talk to this server, and nothing else
@@ -121,12 +121,14 @@ def create_app(
     defaults = translator.options(settings.asked)
     targets = target_languages(translator.config.data)
     # a multilingual run of several targets and no --to: each request chooses (checked here, at start)
-    default_to = "" if not settings.to and len(targets) > 1 else translator.starts.language(settings.to)
+    default_to = (
+        "" if not settings.to and len(targets) > 1 else translator.source_tokens.language(settings.to)
+    )
 
     def language(to: str | None) -> str:
         """A request's target language: checked, or the server's default (422 when there is none)."""
         try:
-            return translator.starts.language(default_to if to is None else to, option="to")
+            return translator.source_tokens.language(default_to if to is None else to, option="to")
         except Seq2SeqError as e:
             raise ApiError(422, str(e)) from None
 

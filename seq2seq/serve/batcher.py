@@ -103,7 +103,7 @@ class Batcher:
         prefixes: Sequence[str] | None = None,
     ) -> Future:
         """A future of `list[Translation]`, one per line, in order, into language `to` (checked by the
-        caller: `SourceStart.language`), each starting with its line's prefix when `prefixes` gives one."""
+        caller: `SourceTokens.language`), each starting with its line's prefix when `prefixes` gives one."""
         return self._put(TranslateJob(list(lines), settings, to, prefixes))
 
     def call(self, fn: Callable[[], Any], to: str = "") -> Future:
@@ -177,7 +177,7 @@ class Batcher:
 
     def _start(self, to: str) -> None:
         """Sources start for language `to` from now on (the tag the translator was given is kept)."""
-        self.translator.start_sources(to, self.translator.starts.tag)
+        self.translator.use_source_tokens(to, self.translator.source_tokens.tag)
 
     def _decode(self, settings: SearchSettings, to: str, jobs: list[TranslateJob]) -> None:
         """Translate the lines of `jobs` in one call and hand each job its own slice of the result."""

@@ -8,9 +8,9 @@ from typing import Any
 from tqdm import tqdm
 
 from seq2seq.config import TrainConfig
-from seq2seq.rundir import RunDir
-from seq2seq.training.board import TensorBoard
+from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.tensorboard_log import TensorBoard
 from seq2seq.training.throughput import ThroughputMeter
 from seq2seq.training.validation import ValidResult
 

@@ -17,9 +17,10 @@ from seq2seq.data.corpora import check_aligned
 from seq2seq.data.parallel import read_parallel
 from seq2seq.device import autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError
-from seq2seq.rundir import Mode, RunDir
-from seq2seq.training.board import check_available as check_tensorboard
+from seq2seq.run.change import Mode
+from seq2seq.run.layout import RunDir
 from seq2seq.training.shrink import LAYER_COUNTS, chosen_layers
+from seq2seq.training.tensorboard_log import check_available as check_tensorboard
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
-"""Before training starts: the run directory claimed, then the run's inputs prepared, each check once.
+"""Before training starts: the run directory claimed, then the run's inputs made, each check once.
 
-    plan (`seq2seq.training.plan`) -> claim (lock, check, save the config) -> prepare the inputs
+    plan (`seq2seq.training.plan`) -> claim (lock, check, save the config) -> make the inputs
     (tokenizers, the prepared corpus, checksums, validation pairs, fine-tuning weights) -> `RunInputs`
 
-Rank 0 claims and prepares, in an order that writes nothing until every check of the claim has passed,
+Rank 0 claims and makes the inputs, in an order that writes nothing until every check of the claim has passed,
 including the training text (`check_training_text`); a failure there is shared with the other ranks, so
 under torchrun they stop too instead of waiting for it. Every rank then loads what rank 0 made.
 
 What can only fail later (the tokenizer refusing the text, every pair filtered out, a validation line
 the tokenizer splits otherwise, Ctrl-C, a crash) is undone: the claim's writes happen inside
-`RunDir.changing`, so until a new run has its first checkpoint (a resumed one: until the set-up is
-done), a failure puts the run directory back as it was, `--overwrite`'s previous run included. A
-command killed on the way is settled by the next one (`RunDir.recover`). Only rank 0 touches the run
-directory.
+`changing` (`seq2seq.run.change`), so until a new run has its first checkpoint (a resumed one: until
+the set-up is done), a failure puts the run directory back as it was, `--overwrite`'s previous run
+included. A command killed on the way is settled by the next one (`recover`). Only rank 0 touches the
+run directory.
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ from seq2seq.data.tokenizer import (
     train_or_load_tokenizers,
 )
 from seq2seq.errors import DataError, RunDirError, Seq2SeqError
-from seq2seq.rundir import RunChange, RunDir, check_run_dir, check_same_inputs, data_checksums
+from seq2seq.run.change import RunChange, changing, recover
+from seq2seq.run.checks import check_run_dir, check_same_inputs, data_checksums
+from seq2seq.run.layout import RunDir
+from seq2seq.run.lock import locked
 from seq2seq.special import CLS_PIECE, SEP_PIECE
 from seq2seq.training.distributed import DistInfo, any_rank
 from seq2seq.training.plan import RunPlan, ValidText
@@ -86,14 +89,14 @@ def claim(plan: RunPlan, info: DistInfo) -> Iterator[Claim]:
     """Hold the run directory until the command ends: rank 0 locks it, checks it, saves the config.
 
     A refused claim writes nothing. Its writes, and the command's after them, are undone if the
-    command fails before its run has started (`RunDir.changing`): `--overwrite` sets the old run aside
+    command fails before its run has started (`changing`): `--overwrite` sets the old run aside
     and deletes it only then.
     """
     with contextlib.ExitStack() as held:
         claimed = Claim(plan, {}, {}, None)
         with shared_failure(info):
             if info.is_main:
-                held.enter_context(plan.run.locked())  # one trainer per run directory
+                held.enter_context(locked(plan.run))  # one trainer per run directory
                 claimed = _check_and_save(plan, held)
         yield claimed
 
@@ -101,7 +104,7 @@ def claim(plan: RunPlan, info: DistInfo) -> Iterator[Claim]:
 def _check_and_save(plan: RunPlan, held: contextlib.ExitStack) -> Claim:
     """The claim's checks, then its writes (the config first), undone if the command fails early."""
     cfg, run = plan.cfg, plan.run
-    run.recover()  # what a command killed here left half done, settled before anything is checked
+    recover(run)  # what a command killed here left half done, settled before anything is checked
     check_run_dir(run, cfg, plan.mode, plan.config_file)
     if plan.mode != "resume":  # a resumed run's text is the one its start checked (compared below)
         check_training_text(cfg)
@@ -110,7 +113,7 @@ def _check_and_save(plan: RunPlan, held: contextlib.ExitStack) -> Claim:
     if plan.mode != "overwrite":
         tokenizer = check_run_inputs(cfg, run, plan.mode == "resume", data)
     run.check_writable()
-    change = held.enter_context(run.changing(plan.mode))  # --overwrite: the old run is set aside
+    change = held.enter_context(changing(run, plan.mode))  # --overwrite: the old run is set aside
     save_config(cfg, run.config_file)  # the first write: every check above has passed
     return Claim(plan, data, tokenizer, change)
 
@@ -131,21 +134,21 @@ def check_training_text(cfg: Config) -> None:
         raise DataError(f"{files}: no training pair with text on both sides")
 
 
-def prepare_inputs(claim: Claim, valid: list[ValidText], info: DistInfo) -> RunInputs:
+def make_inputs(claim: Claim, valid: list[ValidText], info: DistInfo) -> RunInputs:
     """`s2s train`: rank 0 makes the tokenizer and the prepared corpus; every rank loads the inputs."""
     with shared_failure(info):
         if info.is_main:
-            _prepare_corpus(claim, _prepare_tokenizers(claim), workers=0)
+            _prepare_corpus(claim, _make_tokenizers(claim), workers=0)
     inputs = _load_inputs(claim.plan, valid)
     claim.setup_done()
     return inputs
 
 
-def prepare_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
+def make_tokenizers_only(claim: Claim, info: DistInfo) -> TokenizerPair:
     """`s2s train --tokenizer-only`: rank 0 makes the tokenizer; every rank loads it."""
     with shared_failure(info):
         if info.is_main:
-            _prepare_tokenizers(claim)
+            _make_tokenizers(claim)
     tokenizers = load_tokenizers(claim.plan.run.tokenizer_dir, claim.plan.cfg.tokenizer.joint)
     claim.setup_done()
     return tokenizers
@@ -157,12 +160,12 @@ def prepare_corpus(claim: Claim, workers: int) -> Path:
     `workers` encoding processes (0: one per core; `seq2seq.data.prepared`).
     """
     with shared_failure(DistInfo()):
-        _prepare_corpus(claim, _prepare_tokenizers(claim), workers)
+        _prepare_corpus(claim, _make_tokenizers(claim), workers)
     claim.setup_done()
     return prepared_corpus_dir(claim.plan.cfg)
 
 
-def _prepare_tokenizers(claim: Claim) -> dict[str, str]:
+def _make_tokenizers(claim: Claim) -> dict[str, str]:
     """Rank 0: copy (fine-tuning), train or load the tokenizers, record their checksums and the data's.
 
     A run that already has weights keeps its tokenizer: a missing one is an error, never a silent

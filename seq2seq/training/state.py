@@ -6,7 +6,7 @@
 and where the weights start: `initial_model` (from the seed, or fine-tuning's `initialize_from`).
 
 Writing the file is `seq2seq.checkpoint.save_training_state`'s; the random-state bookkeeping is
-`seq2seq.training.rngstate`'s.
+`seq2seq.training.random_state`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from seq2seq.models.build import Model, build_model
 from seq2seq.models.encoder_decoder import count_parameters
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler
-from seq2seq.training.rngstate import gather_rng_states, set_rng_state
+from seq2seq.training.random_state import gather_rng_states, set_rng_state
 from seq2seq.training.setup import InitWeights
 from seq2seq.training.shrink import shrunk_weights
 

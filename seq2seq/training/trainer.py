@@ -27,7 +27,7 @@ from seq2seq.data.prepared import corpus_mixture, load_prepared, read_manifests
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.device import autocast, autocast_dtype, prefer_safe_attention_kernels, resolve_device
 from seq2seq.models.build import Model
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import (
     DistInfo,
     all_reduce_max,

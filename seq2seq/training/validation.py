@@ -14,7 +14,7 @@ from seq2seq.batching import token_batches
 from seq2seq.config import DecodeConfig, TrainConfig
 from seq2seq.data.parallel import ParallelData
 from seq2seq.data.tokenizer import TokenizerPair
-from seq2seq.decoding.bulk import config_search, decode_ids
+from seq2seq.decoding.batched import config_search, decode_ids
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.models.build import Model

@@ -14,27 +14,27 @@ from typing import Protocol
 
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import Seq2SeqError
-from seq2seq.translate.starts import SourceStart
+from seq2seq.translate.source_tokens import SourceTokens
 from seq2seq.translate.streams import LineTranslator
 from seq2seq.translate.translator import Translation
 
 
-class StartedTranslator(LineTranslator, Protocol):
+class Pivotable(LineTranslator, Protocol):
     """What pivoting needs of an engine (`Translator` or the CTranslate2 one): a `LineTranslator`
-    whose sources' start can be chosen."""
+    whose source tokens (the target language) can be chosen."""
 
-    starts: SourceStart
+    source_tokens: SourceTokens
 
-    def start_sources(self, to: str = "", tag: str = "") -> None: ...
+    def use_source_tokens(self, to: str = "", tag: str = "") -> None: ...
 
 
 class Pivoted:
-    """TRANSLATOR's target language (`start_sources`) reached through the language `through`."""
+    """TRANSLATOR's target language (`use_source_tokens`) reached through the language `through`."""
 
-    def __init__(self, translator: StartedTranslator, through: str) -> None:
+    def __init__(self, translator: Pivotable, through: str) -> None:
         self.translator = translator
-        self.to, self.tag = translator.starts.to, translator.starts.tag
-        self.through = translator.starts.language(through, "--pivot")
+        self.to, self.tag = translator.source_tokens.to, translator.source_tokens.tag
+        self.through = translator.source_tokens.language(through, "--pivot")
         if self.through == self.to:
             raise Seq2SeqError(f"--pivot {through} is the target language itself: leave --pivot out")
 
@@ -49,12 +49,12 @@ class Pivoted:
         prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
         """One `Translation` into the target language per line, in order, as `Translator.translate`."""
-        self.translator.start_sources(self.through, self.tag)
+        self.translator.use_source_tokens(self.through, self.tag)
         try:
             middle = self.translator.translate(
                 lines, dataclasses.replace(settings, nbest=1), max_tokens, first_line, scores=False
             )
         finally:
-            self.translator.start_sources(self.to, self.tag)
+            self.translator.use_source_tokens(self.to, self.tag)
         texts = [t.texts[0] for t in middle]
         return self.translator.translate(texts, settings, max_tokens, first_line, keep_unk, scores, prefixes)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import logging
@@ -37,6 +36,7 @@ from seq2seq.data.textio import BLOCK, LinesInStep, stream_line_chunks
 from seq2seq.device import DTYPES
 from seq2seq.errors import DataError
 from seq2seq.files import OutputError, atomic_output, disk_error, output_mode
+from seq2seq.locks import lock_or_refuse
 from seq2seq.translate.options import DecodeOptions
 from seq2seq.translate.streams import LineTranslator, format_translation
 
@@ -245,10 +245,8 @@ def _locked(partial: Path) -> Iterator[BinaryIO]:
     except OSError as e:
         raise disk_error(partial, e) from None
     with open(fd, "r+b", buffering=0) as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise OutputError(f"another command is writing {partial}: wait for it to finish") from None
+        writing = f"another command is writing {partial}: wait for it to finish"
+        lock_or_refuse(f.fileno(), lambda: OutputError(writing))
         try:
             same = os.path.samestat(os.fstat(f.fileno()), os.stat(partial))
         except FileNotFoundError:

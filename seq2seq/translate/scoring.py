@@ -159,7 +159,7 @@ def load_scorer(
 ) -> Scorer:
     """The runs `s2s score` scores with; the reverse run takes no tag (a tag belongs to a direction)."""
     forward = Translator.load(run_dir, checkpoints or ("best",), placement)
-    forward.start_sources(tag=tag)
+    forward.use_source_tokens(tag=tag)
     backward = Translator.load(reverse_dir, ("best",), placement) if reverse_dir is not None else None
     return Scorer(forward, backward, max_tokens or forward.config.decode.max_tokens)
 

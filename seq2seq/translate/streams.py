@@ -13,7 +13,7 @@ from seq2seq.data.textio import LinesInStep, stream_line_chunks
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import DataError
 from seq2seq.files import check_outputs
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translation, Translator, run_inputs

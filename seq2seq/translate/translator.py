@@ -15,17 +15,17 @@ from torch import nn
 from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, load_tokenizers, tokenizer_checksums
-from seq2seq.decoding.bulk import decode_ids
+from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
-from seq2seq.translate.starts import SourceStart
+from seq2seq.translate.source_tokens import SourceTokens
 
 log = logging.getLogger(__name__)
 
@@ -111,17 +111,17 @@ class Translator:
         self.checkpoints = list(checkpoints)  # the files the weights came from
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
-        self.starts = SourceStart(tokenizers.src, config.data)  # what starts every source
+        self.source_tokens = SourceTokens(tokenizers.src, config.data)  # put before every source
 
-    def start_sources(self, to: str = "", tag: str = "") -> None:
+    def use_source_tokens(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the
         corpus tag `tag` too (as a tagged corpus trained it)."""
-        self.starts.use(to, tag)
+        self.source_tokens.use(to, tag)
 
     @property
     def source_prefix(self) -> tuple[int, ...]:
-        """The control ids put before every source (`start_sources`)."""
-        return self.starts.prefix
+        """The control ids put before every source (`use_source_tokens`)."""
+        return self.source_tokens.prefix
 
     @classmethod
     def load(
@@ -211,7 +211,7 @@ class Translator:
         max_tokens: int,
         prefixes: Sequence[Sequence[int]] | None = None,
     ) -> list[list[Hypothesis]]:
-        """`decoding.bulk.decode_ids` of token-id sources with this model, its device and precision."""
+        """`decoding.batched.decode_ids` of token-id sources with this model, its device and precision."""
         return decode_ids(
             self.model, sources, settings, max_tokens, self.device, self.autocast_to, self.task,
             self.at_once, prefixes,

@@ -23,7 +23,8 @@ from seq2seq.config import Config, config_from_dict
 from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepared_corpus_dir
 from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, train_or_load_tokenizers
 from seq2seq.models.build import build_model
-from seq2seq.rundir import RunDir, data_checksums
+from seq2seq.run.checks import data_checksums
+from seq2seq.run.layout import RunDir
 from seq2seq.training import distributed
 from seq2seq.training.distributed import DistInfo, any_rank, init_distributed, shutdown
 from seq2seq.training.setup import shared_failure

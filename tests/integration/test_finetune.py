@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from seq2seq.checkpoint import inference_weights, load_checkpoint
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from tests.conftest import TrainedRun, tiny_config_dict, write_corpus
 from tests.helpers import run_cli
 

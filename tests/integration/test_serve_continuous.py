@@ -126,7 +126,7 @@ def test_requests_into_different_languages_share_a_running_batch(multilingual_ru
     answers = [future.result(timeout=60) for future in futures]
     batcher.close()
     for (to, lines), answer in zip(asked, answers, strict=True):
-        translator.start_sources(to)
+        translator.use_source_tokens(to)
         assert [t.texts for t in answer] == [t.texts for t in translator.translate(lines, settings, 200)]
 
 

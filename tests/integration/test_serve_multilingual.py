@@ -79,7 +79,7 @@ def test_requests_into_different_languages_are_decoded_apart(translator, monkeyp
         to = lines[0].split()[0]
         assert prefix == (control_id(translator.tokenizers.src, f"<2{to}>"),)
         assert {line.split()[0] for line in lines} == {to}
-        translator.start_sources(to)
+        translator.use_source_tokens(to)
         assert [answers[line] for line in lines] == [
             t.texts for t in translator.translate(lines, settings, 200)
         ]

@@ -21,7 +21,7 @@ from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.errors import ConfigError, RunDirError, TrainingDiverged
 from seq2seq.files import OutputError
 from seq2seq.models.build import build_model
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.precision import probe_step
 from seq2seq.training.trainer import Trainer

@@ -28,10 +28,10 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data.parallel import collate
 from seq2seq.data.tokenizer import train_or_load_tokenizers
-from seq2seq.decoding.bulk import decode_ids
+from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
 from seq2seq.device import autocast, autocast_dtype, grad_scaler
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.loss import TrainingLoss
 from seq2seq.training.optim import build_optimizer
@@ -323,7 +323,7 @@ def test_beam_search_on_the_device_matches_the_cpu(reverser):
 
 @pytest.mark.parametrize("beam", [1, 4], ids=["greedy", "beam4"])
 @pytest.mark.parametrize("dtype", [None, torch.bfloat16], ids=["fp32", "bf16"])
-def test_bulk_decoding_on_the_device_matches_the_cpu(reverser, dtype, beam):
+def test_batched_decoding_on_the_device_matches_the_cpu(reverser, dtype, beam):
     """`decode_ids` (what `s2s translate` and validation decode with: length-sorted batches, results
     in input order) on the device in fp32 and bf16, against fp32 on the CPU. Under GNMT's gentle
     length normalization more beam results are greedy's path, which `beam_is_clear` can vouch for

@@ -81,8 +81,8 @@ def test_the_ctranslate2_export_reads_the_language_token_as_s2s_does(multilingua
     lines = read_lines(multilingual_run.data / "valid.src")
     settings = SearchSettings(beam=1)
     for to in ("de", "en"):
-        ours.start_sources(to)
-        theirs.start_sources(to)
+        ours.use_source_tokens(to)
+        theirs.use_source_tokens(to)
         prefix = ours.source_prefix
         src = pad([[*prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
         mine = greedy_search(ours.model, src, settings)

@@ -18,7 +18,7 @@ import pytest
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config
 from seq2seq.errors import RunDirError
-from seq2seq.rundir import RUN_FORMAT, RunDir
+from seq2seq.run.layout import RUN_FORMAT, RunDir
 from tests.conftest import ROOT
 from tests.helpers import run_cli
 

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
+from seq2seq.run.lock import locked
 from tests.conftest import ROOT
 from tests.helpers import run_cli, tree_digest
 
@@ -18,7 +19,7 @@ from tests.helpers import run_cli, tree_digest
 def test_a_run_directory_held_by_a_trainer_is_refused(run_copy, flags):
     config, run = run_copy.config, run_copy.run
     before = tree_digest(run)
-    with RunDir(run).locked():
+    with locked(RunDir(run)):
         result = run_cli("train", str(config), *flags)
         assert result.exit_code == 2, result.output
         assert f"in use by another s2s train (pid {os.getpid()})" in result.output
@@ -32,16 +33,17 @@ def test_the_lock_dies_with_its_process(run_copy):
         [
             sys.executable,
             "-c",
-            f"import time; from seq2seq.rundir import RunDir\nwith RunDir({str(run)!r}).locked():\n"
+            "import time\nfrom seq2seq.run.layout import RunDir\nfrom seq2seq.run.lock import locked\n"
+            f"with locked(RunDir({str(run)!r})):\n"
             "    print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
         cwd=ROOT,
     )
     assert holder.stdout.readline() == b"held\n"
-    with pytest.raises(Exception, match=f"pid {holder.pid}"), RunDir(run).locked():
+    with pytest.raises(Exception, match=f"pid {holder.pid}"), locked(RunDir(run)):
         pass
     holder.kill()  # kill -9: no cleanup code runs
     holder.wait()
-    with RunDir(run).locked():
+    with locked(RunDir(run)):
         pass

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from seq2seq.cli import app
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from tests.conftest import ROOT
 
 CORPUS = Path(os.environ.get("S2S_MULTI30K", ROOT.parent / "shared" / "data" / "multi30k"))

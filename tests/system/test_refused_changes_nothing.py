@@ -104,7 +104,7 @@ def fail_at(monkeypatch: pytest.MonkeyPatch, step: str, error: BaseException) ->
 
 
 LATE = {  # each step of the set-up after the claim's first write, and how it may fail
-    "_prepare_tokenizers": DataError("the tokenizer refused"),
+    "_make_tokenizers": DataError("the tokenizer refused"),
     "_prepare_corpus": KeyboardInterrupt(),  # Ctrl-C, or SIGTERM (the CLI raises the same)
     "_load_inputs": DataError("a validation line the tokenizer splits otherwise"),  # training only
 }

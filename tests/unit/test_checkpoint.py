@@ -11,7 +11,7 @@ import torch
 from seq2seq.checkpoint import average_output, check_same_tensors, origin_differences
 from seq2seq.config import config_to_dict
 from seq2seq.errors import RunDirError
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 
 
 @pytest.mark.parametrize("name", ["best", "last", "step_0", "step_99", "step_12"])

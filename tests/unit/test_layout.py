@@ -2,9 +2,9 @@
 
 The order, lowest first (a name is a top-level module or a subpackage of `seq2seq`):
 
-    core        errors, files, special, device, batching    (they import only each other)
+    core        errors, files, locks, special, device, batching    (they import only each other)
     config      the typed config and its loader
-    run         rundir, checkpoint                          (the run directory on disk)
+    run         run (layout, lock, change, checks), checkpoint    (the run directory on disk)
     data        tokenizer, labels, reading and encoding corpora, the prepared corpus
     models      the families and their layers               (beside data: never tokenizers or files)
     decoding    search, reading, batched decoding
@@ -30,9 +30,9 @@ PACKAGE = Path(seq2seq.__file__).parent
 
 # each level may import any level before it; wings on one level may not import each other
 LEVELS: list[set[str]] = [
-    {"errors", "files", "special", "device", "batching", "__init__"},
+    {"errors", "files", "locks", "special", "device", "batching", "__init__"},
     {"config"},
-    {"rundir", "checkpoint"},
+    {"run", "checkpoint"},
     {"data", "models"},
     {"decoding"},
     {"training", "translate"},
@@ -45,7 +45,7 @@ SAME_LEVEL_OK = {"core": LEVELS[0], "run": LEVELS[2], "entry": LEVELS[-1]}
 
 
 def wing(module: str) -> str:
-    """`seq2seq.data.tokenizer` -> `data`; `seq2seq.rundir` -> `rundir`; `seq2seq` -> `__init__`."""
+    """`seq2seq.data.tokenizer` -> `data`; `seq2seq.run.layout` -> `run`; `seq2seq` -> `__init__`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 

@@ -19,7 +19,7 @@ from seq2seq.data.prepared import ensure_prepared_corpus, load_prepared, prepare
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, train_or_load_tokenizers
 from seq2seq.errors import DataError
-from seq2seq.rundir import data_checksums
+from seq2seq.run.checks import data_checksums
 from seq2seq.special import CONTROL_PIECES
 from tests.conftest import tiny_config_dict, write_corpus
 

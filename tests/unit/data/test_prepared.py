@@ -36,7 +36,7 @@ from seq2seq.data.tokenizer import (
     train_or_load_tokenizers,
 )
 from seq2seq.errors import DataError
-from seq2seq.rundir import data_checksums
+from seq2seq.run.checks import data_checksums
 from tests.conftest import tiny_config_dict, write_corpus
 
 

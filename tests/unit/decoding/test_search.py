@@ -1,21 +1,16 @@
 import dataclasses
 import math
-import threading
 
 import pytest
 import torch
 
-from seq2seq.batching import pad
-from seq2seq.decoding import search as search_module
-from seq2seq.decoding.bulk import decode_ids
+from seq2seq.decoding import ladder
+from seq2seq.decoding.limits import max_output_lengths
 from seq2seq.decoding.search import (
     SearchSettings,
     beam_search,
     greedy_search,
-    held_rows,
-    held_size_within,
     length_normalizer,
-    max_output_lengths,
 )
 from seq2seq.decoding.search import search as search_for_settings
 from seq2seq.models.encoder_decoder import Memory
@@ -214,21 +209,6 @@ def test_rows_shrink_when_a_sentence_finishes():
     assert calls == sorted(calls, reverse=True) and calls[-1] < calls[0]
 
 
-def test_a_held_batch_takes_few_sizes_at_most_a_quarter_above_the_live_rows():
-    sizes = [held_rows(n) for n in range(1, 2001)]
-    assert all(n <= h <= 1.25 * n for n, h in zip(range(1, 2001), sizes, strict=True))
-    assert all(held_rows(h) == h for h in sizes)  # a held size holds itself: no creeping up
-    assert sizes[:8] == list(range(1, 9))  # small batches are exact
-    assert len(set(sizes)) <= 8 + 4 * 8  # 1..8, then four sizes per doubling up to 2,048
-
-
-def test_a_batch_starts_at_the_largest_held_size_that_fits():
-    for n in range(1, 2001):
-        size = held_size_within(n)
-        assert held_rows(size) == size and 0.8 * n <= size <= n
-        assert all(held_rows(m) != m for m in range(size + 1, n + 1))
-
-
 @pytest.mark.parametrize("beam", [1, 3])
 def test_a_batch_held_at_few_sizes_finds_what_an_exact_batch_finds(beam, monkeypatch):
     """The rows a held batch decodes past the live ones (`held_rows`) change no hypothesis or score."""
@@ -237,10 +217,10 @@ def test_a_batch_held_at_few_sizes_finds_what_an_exact_batch_finds(beam, monkeyp
     for i in range(40):
         src[i, 3 + i % 7 :] = PAD  # length limits at 7 different steps, and early <eos> between
     s = settings(beam=beam, nbest=beam, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
-    monkeypatch.setattr(search_module, "RUNGS_PER_OCTAVE", 0)
+    monkeypatch.setattr(ladder, "RUNGS_PER_OCTAVE", 0)
     exact = search_for_settings(model, src, s)
     exact_rows, model.rows_per_step = model.rows_per_step, []
-    monkeypatch.setattr(search_module, "RUNGS_PER_OCTAVE", 2)  # coarse: more rows past the live ones
+    monkeypatch.setattr(ladder, "RUNGS_PER_OCTAVE", 2)  # coarse: more rows past the live ones
     held = search_for_settings(model, src, s)
     assert ends_early(exact, src, s)
     assert len(set(model.rows_per_step)) < len(set(exact_rows))
@@ -365,25 +345,6 @@ def test_cached_search_equals_uncached(beam):
         assert f[0].tokens == s[0].tokens and f[0].score == pytest.approx(s[0].score, abs=1e-4)
 
 
-def test_max_length_respected():
-    model = make_model(seed=5)
-    src = random_ids(6, 10)
-    s = settings(beam=3, nbest=3, max_len_a=0.0, max_len_b=3)
-    for search in (greedy_search, beam_search):
-        for hyps in search(model, src, s):
-            assert all(len(h.tokens) <= 2 for h in hyps)  # the limit counts <eos>
-
-
-def test_max_length_scales_with_source():
-    model = make_model(seed=6)
-    src = random_ids(2, 6)
-    src[0, 2:] = PAD
-    for hyps in beam_search(model, src, settings(beam=2, max_len_a=1.0, max_len_b=0)):
-        assert hyps  # every sentence gets a hypothesis even when cut by the limit
-    short = greedy_search(model, src, settings(beam=1, nbest=1, max_len_a=1.0, max_len_b=0))
-    assert len(short[0][0].tokens) <= 1 and len(short[1][0].tokens) <= 5
-
-
 def test_nbest_sorted_by_score():
     model = make_model(seed=7)
     src = random_ids(3, 6)
@@ -463,64 +424,3 @@ def test_no_repeat_ngram_never_repeats(n, beam):
     assert any(repeats(h.tokens, n) for hyps in search_for_settings(model, src, base) for h in hyps)
     for hyps in search_for_settings(model, src, dataclasses.replace(base, no_repeat_ngram=n)):
         assert hyps and all(not repeats(h.tokens, n) for h in hyps)
-
-
-class ThreadRecorder(EosBiased):
-    """EosBiased that also records which thread decoded, and with how many intra-op threads."""
-
-    def __init__(self, model) -> None:
-        super().__init__(model)
-        self.seen: set[tuple[str, int]] = set()
-
-    def decode(self, tgt, memory, cache=None):
-        self.seen.add((threading.current_thread().name, torch.get_num_threads()))
-        return super().decode(tgt, memory, cache)
-
-
-def test_batches_decoded_at_once_on_a_cpu_equal_batches_decoded_in_turn():
-    """decode_ids runs as many batches as torch has threads, one core each; nothing else changes."""
-    sources = [random_ids(1, n, seed=n)[0].tolist() for n in (3, 9, 5, 12, 4, 7, 8, 6)]
-    s = settings(beam=3, nbest=2, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        in_turn = decode_ids(ThreadRecorder(make_model(seed=8)), sources, s, 20, torch.device("cpu"))
-        torch.set_num_threads(3)
-        model = ThreadRecorder(make_model(seed=8))
-        at_once = decode_ids(model, sources, s, 20, torch.device("cpu"))  # 8 batches of one source
-        assert torch.get_num_threads() == 3  # restored afterwards
-    finally:
-        torch.set_num_threads(before)
-    names = {name for name, _ in model.seen}
-    assert len(names) > 1 and all(name.startswith("s2s-decode") for name in names)
-    assert {threads for _, threads in model.seen} == {1}
-    assert ends_early(in_turn, pad([[*x, EOS] for x in sources]), s)
-    assert [[h.tokens for h in n] for n in at_once] == [[h.tokens for h in n] for n in in_turn]
-    assert [[h.score for h in n] for n in at_once] == [[h.score for h in n] for n in in_turn]
-
-
-def test_batches_at_once_share_the_threads_evenly():
-    """`at_once` 2 of 4 threads: two decoding threads of two intra-op threads each; 1: one batch at a
-    time on all four, in the calling thread. The hypotheses are the same."""
-    sources = [random_ids(1, n, seed=n)[0].tolist() for n in (3, 9, 5, 12, 4, 7)]
-    s = settings(beam=2, nbest=1, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
-    before = torch.get_num_threads()
-    found, seen = {}, {}
-    try:
-        torch.set_num_threads(4)
-        for at_once in (1, 2):
-            model = ThreadRecorder(make_model(seed=8))
-            found[at_once] = decode_ids(model, sources, s, 20, torch.device("cpu"), at_once=at_once)
-            seen[at_once] = model.seen
-        assert torch.get_num_threads() == 4
-    finally:
-        torch.set_num_threads(before)
-    assert seen[1] == {(threading.current_thread().name, 4)}
-    assert {threads for _, threads in seen[2]} == {2} and len({name for name, _ in seen[2]}) == 2
-    assert [[h.tokens for h in n] for n in found[1]] == [[h.tokens for h in n] for n in found[2]]
-
-
-@pytest.mark.parametrize("task", ["translate", "classify", "tag"])
-def test_no_sources_decode_to_no_hypotheses(task):
-    """What a chunk of blank lines leaves to decode: nothing, which is an answer, not an error."""
-    assert decode_ids(make_model(), [], SearchSettings(), 20, torch.device("cpu"), task=task) == []

@@ -15,9 +15,10 @@ import torch
 from seq2seq.batching import pad
 from seq2seq.config import DecodeConfig, ModelConfig
 from seq2seq.data.textio import read_lines
-from seq2seq.decoding.search import Hypothesis, SearchSettings, beam_search, greedy_search, max_output_lengths
+from seq2seq.decoding.limits import max_output_lengths
+from seq2seq.decoding.search import Hypothesis, SearchSettings, beam_search, greedy_search
 from seq2seq.models.build import build_model
-from seq2seq.rundir import RunDir
+from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -209,7 +210,7 @@ def test_a_multilingual_export_reads_the_language_token_as_one_id(multilingual_r
     ours = Translator.load(multilingual_run.run, ["best"], Placement("cpu", "fp32"))
     lines = read_lines(multilingual_run.data / "valid.src")[:6]
     for to in ("de", "en"):
-        ours.start_sources(to)
+        ours.use_source_tokens(to)
         expected = [[*ours.source_prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)]
         assert [tokenizer(f"<2{to}> {line}")["input_ids"] for line in lines] == expected
 

@@ -1,7 +1,8 @@
-"""What starts every source when a run decodes: a multilingual run's target-language token (`--to`),
-then a corpus tag (`--tag`), in the order training put them (`seq2seq.data.control.source_prefix`).
+"""The control tokens put before every source when a run decodes: a multilingual run's
+target-language token (`--to`), then a corpus tag (`--tag`), in the order training put them
+(`seq2seq.data.control.source_prefix`).
 
-A bilingual run starts its sources with nothing, or the tag asked for. A multilingual run needs a
+A bilingual run puts nothing before its sources, or the tag asked for. A multilingual run needs a
 target language: the one it was trained to translate into, if there is one, else `--to`; any language
 of the run may be asked for, a direction it never trained included (zero-shot).
 """
@@ -19,7 +20,7 @@ def target_languages(data: DataConfig) -> list[str]:
     return sorted({c.tgt_lang for c in data.corpora if c.tgt_lang})
 
 
-class SourceStart:
+class SourceTokens:
     """The control ids an engine puts before every source, chosen once per command (`use`)."""
 
     def __init__(self, tokenizer: Tokenizer, data: DataConfig) -> None:

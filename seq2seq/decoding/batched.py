@@ -13,9 +13,10 @@ import torch
 
 from seq2seq.batching import pad, token_batches
 from seq2seq.config import DecodeConfig
+from seq2seq.decoding.ladder import held_size_within
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.reading import read
-from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, held_size_within, search
+from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
 from seq2seq.device import autocast
 from seq2seq.special import EOS
 
@@ -35,7 +36,7 @@ def decode_ids(
     ids, one sequence per source, empty for none) each output starts with its source's prefix.
 
     Sources are sorted by length into batches of about `max_tokens` source tokens (each of a size the
-    search holds its batches at, `search.held_rows`), so little work is spent on padding; results
+    search holds its batches at, `ladder.held_rows`), so little work is spent on padding; results
     are written back to their input positions. On a CPU, as many batches as torch has threads are
     decoded at once, each on one core (like CTranslate2's inter_threads):
     a decoding step's tensors are too small to keep several cores busy one operation at a time.

@@ -1,5 +1,5 @@
 """The run directory's changes that can be undone: whatever point a command is killed at, the next
-command (`RunDir.recover`) puts the run back as it was, or keeps a new run that has its checkpoint."""
+command (`recover`) puts the run back as it was, or keeps a new run that has its checkpoint."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq import rundir
-from seq2seq.rundir import RunChange, RunDir
+from seq2seq.errors import RunDirError
+from seq2seq.run import change as run_change
+from seq2seq.run.change import RunChange, recover
+from seq2seq.run.layout import RunDir
 from tests.helpers import tree_digest
 
 
@@ -36,7 +38,7 @@ def old_run(path: Path) -> RunDir:
 
 
 def killed_after(monkeypatch: pytest.MonkeyPatch, calls: int, name: str = "replace") -> None:
-    """`os.NAME` in seq2seq.rundir dies on its call number `calls` + 1."""
+    """`os.NAME` in seq2seq.run.change dies on its call number `calls` + 1."""
     real, done = getattr(os, name), []
 
     def dying(*args: object, **kwargs: object) -> object:
@@ -45,7 +47,7 @@ def killed_after(monkeypatch: pytest.MonkeyPatch, calls: int, name: str = "repla
         done.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(rundir.os, name, dying)
+    monkeypatch.setattr(run_change.os, name, dying)
 
 
 def start(run: RunDir, mode: str) -> RunChange:
@@ -74,7 +76,7 @@ def test_an_overwrite_killed_while_setting_the_old_run_aside_is_put_back(tmp_pat
         write_new_run(run)
         raise Killed
     monkeypatch.undo()
-    run.recover()
+    recover(run)
     assert tree_digest(tmp_path) == before and not run.previous_dir.exists()
 
 
@@ -89,7 +91,7 @@ def test_an_undo_killed_on_its_way_is_finished_by_the_next_command(tmp_path, mon
         change.undo()
     except Killed:
         monkeypatch.undo()
-        run.recover()
+        recover(run)
     assert tree_digest(tmp_path) == before and not run.previous_dir.exists()
 
 
@@ -106,7 +108,7 @@ def test_a_set_up_killed_in_a_run_it_keeps_is_undone(tmp_path, mode):
         log.write("set-up lines\n")
     (run.path / "tokenizer" / "labels.json").write_text("{}")
     (run.path / "tensorboard").mkdir()
-    run.recover()
+    recover(run)
     assert tree_digest(tmp_path) == before and not run.previous_dir.exists()
 
 
@@ -115,7 +117,7 @@ def test_a_new_run_killed_after_its_first_checkpoint_is_kept(tmp_path):
     start(run, "overwrite")
     write_new_run(run, checkpoint=True)
     assert RunDir(tmp_path).started()
-    run.recover()
+    recover(run)
     assert (run.path / "checkpoints" / "last.pt").read_text() == "new weights"
     assert not run.previous_dir.exists() and not (run.path / "metrics.jsonl").exists()
 
@@ -124,17 +126,6 @@ def test_a_reader_is_told_that_the_run_is_being_replaced_until_it_has_a_checkpoi
     run = old_run(tmp_path)
     start(run, "overwrite")
     write_new_run(run)
-    with pytest.raises(rundir.RunDirError, match="is being replaced"):
+    with pytest.raises(RunDirError, match="is being replaced"):
         run.load_config()
     assert run.started()  # `s2s prepare` plans for the run that recovery puts back
-
-
-def test_a_lock_that_guarded_nothing_leaves_nothing_and_the_marker_as_it_was(tmp_path):
-    fresh = RunDir(tmp_path / "new" / "run")
-    with fresh.locked():
-        assert fresh.marker_file.read_text() == f"{os.getpid()}\n"
-    assert not fresh.path.exists()
-    run = old_run(tmp_path / "old")
-    with pytest.raises(Killed), run.locked():
-        raise Killed
-    assert run.marker_file.read_text() == "1234\n"
