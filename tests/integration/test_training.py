@@ -1,3 +1,4 @@
+import collections
 import errno
 import gzip
 import json
@@ -14,6 +15,7 @@ import pytest
 import torch
 import yaml
 
+from seq2seq import files
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.config import config_from_dict
 from seq2seq.data.parallel import ParallelData
@@ -23,8 +25,10 @@ from seq2seq.files import OutputError
 from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.plan import plan_training
 from seq2seq.training.precision import probe_step
-from seq2seq.training.trainer import Trainer
+from seq2seq.training.setup import claim, make_inputs
+from seq2seq.training.trainer import Trainer, train
 from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict, write_corpus
 from tests.helpers import run_cli
@@ -415,3 +419,23 @@ def test_every_step_overflowing_in_fp16_is_a_divergence(tmp_path):
     with pytest.raises(TrainingDiverged, match="overflowed in fp16"):
         trainer.fit()
     assert not (tmp_path / "run" / "checkpoints" / "last.pt").exists()
+
+
+def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
+    config = write_config(tmp_path, "run")
+    plan, valid = plan_training(config, ["train.max_steps=1", "train.valid_every=1"], "cpu", "new")
+    with claim(plan, DistInfo()) as claimed:
+        train(plan, make_inputs(claimed, valid, DistInfo()), DistInfo())
+    hashed: collections.Counter[str] = collections.Counter()
+
+    def counting(path: Path) -> str:
+        hashed[Path(path).name] += 1
+        return files.file_sha256(path)
+
+    for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
+        monkeypatch.setattr(f"{module}.file_sha256", counting)
+    plan, valid = plan_training(config, [], "cpu", "resume")
+    with claim(plan, DistInfo()) as claimed:
+        inputs = make_inputs(claimed, valid, DistInfo())
+    assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
+    assert hashed["spm.model"] == 1  # compared with last.pt's, then recorded: the same hash

@@ -371,3 +371,19 @@ def test_export_help_names_the_ct2_extra():
     # rich reads "[ct2]" as markup unless escaped, which printed "pip install 's2s'"
     result = run_cli("export", "--help")
     assert "'s2s[ct2]'" in result.output
+
+
+def test_prepare_verb_prints_statistics_and_training_reuses_its_arrays(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=2)), encoding="utf-8")
+    figure = tmp_path / "corpus.png"
+    result = run_cli("prepare", str(config), "--workers", "1", "--figure", str(figure))
+    assert result.exit_code == 0, result.output
+    assert figure.read_bytes().startswith(b"\x89PNG")
+    assert "400 pairs read, 398 kept" in result.output and "tokens per pair" in result.output
+    ids_file = tmp_path / "run" / "prepared" / "train" / "train.src.ids"
+    made = ids_file.stat().st_ino
+    result = run_cli("train", str(config))
+    assert result.exit_code == 0, result.output
+    assert ids_file.stat().st_ino == made
+    assert "reusing prepared corpus train" in (tmp_path / "run" / "train.log").read_text()

@@ -12,11 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
-from typer.testing import CliRunner
 
 from seq2seq.batching import token_batches
-from seq2seq.cli import app
 from seq2seq.config import Config, config_from_dict
 from seq2seq.data import encode
 from seq2seq.data import prepared as prepare
@@ -256,19 +253,3 @@ def test_the_tokenizer_sample_is_seeded_uniform_and_bounded_in_memory(tmp_path):
     positions = sorted(int(line.split()[1]) for line in sample)
     assert positions[0] < 25_000 and positions[-1] > 225_000  # drawn from the whole file, not its head
     assert sample_lines(sides, 10**6, seed=1) == lines  # all of them, in order, when few
-
-
-def test_prepare_verb_prints_statistics_and_training_reuses_its_arrays(tmp_path):
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=2)), encoding="utf-8")
-    figure = tmp_path / "corpus.png"
-    result = CliRunner().invoke(app, ["prepare", str(config), "--workers", "1", "--figure", str(figure)])
-    assert result.exit_code == 0, result.output
-    assert figure.read_bytes().startswith(b"\x89PNG")
-    assert "400 pairs read, 398 kept" in result.output and "tokens per pair" in result.output
-    ids_file = tmp_path / "run" / "prepared" / "train" / "train.src.ids"
-    made = ids_file.stat().st_ino
-    result = CliRunner().invoke(app, ["train", str(config)])
-    assert result.exit_code == 0, result.output
-    assert ids_file.stat().st_ino == made
-    assert "reusing prepared corpus train" in (tmp_path / "run" / "train.log").read_text()

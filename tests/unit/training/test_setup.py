@@ -14,7 +14,6 @@ from seq2seq.training import setup
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.plan import plan_preparation, plan_training, run_mode
 from seq2seq.training.setup import claim, make_inputs
-from seq2seq.training.trainer import train
 from tests.conftest import tiny_config_dict
 
 
@@ -77,26 +76,6 @@ def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
     assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
     assert len(inputs.valid[0].src_lines) == 20
     assert hashed == {"train.src": 1, "train.tgt": 1, "valid.src": 1, "valid.tgt": 1, "spm.model": 1}
-
-
-def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
-    config, _ = write_config(tmp_path)
-    plan, valid = plan_training(config, ["train.max_steps=1", "train.valid_every=1"], "cpu", "new")
-    with claim(plan, DistInfo()) as claimed:
-        train(plan, make_inputs(claimed, valid, DistInfo()), DistInfo())
-    hashed: collections.Counter[str] = collections.Counter()
-
-    def counting(path: Path) -> str:
-        hashed[Path(path).name] += 1
-        return files.file_sha256(path)
-
-    for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
-        monkeypatch.setattr(f"{module}.file_sha256", counting)
-    plan, valid = plan_training(config, [], "cpu", "resume")
-    with claim(plan, DistInfo()) as claimed:
-        inputs = make_inputs(claimed, valid, DistInfo())
-    assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
-    assert hashed["spm.model"] == 1  # compared with last.pt's, then recorded: the same hash
 
 
 def test_overwrite_removes_the_old_run_only_after_the_claim_checks(tmp_path, monkeypatch):
