@@ -11,9 +11,9 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import torch
 import typer
@@ -22,18 +22,10 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
-from seq2seq.data.compression import open_binary
 from seq2seq.data.encode import SAMPLE_KEEP
-from seq2seq.errors import DataError, Seq2SeqError
+from seq2seq.errors import Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
 from seq2seq.rundir import RunDir
-
-if TYPE_CHECKING:
-    from seq2seq.ct2.engine import CT2Translator
-    from seq2seq.data.textio import LinesInStep
-    from seq2seq.translate.options import DecodeOptions, DecodeOverrides
-    from seq2seq.translate.placement import Placement
-    from seq2seq.translate.translator import Translator
 
 app = typer.Typer(
     add_completion=False,
@@ -230,112 +222,22 @@ def translate(
 
     From a file into a file, the output is built in OUTPUT.partial, and a run that was interrupted
     continues where it stopped when the same command is given again."""
-    from seq2seq.translate import resume
+    from seq2seq.commands.translate import TranslateJob
+    from seq2seq.commands.translate import translate as run_translate
     from seq2seq.translate.options import DecodeOverrides
-    from seq2seq.translate.pivot import Pivoted
     from seq2seq.translate.placement import Placement
-    from seq2seq.translate.streams import check_std_streams, translate_stream
-    from seq2seq.translate.translator import file_stamps
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
-        check_std_streams(input, output)
         asked = DecodeOverrides(
             beam, nbest, length_penalty, length_norm, max_len_a, max_len_b, min_len, no_repeat_ngram,
             sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()),
         )  # fmt: skip
-        outputs = {"-o/--output": output}
-        resumes = resume.resumable(input, output)
-        if restart and not resumes:
-            raise Seq2SeqError(
-                "--restart begins again an output that -i FILE -o FILE was building; there is none "
-                "here (standard input or output): leave it out"
-            )
-        if resumes:  # what an interrupted run leaves is written too
-            outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output))
-        if resumes and not restart and engine == "s2s" and precision == "auto" and quantize is None:
-            assert output is not None
-            precision = resume.recorded_precision(output) or precision  # not timed again halfway
         placement = Placement(device, precision, quantize)
-        prefixes = prefix_lines(prefix, input, outputs)
-        translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
-        translator.start_sources(to, tag)
-        if prefixes is not None and translator.task != "translate":
-            raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
-        lines = Pivoted(translator, pivot) if pivot else translator  # what turns source lines into output
-        with_scores = scores or nbest > 1
-        if resumes:
-            assert input is not None and output is not None
-            settings = resume.command_settings(
-                run_dir,
-                engine,
-                translator.identity(),
-                options,
-                to=translator.starts.to or None,  # None: as a record made before --to existed
-                tag=tag,
-                keep_unk=keep_unk,
-                scores=with_scores,
-                prefix=file_stamps([prefix]) if prefix else None,  # None: as before --prefix
-                pivot=pivot or None,  # None: as before --pivot
-            )
-            with tqdm(unit=" lines", file=sys.stderr) as bar:
-                resume.translate_file(
-                    lines, options, input, output, settings, keep_unk, with_scores, restart, bar.update,
-                    prefixes,
-                )  # fmt: skip
-            return
-        with contextlib.ExitStack() as stack:
-            source = stack.enter_context(open_binary(input)) if input else sys.stdin.buffer
-            # lines are written as they are decoded, to a temporary file renamed over OUTPUT at the end
-            sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
-            bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
-            translate_stream(
-                lines, options, source, str(input or "stdin"), sink, keep_unk, with_scores, bar.update,
-                prefixes,
-            )  # fmt: skip
-
-
-def prefix_lines(
-    prefix: Path | None, input: Path | None, outputs: Mapping[str, Path | None]
-) -> LinesInStep | None:
-    """`--prefix FILE` read in step with the input, once no output is known to replace it and, for an
-    input file, once both are known to have as many lines (a refused command writes nothing)."""
-    from seq2seq.data.textio import LinesInStep, count_lines
-
-    if prefix is None:
-        return None
-    check_outputs(outputs, {"--prefix": prefix})
-    if input is not None and (lines := count_lines(prefix)) != (expected := count_lines(input)):
-        raise DataError(
-            f"--prefix {prefix} has {lines} lines and {input} {expected}: give one for each input line"
+        job = TranslateJob(
+            run_dir, asked, placement, engine, scores, keep_unk, tag, to, pivot, prefix, restart
         )
-    return LinesInStep(prefix, "--prefix")
-
-
-def load_translator(
-    run_dir: Path,
-    engine: str,
-    asked: DecodeOverrides,
-    placement: Placement,
-    input: Path | None,
-    outputs: Mapping[str, Path | None],
-) -> tuple[Translator | CT2Translator, DecodeOptions]:
-    """The translator of `engine` for RUN_DIR and the options asked of it, once no output is known to
-    replace an input."""
-    from seq2seq.translate.streams import load_run_translator
-
-    if engine == "ctranslate2":
-        from seq2seq.ct2.engine import CT2Translator
-
-        if asked.checkpoints:
-            raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
-        # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-        check_outputs(outputs, {"-i/--input": input, "the export": run_dir})
-        translator = CT2Translator.load(run_dir, placement)
-        return translator, translator.options(asked)
-    if engine != "s2s":
-        raise Seq2SeqError(f"--engine {engine!r}: choose s2s or ctranslate2")
-    return load_run_translator(run_dir, asked, placement, input, outputs)
+        run_translate(job, input, output)
 
 
 @app.command()
@@ -555,6 +457,7 @@ def serve(
 ) -> None:
     """Serve RUN_DIR (or a CTranslate2 export, --engine ctranslate2) over HTTP: a JSON API and a page
     at /, batching concurrent requests together."""
+    from seq2seq.commands.engines import load_translator
     from seq2seq.serve.server import check_available, listen, url
     from seq2seq.serve.server import run as run_server
     from seq2seq.translate.options import DecodeOverrides
