@@ -104,14 +104,17 @@ def train(
     device: Annotated[str | None, Option(help="auto, cpu, cuda or cuda:N (overrides train.device).")] = None,
 ) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
-    from seq2seq.training.distributed import init_distributed, shutdown
+    from seq2seq.training.distributed import init_distributed, shutdown, torchrun_info
     from seq2seq.training.plan import plan_training, run_mode
     from seq2seq.training.setup import claim, prepare_inputs, prepare_tokenizers_only
     from seq2seq.training.trainer import train as run_training
 
     with user_errors(), contextlib.ExitStack() as stack:
-        plan, valid = plan_training(config, overrides or [], device, run_mode(resume, overwrite))
-        info = init_distributed(plan.cfg.train.device)
+        info = torchrun_info()
+        plan, valid, train_device = plan_training(
+            config, overrides or [], device, run_mode(resume, overwrite), info
+        )
+        init_distributed(info, train_device)
         stack.callback(shutdown, info)
         setup_logging(logging.INFO if info.is_main else logging.WARNING)
         if not info.is_main:  # tqdm's logging redirect copies handlers without their levels
@@ -127,7 +130,7 @@ def train(
             return
         inputs = prepare_inputs(claimed, valid, info)
         with logging_redirect_tqdm([log]):
-            progress, interrupted = run_training(plan, inputs, info)
+            progress, interrupted = run_training(plan, inputs, info, train_device)
         if interrupted:
             raise typer.Exit(130)
         log.info(

@@ -32,6 +32,8 @@ from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, make_model, tiny_config_dict, write_corpus
 from tests.helpers import run_cli
 
+CPU = torch.device("cpu")
+
 
 def write_config(tmp_path: Path, name: str, **train: object) -> Path:
     raw = tiny_config_dict(tmp_path, **train)
@@ -63,7 +65,7 @@ def test_tiny_model_overfits_a_tiny_batch(tmp_path):
     )
     batch = data.batch([0, 1])
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     losses = [float(trainer.train_step([batch])) / batch.num_tgt_tokens for _ in range(150)]
     assert losses[-1] < 0.05 * losses[0]
@@ -77,7 +79,7 @@ def test_checkpoints_record_the_tokenizer_checksums_the_trainer_is_given(tmp_pat
     (tmp_path / "run").mkdir()
     sums = {"spm.model": "0" * 64}  # the run's inputs.json is never read: the setup path hands them over
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, sums, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, sums, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     trainer.fit()
     assert load_checkpoint(RunDir(tmp_path / "run").checkpoint_path("last"))["tokenizer_sha256"] == sums
@@ -419,7 +421,7 @@ def test_the_precision_probe_leaves_no_trace(tmp_path):
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     rng = torch.get_rng_state()
     weights = {k: v.clone() for k, v in model.state_dict().items()}
@@ -443,7 +445,7 @@ def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], where: str = "loss"
     )
     (tmp_path / "run").mkdir()
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     trainer.state.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, enabled=True)
     objective = trainer.net
