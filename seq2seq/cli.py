@@ -11,29 +11,19 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import torch
 import typer
-from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
-from seq2seq.data.compression import open_binary
 from seq2seq.data.encode import SAMPLE_KEEP
-from seq2seq.errors import DataError, Seq2SeqError
-from seq2seq.files import atomic_output, check_outputs
+from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
-
-if TYPE_CHECKING:
-    from seq2seq.ct2.engine import CT2Translator
-    from seq2seq.data.textio import LinesInStep
-    from seq2seq.translate.options import DecodeOptions, DecodeOverrides
-    from seq2seq.translate.placement import Placement
-    from seq2seq.translate.translator import Translator
 
 app = typer.Typer(
     add_completion=False,
@@ -114,14 +104,17 @@ def train(
     device: Annotated[str | None, Option(help="auto, cpu, cuda or cuda:N (overrides train.device).")] = None,
 ) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
-    from seq2seq.training.distributed import init_distributed, shutdown
+    from seq2seq.training.distributed import init_distributed, shutdown, torchrun_info
     from seq2seq.training.plan import plan_training, run_mode
     from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
     from seq2seq.training.trainer import train as run_training
 
     with user_errors(), contextlib.ExitStack() as stack:
-        plan, valid = plan_training(config, overrides or [], device, run_mode(resume, overwrite))
-        info = init_distributed(plan.cfg.train.device)
+        info = torchrun_info()
+        plan, valid, train_device = plan_training(
+            config, overrides or [], device, run_mode(resume, overwrite), info
+        )
+        init_distributed(info, train_device)
         stack.callback(shutdown, info)
         setup_logging(logging.INFO if info.is_main else logging.WARNING)
         if not info.is_main:  # tqdm's logging redirect copies handlers without their levels
@@ -137,7 +130,7 @@ def train(
             return
         inputs = make_inputs(claimed, valid, info)
         with logging_redirect_tqdm([log]):
-            progress, interrupted = run_training(plan, inputs, info)
+            progress, interrupted = run_training(plan, inputs, info, train_device)
         if interrupted:
             raise typer.Exit(130)
         log.info(
@@ -230,170 +223,44 @@ def translate(
 
     From a file into a file, the output is built in OUTPUT.partial, and a run that was interrupted
     continues where it stopped when the same command is given again."""
-    from seq2seq.translate import resume
+    from seq2seq.commands.translate import TranslateJob
+    from seq2seq.commands.translate import translate as run_translate
     from seq2seq.translate.options import DecodeOverrides
-    from seq2seq.translate.pivot import Pivoted
     from seq2seq.translate.placement import Placement
-    from seq2seq.translate.streams import check_std_streams, translate_stream
-    from seq2seq.translate.translator import file_stamps
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
-        check_std_streams(input, output)
         asked = DecodeOverrides(
             beam, nbest, length_penalty, length_norm, max_len_a, max_len_b, min_len, no_repeat_ngram,
             sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()),
         )  # fmt: skip
-        outputs = {"-o/--output": output}
-        resumes = resume.resumable(input, output)
-        if restart and not resumes:
-            raise Seq2SeqError(
-                "--restart begins again an output that -i FILE -o FILE was building; there is none "
-                "here (standard input or output): leave it out"
-            )
-        if resumes:  # what an interrupted run leaves is written too
-            outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output))
-        if resumes and not restart and engine == "s2s" and precision == "auto" and quantize is None:
-            assert output is not None
-            precision = resume.recorded_precision(output) or precision  # not timed again halfway
         placement = Placement(device, precision, quantize)
-        prefixes = prefix_lines(prefix, input, outputs)
-        translator, options = load_translator(run_dir, engine, asked, placement, input, outputs)
-        translator.use_source_tokens(to, tag)
-        if prefixes is not None and translator.task != "translate":
-            raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
-        lines = Pivoted(translator, pivot) if pivot else translator  # what turns source lines into output
-        with_scores = scores or nbest > 1
-        if resumes:
-            assert input is not None and output is not None
-            settings = resume.command_settings(
-                run_dir,
-                engine,
-                translator.identity(),
-                options,
-                to=translator.source_tokens.to or None,  # None: as a record made before --to existed
-                tag=tag,
-                keep_unk=keep_unk,
-                scores=with_scores,
-                prefix=file_stamps([prefix]) if prefix else None,  # None: as before --prefix
-                pivot=pivot or None,  # None: as before --pivot
-            )
-            with tqdm(unit=" lines", file=sys.stderr) as bar:
-                resume.translate_file(
-                    lines, options, input, output, settings, keep_unk, with_scores, restart, bar.update,
-                    prefixes,
-                )  # fmt: skip
-            return
-        with contextlib.ExitStack() as stack:
-            source = stack.enter_context(open_binary(input)) if input else sys.stdin.buffer
-            # lines are written as they are decoded, to a temporary file renamed over OUTPUT at the end
-            sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
-            bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
-            translate_stream(
-                lines, options, source, str(input or "stdin"), sink, keep_unk, with_scores, bar.update,
-                prefixes,
-            )  # fmt: skip
-
-
-def prefix_lines(
-    prefix: Path | None, input: Path | None, outputs: Mapping[str, Path | None]
-) -> LinesInStep | None:
-    """`--prefix FILE` read in step with the input, once no output is known to replace it and, for an
-    input file, once both are known to have as many lines (a refused command writes nothing)."""
-    from seq2seq.data.textio import LinesInStep, count_lines
-
-    if prefix is None:
-        return None
-    check_outputs(outputs, {"--prefix": prefix})
-    if input is not None and (lines := count_lines(prefix)) != (expected := count_lines(input)):
-        raise DataError(
-            f"--prefix {prefix} has {lines} lines and {input} {expected}: give one for each input line"
+        job = TranslateJob(
+            run_dir, asked, placement, engine, scores, keep_unk, tag, to, pivot, prefix, restart
         )
-    return LinesInStep(prefix, "--prefix")
-
-
-def load_translator(
-    run_dir: Path,
-    engine: str,
-    asked: DecodeOverrides,
-    placement: Placement,
-    input: Path | None,
-    outputs: Mapping[str, Path | None],
-) -> tuple[Translator | CT2Translator, DecodeOptions]:
-    """The translator of `engine` for RUN_DIR and the options asked of it, once no output is known to
-    replace an input."""
-    from seq2seq.translate.streams import load_run_translator
-
-    if engine == "ctranslate2":
-        from seq2seq.ct2.engine import CT2Translator
-
-        if asked.checkpoints:
-            raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
-        # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-        check_outputs(outputs, {"-i/--input": input, "the export": run_dir})
-        translator = CT2Translator.load(run_dir, placement)
-        return translator, translator.options(asked)
-    if engine != "s2s":
-        raise Seq2SeqError(f"--engine {engine!r}: choose s2s or ctranslate2")
-    return load_run_translator(run_dir, asked, placement, input, outputs)
+        run_translate(job, input, output)
 
 
 @app.command()
 def export(
     run_dir: opt.RunDirArg,
-    out_dir: Annotated[Path, Argument(help="New (or empty) directory for the exported model.")],
-    to: Annotated[str, Option(help="The format to export to: ctranslate2 or huggingface.")] = "ctranslate2",
-    checkpoint: Annotated[str, Option(help="best, last, a name in checkpoints/, or a path.")] = "best",
-    quantize: Annotated[
-        str | None,
-        Option(help="ctranslate2: store the weights as int8, int8_float32, int16, float16 or bfloat16."),
-    ] = None,
-    full_range_int8: Annotated[
-        bool,
-        Option(
-            "--full-range-int8",
-            help="int8 weights in 8 bits, not 7: only for CPUs with AVX-512 VNNI or AMX, ARM or a GPU "
-            "(on an AVX2-only CPU, full-range int8 products overflow).",
-        ),
-    ] = False,
-    shortlist: Annotated[
-        int,
-        Option(
-            help="ctranslate2: a lexical shortlist of this many target pieces per source piece, counted "
-            "from the run's training pairs; CTranslate2 then scores only a batch's candidates (0: none).",
-            min=0,
-        ),
-    ] = 0,
-    shortlist_common: Annotated[
-        int, Option(help="With --shortlist: the most frequent target pieces, always scored.", min=0)
-    ] = 100,
+    out_dir: opt.ExportDir,
+    to: opt.ExportTo = "ctranslate2",
+    checkpoint: opt.ExportCheckpoint = "best",
+    quantize: opt.ExportQuantize = None,
+    full_range_int8: opt.FullRangeInt8 = False,
+    shortlist: opt.Shortlist = 0,
+    shortlist_common: opt.ShortlistCommon = 100,
     verbose: opt.Verbose = False,
 ) -> None:
     """Export a run to CTranslate2 (pip install 's2s\\[ct2]') or Hugging Face transformers ('s2s\\[hf]')."""
-    from seq2seq.ct2.export import QUANTIZATIONS, ShortlistSize, export_ctranslate2, is_int8
-    from seq2seq.hf.export import export_huggingface
-    from seq2seq.translate.translator import run_inputs
+    from seq2seq.commands.export import ExportJob
+    from seq2seq.commands.export import export as run_export
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
-        if to not in ("ctranslate2", "huggingface"):
-            raise Seq2SeqError(f"--to {to!r}: s2s exports to ctranslate2 or huggingface")
-        if quantize is not None and to != "ctranslate2":
-            raise Seq2SeqError("--quantize is for --to ctranslate2; a Hugging Face export holds fp32 weights")
-        if shortlist and to != "ctranslate2":
-            raise Seq2SeqError("--shortlist is for --to ctranslate2 (CTranslate2's vocabulary map)")
-        if quantize is not None and quantize not in QUANTIZATIONS:
-            raise Seq2SeqError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
-        check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [checkpoint]))
-        if to == "huggingface":
-            export_huggingface(run_dir, checkpoint, out_dir)
-            print(f"exported to {out_dir}; load it with transformers' AutoModelForSeq2SeqLM.from_pretrained")
-            return
-        if full_range_int8 and not is_int8(quantize):
-            raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
-        size = ShortlistSize(shortlist, shortlist_common) if shortlist else None
-        export_ctranslate2(run_dir, checkpoint, out_dir, quantize, full_range_int8, size)
-        print(f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2")
+        job = ExportJob(to, checkpoint, quantize, full_range_int8, shortlist, shortlist_common)
+        print(run_export(run_dir, out_dir, job))
 
 
 @app.command()
@@ -477,29 +344,16 @@ def score(
     """The model's log-probability of each (source, target) pair: one line out per pair in,
     `total<TAB>per token`; with --reverse, `dual cross-entropy<TAB>H_fwd<TAB>H_rev` (filtering);
     with --nbest, `translate --nbest` lines re-ranked by it."""
+    from seq2seq.commands.score import ScoreJob
+    from seq2seq.commands.score import score as run_score
     from seq2seq.translate.placement import Placement
-    from seq2seq.translate.scoring import check_score_files, load_scorer, score_stream
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
-        if (tgt is None) == (nbest is None):
-            raise Seq2SeqError(
-                "give the targets to score as --tgt FILE, or n-best lists to re-rank as --nbest FILE"
-            )
-        if tokens and (reverse is not None or nbest is not None):
-            raise Seq2SeqError(
-                "--tokens prints one direction's token scores of --tgt: leave out --reverse/--nbest"
-            )
+        placement = Placement(device, precision, None)
         checkpoints = tuple(checkpoint or ())
-        files = {"--src": src, "--tgt": tgt} if tgt is not None else {"--src": src, "--nbest": nbest}
-        pairs = check_score_files(run_dir, reverse, checkpoints, files, output)  # type: ignore[arg-type]
-        scorer = load_scorer(
-            run_dir, reverse, checkpoints, Placement(device, precision, None), max_tokens, tag
-        )
-        with contextlib.ExitStack() as stack:
-            sink = stack.enter_context(atomic_output(output)) if output else sys.stdout
-            bar = stack.enter_context(tqdm(disable=output is None, unit=" pairs", file=sys.stderr))
-            score_stream(scorer, pairs, nbest is not None, tokens, sink, bar.update)
+        job = ScoreJob(run_dir, src, tgt, nbest, reverse, tokens, tag, max_tokens, checkpoints, placement)
+        run_score(job, output)
 
 
 @app.command()
@@ -555,15 +409,16 @@ def serve(
 ) -> None:
     """Serve RUN_DIR (or a CTranslate2 export, --engine ctranslate2) over HTTP: a JSON API and a page
     at /, batching concurrent requests together."""
-    from seq2seq.serve.server import check_available, listen, url
-    from seq2seq.serve.server import run as run_server
+    from seq2seq.serve.server import check_available
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
 
     setup_logging(logging.INFO)
     with user_errors():
-        check_available()
-        from seq2seq.serve.app import ServerSettings, create_app
+        check_available()  # before the server packages are imported
+        from seq2seq.commands.serve import ServeJob
+        from seq2seq.commands.serve import serve as run_serve
+        from seq2seq.serve.app import ServerSettings
         from seq2seq.serve.limits import Limits
 
         asked = DecodeOverrides(
@@ -571,18 +426,11 @@ def serve(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        placement = Placement(device, precision, quantize)
-        if threads:
-            torch.set_num_threads(threads)  # before loading: CTranslate2 takes its threads then
-        translator, _ = load_translator(run_dir, engine, asked, placement, input=None, outputs={})
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)
         origins = tuple(cors_origin or ())
         settings = ServerSettings(asked, batch_window_ms / 1000, limits, origins, to, engine, batching)
-        application = create_app(translator, settings, run_dir.resolve().name, decode_thread=False)
-        sock = listen(host, port)
-        log.info("serving %s on %s (Ctrl-C stops)", run_dir, url(sock))
-        run_server(application, sock, verbose, limits.timeout_s)
-        log.info("stopped")
+        placement = Placement(device, precision, quantize)
+        run_serve(ServeJob(run_dir, settings, placement, threads), host, port, verbose)
 
 
 def main() -> None:

@@ -92,6 +92,34 @@ Engine = Annotated[
     str, Option(help="s2s (PyTorch), or ctranslate2: RUN_DIR is then a directory made by `s2s export`.")
 ]
 
+# `s2s export`
+ExportDir = Annotated[Path, Argument(help="New (or empty) directory for the exported model.")]
+ExportTo = Annotated[str, Option(help="The format to export to: ctranslate2 or huggingface.")]
+ExportCheckpoint = Annotated[str, Option(help="best, last, a name in checkpoints/, or a path.")]
+ExportQuantize = Annotated[
+    str | None,
+    Option(help="ctranslate2: store the weights as int8, int8_float32, int16, float16 or bfloat16."),
+]
+FullRangeInt8 = Annotated[
+    bool,
+    Option(
+        "--full-range-int8",
+        help="int8 weights in 8 bits, not 7: only for CPUs with AVX-512 VNNI or AMX, ARM or a GPU "
+        "(on an AVX2-only CPU, full-range int8 products overflow).",
+    ),
+]
+Shortlist = Annotated[
+    int,
+    Option(
+        help="ctranslate2: a lexical shortlist of this many target pieces per source piece, counted "
+        "from the run's training pairs; CTranslate2 then scores only a batch's candidates (0: none).",
+        min=0,
+    ),
+]
+ShortlistCommon = Annotated[
+    int, Option(help="With --shortlist: the most frequent target pieces, always scored.", min=0)
+]
+
 # `s2s evaluate`
 EvalRunDir = Annotated[
     Path | None,

@@ -186,7 +186,9 @@ def time_steps(trainer: Trainer, batches: list[Batch], warmup: int) -> float:
     return time.perf_counter() - start
 
 
-def make_trainer(cfg: Config, model: nn.Module, tokenizers: TokenizerPair, device: str, run: Path) -> Trainer:
+def make_trainer(
+    cfg: Config, model: nn.Module, tokenizers: TokenizerPair, device: torch.device, run: Path
+) -> Trainer:
     """A trainer for `model` with no data of its own: only its `train_step` is used."""
     no_valid = ValidSet(ParallelData.from_lists([], []), [], [])
     return Trainer(
@@ -210,7 +212,7 @@ def bench_model(cfg: Config, name: str, impl: str, batches: list[Batch], setup: 
     vocab = (setup.tokenizers.src.vocab_size, setup.tokenizers.tgt.vocab_size)
     torch.manual_seed(cfg.train.seed)
     model = build_model(cfg.model, *vocab) if impl == "s2s" else ReferenceTransformer(cfg.model, *vocab)
-    trainer = make_trainer(cfg, model, setup.tokenizers, str(setup.device), setup.scratch)
+    trainer = make_trainer(cfg, model, setup.tokenizers, setup.device, setup.scratch)
     seconds = time_steps(trainer, batches, setup.warmup)
     timed = batches[setup.warmup :]
     src = sum(b.num_src_tokens for b in timed)

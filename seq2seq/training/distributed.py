@@ -48,25 +48,36 @@ class DistInfo:
         return self.world > 1
 
 
-def init_distributed(device_name: str) -> DistInfo:
-    """Join the process group that `torchrun` describes in the environment; a no-op for one process.
-
-    NCCL on GPUs, gloo on the CPU, and the gloo group for the host's bookkeeping. Each process uses
-    the GPU of its local rank. An explicit `cuda:N` is refused on every rank alike, before any group
-    forms (every rank would take GPU N).
-    """
-    global _host_group
+def torchrun_info() -> DistInfo:
+    """Who this process is among those `torchrun` started, as its environment says; one process
+    started alone is rank 0 of 1."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return DistInfo()
-    info = DistInfo(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
-    device = resolve_device(local_device_name(device_name, info))  # refused before anything waits
+    return DistInfo(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def training_device(device_name: str, info: DistInfo) -> torch.device:
+    """The device this process trains on: `device_name` (train.device), under torchrun the GPU of its
+    local rank (`local_device_name`). Resolved once, where the command starts, before any group
+    forms: a device torchrun cannot use is refused on every rank alike."""
+    return resolve_device(local_device_name(device_name, info))
+
+
+def init_distributed(info: DistInfo, device: torch.device) -> None:
+    """Join the process group that `torchrun` describes; a no-op for one process.
+
+    NCCL on GPUs, gloo on the CPU, and the gloo group for the host's bookkeeping. Each process uses
+    `device`, the GPU of its local rank (`training_device`).
+    """
+    global _host_group
+    if not info.enabled:
+        return
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=COLLECTIVE_TIMEOUT)
     _host_group = dist.new_group(backend="gloo", timeout=HOST_TIMEOUT)
-    return info
 
 
 def local_device_name(device_name: str, info: DistInfo) -> str:

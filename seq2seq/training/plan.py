@@ -11,14 +11,17 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from seq2seq.checkpoint import InitSource, check_can_init, init_source
 from seq2seq.config import Config, check_data_files, load_config
 from seq2seq.data.corpora import check_aligned
 from seq2seq.data.parallel import read_parallel
-from seq2seq.device import autocast_dtype, resolve_device
+from seq2seq.device import autocast_dtype
 from seq2seq.errors import RunDirError
 from seq2seq.run.change import Mode
 from seq2seq.run.layout import RunDir
+from seq2seq.training.distributed import DistInfo, training_device
 from seq2seq.training.shrink import LAYER_COUNTS, chosen_layers
 from seq2seq.training.tensorboard_log import check_available as check_tensorboard
 
@@ -54,16 +57,18 @@ def run_mode(resume: bool, overwrite: bool) -> Mode:
 
 
 def plan_training(
-    config_file: Path, overrides: list[str], device: str | None, mode: Mode
-) -> tuple[RunPlan, list[ValidText]]:
-    """`s2s train`'s plan and its validation sets' text; `device` overrides train.device.
+    config_file: Path, overrides: list[str], device: str | None, mode: Mode, info: DistInfo
+) -> tuple[RunPlan, list[ValidText], torch.device]:
+    """`s2s train`'s plan, its validation sets' text, and the device this process trains on (`device`
+    overrides train.device; under torchrun, the GPU of `info`'s local rank), resolved here once.
 
     Fails now, not after the tokenizer or an hour of training: a device or precision this machine
     lacks, tensorboard missing, training files that do not align, unreadable validation files, a
     fine-tuning source that does not fit the config.
     """
     cfg = checked_config(config_file, [*overrides, *([f"train.device={device}"] if device else [])])
-    autocast_dtype(resolve_device(cfg.train.device), cfg.train.precision)
+    train_device = training_device(cfg.train.device, info)
+    autocast_dtype(train_device, cfg.train.precision)
     if cfg.train.tensorboard:
         check_tensorboard()
     check_aligned(cfg.data.training_corpora())
@@ -71,7 +76,7 @@ def plan_training(
         ValidText(v.src, v.tgt, *read_parallel(v.src, v.tgt), v.direction, v.tgt_lang)
         for v in cfg.data.validation_sets()
     ]
-    return _plan(cfg, config_file, mode), valid
+    return _plan(cfg, config_file, mode), valid, train_device
 
 
 def plan_preparation(config_file: Path, overrides: list[str], overwrite: bool = False) -> RunPlan:

@@ -25,7 +25,7 @@ from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData
 from seq2seq.data.prepared import corpus_mixture, load_prepared, read_manifests
 from seq2seq.data.tokenizer import TokenizerPair
-from seq2seq.device import autocast, autocast_dtype, prefer_safe_attention_kernels, resolve_device
+from seq2seq.device import autocast, autocast_dtype, prefer_safe_attention_kernels
 from seq2seq.models.build import Model
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import (
@@ -36,7 +36,6 @@ from seq2seq.training.distributed import (
     barrier,
     broadcast_from_main,
     data_parallel,
-    local_device_name,
 )
 from seq2seq.training.divergence import check_finite
 from seq2seq.training.interrupt import StopRequest
@@ -71,13 +70,13 @@ class Trainer:
         train_data: ParallelData | JoinedCorpus,
         valid: list[ValidSet],
         info: DistInfo,
-        device_name: str,
+        device: torch.device,
         mixture: Mixture | None = None,
     ) -> None:
         """`tokenizer_sums`: the sha256 of each tokenizer file (`RunInputs`), recorded in each checkpoint;
-        `mixture`: what each epoch draws from the corpora of `train_data` (None: every pair once)."""
-        self.cfg, self.tcfg, self.run, self.info = cfg, cfg.train, run, info
-        self.device = resolve_device(device_name)
+        `device`: where this process trains (`training_device`); `mixture`: what each epoch draws from
+        the corpora of `train_data` (None: every pair once)."""
+        self.cfg, self.tcfg, self.run, self.info, self.device = cfg, cfg.train, run, info, device
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
         if self.device.type == "cuda":
             prefer_safe_attention_kernels()
@@ -315,8 +314,9 @@ class Trainer:
         log.info("resumed from step %d (epoch %d)", p.step, p.epoch)
 
 
-def train(plan: RunPlan, inputs: RunInputs, info: DistInfo) -> tuple[Progress, bool]:
-    """Build the model and train it on the prepared inputs; a `resume` plan continues from last.pt.
+def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device) -> tuple[Progress, bool]:
+    """Build the model and train it on the prepared inputs, on `device` (the plan's, `plan_training`);
+    a `resume` plan continues from last.pt.
 
     Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished.
     """
@@ -330,18 +330,9 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo) -> tuple[Progress, b
         describe(manifests, {c.name: c.weight for c in corpora}),
     )
     model = initial_model(cfg.model, cfg.train.seed, tokenizers, inputs.init)
-    device_name = local_device_name(cfg.train.device, info)
+    mixture = corpus_mixture(manifests, corpora, cfg.data.temperature)
     trainer = Trainer(
-        cfg,
-        run,
-        model,
-        tokenizers,
-        inputs.tokenizer_sums,
-        train_data,
-        inputs.valid,
-        info,
-        device_name,
-        corpus_mixture(manifests, corpora, cfg.data.temperature),
+        cfg, run, model, tokenizers, inputs.tokenizer_sums, train_data, inputs.valid, info, device, mixture
     )
     if plan.mode == "resume":
         trainer.resume()

@@ -26,13 +26,14 @@ from seq2seq.models.build import build_model
 from seq2seq.run.checks import data_checksums
 from seq2seq.run.layout import RunDir
 from seq2seq.training import distributed
-from seq2seq.training.distributed import DistInfo, any_rank, init_distributed, shutdown
+from seq2seq.training.distributed import DistInfo, any_rank, init_distributed, shutdown, torchrun_info
 from seq2seq.training.setup import shared_failure
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict
 
 WORLD = 2
+CPU = torch.device("cpu")
 
 
 def free_port() -> int:
@@ -46,7 +47,7 @@ def make_trainer(cfg: Config, info: DistInfo, tok_dir: Path) -> Trainer:
     toks = load_tokenizers(tok_dir, cfg.tokenizer.joint)
     data = load_prepared(prepared_corpus_dir(cfg), cfg.data.training_corpora())
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
-    return Trainer(cfg, RunDir(cfg.run_dir), model, toks, {}, data, [ValidSet(data, [], [])], info, "cpu")
+    return Trainer(cfg, RunDir(cfg.run_dir), model, toks, {}, data, [ValidSet(data, [], [])], info, CPU)
 
 
 def join_group(rank: int, port: int) -> None:
@@ -94,7 +95,8 @@ class CollectiveCount:
 
 def worker(rank: int, port: int, raw: dict, tok_dir: str, out: str, mode: str) -> None:
     join_group(rank, port)
-    info = init_distributed("cpu")
+    info = torchrun_info()
+    init_distributed(info, CPU)
     try:
         trainer = make_trainer(config_from_dict(raw), info, Path(tok_dir))
         result: dict = {}
@@ -163,7 +165,8 @@ def waiting_worker(rank: int, port: int, out: str, patient: bool) -> None:
     join_group(rank, port)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=4))  # torchrun's group, impatient
     distributed.COLLECTIVE_TIMEOUT = datetime.timedelta(seconds=4)
-    info = init_distributed("cpu")
+    info = torchrun_info()
+    init_distributed(info, CPU)
     outcome = "done"
     try:
         if info.is_main:

@@ -33,6 +33,8 @@ from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict, write_corpus
 from tests.helpers import run_cli
 
+CPU = torch.device("cpu")
+
 
 def write_config(tmp_path: Path, name: str, **train: object) -> Path:
     raw = tiny_config_dict(tmp_path, **train)
@@ -64,7 +66,7 @@ def test_tiny_model_overfits_a_tiny_batch(tmp_path):
     )
     batch = data.batch([0, 1])
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     losses = [float(trainer.train_step([batch])) / batch.num_tgt_tokens for _ in range(150)]
     assert losses[-1] < 0.05 * losses[0]
@@ -78,7 +80,7 @@ def test_checkpoints_record_the_tokenizer_checksums_the_trainer_is_given(tmp_pat
     (tmp_path / "run").mkdir()
     sums = {"spm.model": "0" * 64}  # the run's inputs.json is never read: the setup path hands them over
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, sums, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, sums, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     trainer.fit()
     assert load_checkpoint(RunDir(tmp_path / "run").checkpoint_path("last"))["tokenizer_sha256"] == sums
@@ -359,7 +361,7 @@ def test_the_precision_probe_leaves_no_trace(tmp_path):
     model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
     data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     rng = torch.get_rng_state()
     weights = {k: v.clone() for k, v in model.state_dict().items()}
@@ -383,7 +385,7 @@ def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], where: str = "loss"
     )
     (tmp_path / "run").mkdir()
     trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), "cpu"
+        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
     trainer.state.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, enabled=True)
     objective = trainer.net
@@ -423,9 +425,10 @@ def test_every_step_overflowing_in_fp16_is_a_divergence(tmp_path):
 
 def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
     config = write_config(tmp_path, "run")
-    plan, valid = plan_training(config, ["train.max_steps=1", "train.valid_every=1"], "cpu", "new")
+    quick = ["train.max_steps=1", "train.valid_every=1"]
+    plan, valid, device = plan_training(config, quick, "cpu", "new", DistInfo())
     with claim(plan, DistInfo()) as claimed:
-        train(plan, make_inputs(claimed, valid, DistInfo()), DistInfo())
+        train(plan, make_inputs(claimed, valid, DistInfo()), DistInfo(), device)
     hashed: collections.Counter[str] = collections.Counter()
 
     def counting(path: Path) -> str:
@@ -434,7 +437,7 @@ def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
 
     for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
         monkeypatch.setattr(f"{module}.file_sha256", counting)
-    plan, valid = plan_training(config, [], "cpu", "resume")
+    plan, valid, _ = plan_training(config, [], "cpu", "resume", DistInfo())
     with claim(plan, DistInfo()) as claimed:
         inputs = make_inputs(claimed, valid, DistInfo())
     assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]

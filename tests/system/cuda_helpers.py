@@ -30,7 +30,7 @@ from seq2seq.decoding.search import (
 from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD
-from seq2seq.training.distributed import DistInfo, init_distributed, local_device_name, shutdown
+from seq2seq.training.distributed import DistInfo, init_distributed, shutdown, torchrun_info, training_device
 from seq2seq.training.loss import TrainingLoss
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
@@ -185,7 +185,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def toy_trainer(cfg: Config, info: DistInfo, tok_dir: Path, device_name: str) -> Trainer:
+def toy_trainer(cfg: Config, info: DistInfo, tok_dir: Path, device: torch.device) -> Trainer:
     """A trainer of `cfg`'s model (weights from the seed: the same in every process) on its training
     corpus, tokenized with the tokenizers in `tok_dir`; no validation set."""
     tokenizers = load_tokenizers(tok_dir, cfg.tokenizer.joint)
@@ -194,7 +194,7 @@ def toy_trainer(cfg: Config, info: DistInfo, tok_dir: Path, device_name: str) ->
     torch.manual_seed(cfg.train.seed)
     model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
     valid = [ValidSet(data, [], [])]
-    return Trainer(cfg, RunDir(cfg.run_dir), model, tokenizers, {}, data, valid, info, device_name)
+    return Trainer(cfg, RunDir(cfg.run_dir), model, tokenizers, {}, data, valid, info, device)
 
 
 def step_gradients(trainer: Trainer, batches: list, total_tokens: int) -> dict[str, Tensor]:
@@ -230,11 +230,11 @@ def ddp_worker(
         LOCAL_RANK=str(rank),
     )
     torch.set_num_threads(1)
-    info = init_distributed(device_name)
+    info = torchrun_info()
+    device = training_device(device_name, info)
+    init_distributed(info, device)
     try:
-        trainer = toy_trainer(
-            config_from_dict(raw), info, Path(tok_dir), local_device_name(device_name, info)
-        )
+        trainer = toy_trainer(config_from_dict(raw), info, Path(tok_dir), device)
         batches = [trainer.data.batch(r) for r in rows]
         grads = step_gradients(trainer, [batches[rank]], sum(b.num_tgt_tokens for b in batches))
         weights = {name: value.cpu() for name, value in trainer.model.state_dict().items()}

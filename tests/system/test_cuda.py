@@ -502,7 +502,7 @@ def test_one_nccl_ddp_step_equals_one_step_on_the_union_of_the_batches(tmp_path)
         ddp_worker, args=(free_port(), raw, str(tok_dir), rows, str(tmp_path), "cuda"), nprocs=2, join=True
     )
     ranks = [torch.load(tmp_path / f"rank{rank}.pt", weights_only=True) for rank in range(2)]
-    single = toy_trainer(cfg, DistInfo(), tok_dir, "cuda:0")
+    single = toy_trainer(cfg, DistInfo(), tok_dir, torch.device("cuda:0"))
     batches = [single.data.batch(r) for r in rows]
     grads = step_gradients(single, batches, sum(b.num_tgt_tokens for b in batches))
     weights = {name: value.cpu() for name, value in single.model.state_dict().items()}

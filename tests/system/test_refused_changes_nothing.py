@@ -172,7 +172,7 @@ from seq2seq.training.distributed import DistInfo
 from seq2seq.training.plan import plan_training
 from seq2seq.training.setup import claim
 
-plan, _ = plan_training(Path(sys.argv[1]), [], "cpu", "overwrite")
+plan, _, _ = plan_training(Path(sys.argv[1]), [], "cpu", "overwrite", DistInfo())
 with claim(plan, DistInfo()):
     os._exit(9)  # as kill -9 would: the old run set aside, the new config written, nothing undone
 """

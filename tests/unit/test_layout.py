@@ -14,6 +14,7 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
     serve       the HTTP server                             (beside ct2 and hf)
     ct2         CTranslate2 export and engine
     hf          the Hugging Face transformers export
+    commands    each command's work, callable without the command line (engines, translate, ...)
     cli         the command line (cli, cli_options), and `python -m seq2seq`
 """
 
@@ -38,6 +39,7 @@ LEVELS: list[set[str]] = [
     {"training", "translate"},
     {"evaluation"},
     {"serve", "ct2", "hf"},
+    {"commands"},
     {"cli", "cli_options", "__main__"},
 ]
 # top-level modules on one level that lean on each other

@@ -8,7 +8,7 @@ import torch.distributed as dist
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.training import distributed
-from seq2seq.training.distributed import DistInfo, init_distributed, local_device_name
+from seq2seq.training.distributed import DistInfo, local_device_name, torchrun_info, training_device
 
 RANK_3 = DistInfo(rank=3, world=4, local_rank=3)
 
@@ -50,5 +50,5 @@ def test_a_device_torchrun_cannot_use_is_refused_before_any_group_forms(monkeypa
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("LOCAL_RANK", "1")
     with pytest.raises(Seq2SeqError, match=message):
-        init_distributed(name)
+        training_device(name, torchrun_info())
     assert not dist.is_initialized() and distributed._host_group is None

@@ -6,6 +6,7 @@ import collections
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from seq2seq import files
@@ -38,19 +39,34 @@ def test_a_refused_plan_writes_nothing(tmp_path):
     config, raw = write_config(tmp_path)
     Path(raw["data"]["train_tgt"]).write_text("ONE\n", encoding="utf-8")
     with pytest.raises(DataError, match="must align"):
-        plan_training(config, [], None, "new")
+        plan_training(config, [], None, "new", DistInfo())
     assert not Path(raw["run_dir"]).exists()
 
 
 def test_training_reads_the_validation_files_in_its_plan_and_prepare_never_does(tmp_path):
     config, raw = write_config(tmp_path)
-    plan, valid = plan_training(config, [], "cpu", "new")
+    plan, valid, _ = plan_training(config, [], "cpu", "new", DistInfo())
     assert plan.mode == "new" and plan.cfg.train.device == "cpu" and plan.init is None
     assert [v.src for v in valid] == [Path(raw["data"]["valid_src"]).read_text().splitlines()]
     Path(raw["data"]["valid_tgt"]).write_text("ONE\n", encoding="utf-8")
     assert plan_preparation(config, []).mode == "new"  # `s2s prepare` does not validate
     with pytest.raises(DataError, match="must align"):
-        plan_training(config, [], None, "new")
+        plan_training(config, [], None, "new", DistInfo())
+
+
+@pytest.mark.parametrize(
+    ("name", "info", "expected"),
+    [
+        ("cpu", DistInfo(), "cpu"),
+        ("auto", DistInfo(rank=3, world=4, local_rank=3), "cuda:3"),
+    ],
+)
+def test_the_plan_resolves_the_device_this_process_trains_on(tmp_path, monkeypatch, name, info, expected):
+    """Once, where the command starts: under torchrun, the GPU of the process's local rank."""
+    config, _ = write_config(tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert plan_training(config, [], name, "new", info)[2] == torch.device(expected)
 
 
 def test_prepare_plans_to_resume_a_started_run(tmp_path):
@@ -70,7 +86,7 @@ def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
 
     for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
         monkeypatch.setattr(f"{module}.file_sha256", counting)
-    plan, valid = plan_training(config, [], None, "new")
+    plan, valid, _ = plan_training(config, [], None, "new", DistInfo())
     with claim(plan, DistInfo()) as claimed:
         inputs = make_inputs(claimed, valid, DistInfo())
     assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
@@ -80,7 +96,7 @@ def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
 
 def test_overwrite_removes_the_old_run_only_after_the_claim_checks(tmp_path, monkeypatch):
     config, raw = write_config(tmp_path)
-    plan, _ = plan_training(config, [], None, "new")
+    plan, _, _ = plan_training(config, [], None, "new", DistInfo())
     with claim(plan, DistInfo()):
         pass
     last = plan.run.checkpoint_dir / "last.pt"
@@ -91,7 +107,7 @@ def test_overwrite_removes_the_old_run_only_after_the_claim_checks(tmp_path, mon
         raise PermissionError(13, "Permission denied", raw["data"]["train_src"])
 
     monkeypatch.setattr(setup, "data_checksums", unreadable)
-    overwrite, _ = plan_training(config, [], None, "overwrite")
+    overwrite, _, _ = plan_training(config, [], None, "overwrite", DistInfo())
     with pytest.raises(PermissionError), claim(overwrite, DistInfo()):
         pass
     assert last.read_bytes() == b"the old run" and plan.run.config_file.is_file()

@@ -1,0 +1,42 @@
+"""`s2s serve`'s work: a run (or a CTranslate2 export) loaded once, then answered over HTTP until
+Ctrl-C or SIGTERM. The server packages are an extra: the caller checks them first
+(`seq2seq.serve.server.check_available`), before this module imports them."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from seq2seq.commands.engines import load_translator
+from seq2seq.serve.app import ServerSettings, create_app
+from seq2seq.serve.server import listen, url
+from seq2seq.serve.server import run as run_server
+from seq2seq.translate.placement import AUTO, Placement
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServeJob:
+    """What `s2s serve` was asked, besides where it listens."""
+
+    run_dir: Path  # a run, or a CTranslate2 export with settings.engine="ctranslate2"
+    settings: ServerSettings
+    placement: Placement = AUTO
+    threads: int = 0  # torch's threads, and CTranslate2's; 0: their default
+
+
+def serve(job: ServeJob, host: str, port: int, access_log: bool = False) -> None:
+    """Load JOB's run, then serve it on host:port (port 0: a free one) until asked to stop."""
+    s = job.settings
+    if job.threads:
+        torch.set_num_threads(job.threads)  # before loading: CTranslate2 takes its threads then
+    translator, _ = load_translator(job.run_dir, s.engine, s.asked, job.placement, input=None, outputs={})
+    application = create_app(translator, s, job.run_dir.resolve().name, decode_thread=False)
+    sock = listen(host, port)
+    log.info("serving %s on %s (Ctrl-C stops)", job.run_dir, url(sock))
+    run_server(application, sock, access_log, s.limits.timeout_s)
+    log.info("stopped")

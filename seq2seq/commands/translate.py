@@ -1,0 +1,149 @@
+"""`s2s translate`'s work: source lines from a file or stdin, one output line per input line, in order,
+into a file or stdout. From a file into a file, the output is built in OUTPUT.partial, and a command
+that was interrupted continues where it stopped when it is given again (`seq2seq.translate.resume`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, TextIO
+
+from tqdm import tqdm
+
+from seq2seq.commands.engines import load_translator
+from seq2seq.data.compression import open_binary
+from seq2seq.data.textio import LinesInStep, count_lines
+from seq2seq.errors import DataError, Seq2SeqError
+from seq2seq.files import atomic_output, check_outputs
+from seq2seq.translate import resume
+from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides
+from seq2seq.translate.pivot import Pivoted
+from seq2seq.translate.placement import AUTO, Placement
+from seq2seq.translate.streams import LineTranslator, check_std_streams, translate_stream
+from seq2seq.translate.translator import Translator, file_stamps
+
+if TYPE_CHECKING:
+    from seq2seq.ct2.engine import CT2Translator
+
+
+@dataclass(frozen=True)
+class TranslateJob:
+    """What `s2s translate` was asked, besides where its lines come from and go."""
+
+    run_dir: Path  # a run, or a CTranslate2 export with engine="ctranslate2"
+    asked: DecodeOverrides = RUN_DEFAULTS
+    placement: Placement = AUTO
+    engine: str = "s2s"  # or ctranslate2
+    scores: bool = False  # each hypothesis followed by its score (always with an n-best list)
+    keep_unk: bool = False
+    tag: str = ""
+    to: str = ""
+    pivot: str = ""
+    prefix: Path | None = None  # a file of target prefixes, one per input line
+    restart: bool = False  # begin again an output that an interrupted command was building
+
+    @property
+    def with_scores(self) -> bool:
+        return self.scores or self.asked.nbest > 1
+
+
+def translate(
+    job: TranslateJob,
+    input: Path | None = None,
+    output: Path | None = None,
+    stdin: BinaryIO | None = None,
+    stdout: TextIO | None = None,
+) -> None:
+    """Translate INPUT (None: `stdin`) into OUTPUT (None: `stdout`), one line out per line in, each
+    written as it is decoded. `stdin`/`stdout` default to the process's. Nothing is loaded, and no
+    output touched, until every file has been checked."""
+    check_std_streams(input, output)
+    outputs: dict[str, Path | None] = {"-o/--output": output}
+    resumes = resume.resumable(input, output)
+    if job.restart and not resumes:
+        raise Seq2SeqError(
+            "--restart begins again an output that -i FILE -o FILE was building; there is none "
+            "here (standard input or output): leave it out"
+        )
+    if resumes:  # what an interrupted run leaves is written too
+        assert output is not None
+        outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output))
+    placement = _placement(job, output if resumes else None)
+    prefixes = prefix_lines(job.prefix, input, outputs)
+    translator, options = load_translator(job.run_dir, job.engine, job.asked, placement, input, outputs)
+    translator.use_source_tokens(job.to, job.tag)
+    if prefixes is not None and translator.task != "translate":
+        raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
+    lines = Pivoted(translator, job.pivot) if job.pivot else translator  # turns source lines into output
+    if resumes:
+        assert input is not None and output is not None
+        _resume_file(job, translator, lines, options, input, output, prefixes)
+        return
+    with contextlib.ExitStack() as stack:
+        source = stack.enter_context(open_binary(input)) if input else stdin or sys.stdin.buffer
+        # lines are written as they are decoded, to a temporary file renamed over OUTPUT at the end
+        sink = stack.enter_context(atomic_output(output)) if output else stdout or sys.stdout
+        bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
+        translate_stream(
+            lines, options, source, str(input or "stdin"), sink, job.keep_unk, job.with_scores, bar.update,
+            prefixes,
+        )  # fmt: skip
+
+
+def _placement(job: TranslateJob, resumed: Path | None) -> Placement:
+    """Where and how the model runs: for an output being resumed (`resumed`) at `auto` precision, the
+    precision its first command chose, not timed again halfway."""
+    p = job.placement
+    asks_auto = p.precision == "auto" and p.quantize is None
+    if resumed is not None and not job.restart and job.engine == "s2s" and asks_auto:
+        return dataclasses.replace(p, precision=resume.recorded_precision(resumed) or p.precision)
+    return p
+
+
+def _resume_file(
+    job: TranslateJob,
+    translator: Translator | CT2Translator,
+    lines: LineTranslator,
+    options: DecodeOptions,
+    input: Path,
+    output: Path,
+    prefixes: LinesInStep | None,
+) -> None:
+    """INPUT into OUTPUT through OUTPUT.partial, continuing a command of the same settings."""
+    settings = resume.command_settings(
+        job.run_dir,
+        job.engine,
+        translator.identity(),
+        options,
+        to=translator.source_tokens.to or None,  # None: as a record made before --to existed
+        tag=job.tag,
+        keep_unk=job.keep_unk,
+        scores=job.with_scores,
+        prefix=file_stamps([job.prefix]) if job.prefix else None,  # None: as before --prefix
+        pivot=job.pivot or None,  # None: as before --pivot
+    )
+    with tqdm(unit=" lines", file=sys.stderr) as bar:
+        resume.translate_file(
+            lines, options, input, output, settings, job.keep_unk, job.with_scores, job.restart, bar.update,
+            prefixes,
+        )  # fmt: skip
+
+
+def prefix_lines(
+    prefix: Path | None, input: Path | None, outputs: Mapping[str, Path | None]
+) -> LinesInStep | None:
+    """`--prefix FILE` read in step with the input, once no output is known to replace it and, for an
+    input file, once both are known to have as many lines (a refused command writes nothing)."""
+    if prefix is None:
+        return None
+    check_outputs(outputs, {"--prefix": prefix})
+    if input is not None and (lines := count_lines(prefix)) != (expected := count_lines(input)):
+        raise DataError(
+            f"--prefix {prefix} has {lines} lines and {input} {expected}: give one for each input line"
+        )
+    return LinesInStep(prefix, "--prefix")
