@@ -239,11 +239,14 @@ def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     if any(s.keys() != keys for s in states):
         raise ValueError("state dicts have different keys")
     return {
-        k: (sum(s[k].double() for s in states) / len(states)).to(states[0][k].dtype)
-        if states[0][k].is_floating_point()
-        else states[0][k]
-        for k in keys
+        k: _mean([s[k] for s in states]) if states[0][k].is_floating_point() else states[0][k] for k in keys
     }
+
+
+def _mean(tensors: list[Tensor]) -> Tensor:
+    """Element-wise mean of same-shaped tensors, summed in float64, in their dtype."""
+    total = sum((t.double() for t in tensors[1:]), tensors[0].double())
+    return (total / len(tensors)).to(tensors[0].dtype)
 
 
 def run_parts(run: RunDir, whole_checkpoints: bool = True) -> dict[str, Path]:

@@ -107,7 +107,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self.depth, self.values = depth, 0
         self.sizes: dict[int, int] = {}  # id(node) -> values in it, aliases expanded; set once composed
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
         line = event.start_mark.line + 1
         if isinstance(event, yaml.AliasEvent):
@@ -220,7 +220,7 @@ def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
         if name not in raw:
             continue
         kind = hints[name]
-        if dataclasses.is_dataclass(kind):
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
             values[name] = _build(kind, raw[name], f"{prefix}{name}.", errors)
         elif (item := _listed_dataclass(kind)) is not None:
             values[name] = _build_list(item, raw[name], f"{prefix}{name}", errors)
@@ -232,8 +232,9 @@ def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
 def _listed_dataclass(kind: Any) -> type | None:
     """The dataclass `X` when `kind` is `tuple[X, ...]` (a list of sections, such as data.corpora)."""
     args = typing.get_args(kind)
-    if typing.get_origin(kind) is tuple and len(args) == 2 and dataclasses.is_dataclass(args[0]):
-        return args[0]
+    item = args[0] if len(args) == 2 else None
+    if typing.get_origin(kind) is tuple and isinstance(item, type) and dataclasses.is_dataclass(item):
+        return item
     return None
 
 

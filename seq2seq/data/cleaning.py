@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def _language(line: str) -> str:
     return _IDENTIFIER[0].classify(line)[0]
 
 
-def load_language_identifier():  # type: ignore[no-untyped-def]
+def load_language_identifier() -> Any:  # py3langid ships no types
     """py3langid's model (97 languages, shipped inside the package: nothing is downloaded)."""
     try:
         from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier

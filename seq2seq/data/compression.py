@@ -17,9 +17,14 @@ import lzma
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import zstandard
+
+if TYPE_CHECKING:
+    from hashlib import _Hash as Hash
+
+    from _typeshed import WriteableBuffer
 
 from seq2seq.errors import DataError
 
@@ -41,7 +46,7 @@ def compression_of(path: Path, head: bytes) -> str | None:
 
 
 @contextlib.contextmanager
-def open_binary(path: str | Path, digest=None) -> Iterator[BinaryIO]:
+def open_binary(path: str | Path, digest: Hash | None = None) -> Iterator[BinaryIO]:
     """The bytes of the text in `path`, decompressed as they are read when the file is compressed.
 
     `digest` (a hashlib object), when given, sees the file's own bytes (compressed or not), as read.
@@ -60,7 +65,8 @@ def open_binary(path: str | Path, digest=None) -> Iterator[BinaryIO]:
             yield source
             return
         with _decompressed(source, kind) as stream:
-            yield _Checked(stream, path, kind)
+            # read as a binary file is; typing's BinaryIO is a class that `io.RawIOBase` is not
+            yield cast(BinaryIO, _Checked(stream, path, kind))
 
 
 def _decompressed(source: BinaryIO, kind: str) -> contextlib.AbstractContextManager:
@@ -95,9 +101,10 @@ class _Checked(io.RawIOBase):
             ) from None
         return data
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer)
+        data = self.read(len(view))
+        view[: len(data)] = data
         return len(data)
 
 
@@ -134,13 +141,13 @@ class _Passing(io.RawIOBase):
     """A file's bytes passed through, each seen by `digest` (when given) as it is read; it has no
     file descriptor, so no reader can bypass the buffer in front of it."""
 
-    def __init__(self, raw: BinaryIO, digest) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, raw: io.FileIO, digest: Hash | None) -> None:
         self.raw, self.digest = raw, digest
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: WriteableBuffer) -> int:
         count = self.raw.readinto(buffer)
         if self.digest is not None:
             self.digest.update(memoryview(buffer)[:count])

@@ -46,8 +46,8 @@ def split_lines(raw: bytes, where: str, first_line: int = 1) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = first_line + raw.count(b"\n", 0, e.start)
-        raise DataError(f"{where}: line {line} is not valid UTF-8") from None
+        number = first_line + raw.count(b"\n", 0, e.start)
+        raise DataError(f"{where}: line {number} is not valid UTF-8") from None
     if first_line == 1:
         text = text.removeprefix(BOM)
     lines = text.split("\n")
@@ -193,7 +193,7 @@ class LinesInStep:
 
     def finish(self) -> None:
         """A `DataError` if lines are left over: the two files do not go together."""
-        if self._ahead or next(self._chunks, None):
+        if self._ahead or next(self._chunks, []):
             raise DataError(
                 f"{self.option} {self.path} has more lines than the input's {self._given}: give one line "
                 "for each input line"

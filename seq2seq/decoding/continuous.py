@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import torch
 from torch import Tensor
@@ -34,6 +34,8 @@ from seq2seq.decoding.search import (
 from seq2seq.models.encoder_decoder import DecoderCache, Memory
 from seq2seq.special import BOS, EOS, PAD
 
+Key = TypeVar("Key", bound=Hashable)  # what the caller tells its sentences apart by
+
 
 class Joinable(Decodable, Protocol):
     """A model whose running batch new sentences can join: `fill_memory` computes a new cache's
@@ -43,20 +45,20 @@ class Joinable(Decodable, Protocol):
 
 
 @dataclass
-class Sentence:
+class Sentence(Generic[Key]):
     """One sentence to search: source ids ending in <eos>, the target prefix to force (ids, maybe
     none), and the caller's `key` that comes back with its hypotheses."""
 
     source: Sequence[int]
     prefix: Sequence[int]
-    key: Hashable
+    key: Key
 
 
 @dataclass
-class _Block:
+class _Block(Generic[Key]):
     """What the host keeps of one running sentence (a block of K rows)."""
 
-    key: Hashable
+    key: Key
     source_length: int  # source positions, <eos> included
     start: int  # the cache position of its <bos>
     deadline: int  # the clock step at which it is at its length limit
@@ -109,7 +111,7 @@ class _State:
         )
 
 
-class RunningSearch:
+class RunningSearch(Generic[Key]):
     """A beam search over a batch that sentences join (`join`) and leave (`step` returns them).
 
     All sentences share one `SearchSettings`; each is a block of `beam` consecutive rows. What the
@@ -124,12 +126,18 @@ class RunningSearch:
         self._empty()
 
     def _empty(self) -> None:
-        self.blocks: list[_Block] = []
+        self.blocks: list[_Block[Key]] = []
         self.clock = 0  # steps the running batch has taken since it was last empty
         self.memory: Memory | None = None
         self.cache: DecoderCache | None = None
         self.history = torch.zeros(0, 1, dtype=torch.long, device=self.device)  # (n*K, positions + 1)
         self.state: _State | None = None
+
+    def _running(self) -> tuple[Memory, DecoderCache, _State]:
+        """The running batch's memory, cache and search state: the first `join` sets all three."""
+        memory, cache, state = self.memory, self.cache, self.state
+        assert memory is not None and cache is not None and state is not None, "no sentence runs"
+        return memory, cache, state
 
     def __len__(self) -> int:
         """Sentences in the running batch."""
@@ -141,7 +149,7 @@ class RunningSearch:
         return self.k * sum(b.source_length for b in self.blocks)
 
     @torch.no_grad()
-    def join(self, sentences: Sequence[Sentence]) -> None:
+    def join(self, sentences: Sequence[Sentence[Key]]) -> None:
         """Encode `sentences` (one encoder call) and add them to the batch: their first step is the
         next `step`."""
         src = pad([list(s.source) for s in sentences]).to(self.device)  # (m, S)
@@ -160,7 +168,8 @@ class RunningSearch:
         if self.cache is None:
             self.memory, self.cache, self.state = memory, self.model.new_cache(), state
         else:
-            self.memory, self.state = self.memory.join(memory, length), self.state.join(state)
+            running_memory, _, running_state = self._running()
+            self.memory, self.state = running_memory.join(memory, length), running_state.join(state)
         self.cache.join(joining, self.k, length)
         fresh = torch.full(
             (len(sentences) * self.k, self.history.size(1)), PAD, dtype=torch.long, device=self.device
@@ -169,15 +178,16 @@ class RunningSearch:
         self.history = torch.cat([self.history, fresh])
 
     @torch.no_grad()
-    def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
+    def step(self) -> list[tuple[Key, list[Hypothesis]]]:
         """One decoder step of every running sentence; the sentences settled by it leave the batch and
         come back as (key, their `nbest` best hypotheses, best first)."""
-        k, n, settings, state = self.k, len(self.blocks), self.settings, self.state
+        k, n, settings = self.k, len(self.blocks), self.settings
+        memory, cache, state = self._running()
         t = state.steps  # (n,)
         at_limit = state.limits <= t + 1  # (n,) this step is the last allowed
         forced = at_limit.repeat_interleave(k) if self.clock >= min(b.deadline for b in self.blocks) else None
         rows_t = t.repeat_interleave(k)
-        logits = next_scores(self.model, self.history, self.memory, self.cache, rows_t, forced, settings)
+        logits = next_scores(self.model, self.history, memory, cache, rows_t, forced, settings)
         row_logp, row_tokens = best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
         if self.clock < max(b.forced_until for b in self.blocks):
             row_logp, row_tokens = force_beams(row_logp, row_tokens, _forced_at(state.prefixes, t), k)
@@ -213,7 +223,8 @@ class RunningSearch:
     def _finalize(self, ended: Tensor, top_scores: Tensor, from_beam: Tensor, chose: Tensor) -> None:
         """Record the hypotheses that end with <eos> at this step (a loop over those only); `chose`
         (n,): whether a block's <eos> was chosen (False: forced at its limit)."""
-        state, nbest = self.state, self.settings.nbest
+        _, _, state = self._running()
+        nbest = self.settings.nbest
         block, col = ended.nonzero().unbind(1)
         rows = block * self.k + from_beam[block, col]
         penalty = length_normalizer(state.steps[block], self.settings, chose[block])
@@ -229,25 +240,23 @@ class RunningSearch:
         """Drop the blocks `leaving`, move each kept beam's row to its `parent`'s state, and feed
         `next_tokens` (n, K) at the next step; the positions before every kept block's start go."""
         k, n = self.k, len(self.blocks)
+        memory, cache, state = self._running()
         keep = (~leaving).nonzero().squeeze(1)
         dropped = keep.numel() < n
         if dropped:
             self.blocks = [self.blocks[b] for b in keep.tolist()]
             parent = parent.view(n, k)[keep].view(-1)
-            self.memory, self.state, next_tokens = (
-                self.memory.select(keep),
-                self.state.select(keep),
-                next_tokens[keep],
-            )
+            state, next_tokens = state.select(keep), next_tokens[keep]
+            self.memory, self.state = memory.select(keep), state
         drop = min(b.start for b in self.blocks)
         for b in self.blocks:
             b.start -= drop
         history = self.history
         if k > 1 or dropped or drop:  # greedy rows stay in place until some leave
-            self.cache.reorder(parent, keep if dropped else None, drop)
+            cache.reorder(parent, keep if dropped else None, drop)
             history = history.index_select(0, parent)[:, drop:]
         self.history = torch.cat([history, next_tokens.view(-1, 1)], dim=1)
-        self.state.steps = self.state.steps + 1
+        state.steps = state.steps + 1
         self.clock += 1
 
 

@@ -9,6 +9,8 @@ as log 1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -18,7 +20,7 @@ from seq2seq.special import BOS, EOS, PAD
 
 
 @torch.no_grad()
-def forced_log_probs(model: Decodable, src: Tensor, targets: list[list[int]], min_len: int) -> Tensor:
+def forced_log_probs(model: Decodable, src: Tensor, targets: Sequence[Sequence[int]], min_len: int) -> Tensor:
     """(B, T) float32: the log-probability of each token of `targets` (ids without bos/eos) followed
     by <eos>, given the sources `src` (B, S) (ending in <eos>, right-padded); 0 past each target's end.
     """

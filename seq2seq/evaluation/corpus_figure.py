@@ -29,8 +29,8 @@ def write_corpus_figure(manifests: dict[str, dict[str, Any]], path: Path) -> Non
     lengths_ax.legend()
     width = 0.8 / max(len(manifests), 1)
     for i, (name, manifest) in enumerate(manifests.items()):
-        counts = [manifest["counts"][reason] for reason in REASONS]
-        dropped_ax.barh(np.arange(len(REASONS)) + i * width, counts, height=width, label=name)
+        dropped = [manifest["counts"][reason] for reason in REASONS]
+        dropped_ax.barh(np.arange(len(REASONS)) + i * width, dropped, height=width, label=name)
     dropped_ax.set_yticks(np.arange(len(REASONS)) + width * (len(manifests) - 1) / 2)
     dropped_ax.set_yticklabels([REASON_NAMES[reason] for reason in REASONS])
     dropped_ax.invert_yaxis()

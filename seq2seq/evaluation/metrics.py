@@ -14,7 +14,7 @@ from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric
-from sacrebleu.significance import PairedTest
+from sacrebleu.significance import PairedTest, Result
 
 from seq2seq.data.textio import read_lines
 from seq2seq.errors import DataError, EvaluateError
@@ -148,13 +148,15 @@ def paired_bootstrap(
     system identical to the baseline would get the floor 1/(samples+1); its p-value is set to 1.
     """
     metrics = options.metrics([list(r) for r in references])
-    named = [(str(i), list(hyps)) for i, hyps in enumerate(systems)]
+    named: list[tuple[str, Sequence[str]]] = [(str(i), list(hyps)) for i, hyps in enumerate(systems)]
     signatures, table = PairedTest(named, metrics, None, test_type="bs", n_samples=samples)()
     names = list(table)[1:]  # sacrebleu's metric names, in the order of `metrics`
     results: dict[str, list[BootstrapScore]] = {}
     for key, name in zip(metrics, names):
         results[key] = []
         for hyps, r in zip(systems, table[name]):
+            # a metric's column holds a Result per system, with the bootstrap's mean and interval
+            assert isinstance(r, Result) and r.mean is not None and r.ci is not None
             same = r.p_value is not None and list(hyps) == list(systems[0])
             results[key].append(
                 BootstrapScore(r.score, float(r.mean), float(r.ci), 1.0 if same else r.p_value)

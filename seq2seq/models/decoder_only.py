@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -74,6 +75,8 @@ class Block(nn.Module):
 
 
 class DecoderOnlyTransformer(nn.Module):
+    positions: Tensor  # (max_positions, D): a buffer
+
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
         if src_vocab != tgt_vocab:
@@ -91,6 +94,10 @@ class DecoderOnlyTransformer(nn.Module):
         init_weights(self, d)
         if cfg.tie_output:
             self.output.weight = self.tokens.weight
+
+    def blocks(self) -> list[Block]:
+        """The layers, typed: a ModuleList types its items as plain modules."""
+        return cast("list[Block]", list(self.layers))
 
     def _embed(self, ids: Tensor, positions: Tensor) -> Tensor:
         """ids (B, T) at `positions` (B, T) -> (B, T, D)."""
@@ -113,7 +120,7 @@ class DecoderOnlyTransformer(nn.Module):
         mask = visible | torch.eye(width, dtype=torch.bool, device=src.device)
         x = self._embed(ids, shifted.clamp(min=0))
         keys, values = [], []
-        for layer in self.layers:
+        for layer in self.blocks():
             q, k, v = layer.attn.heads_of(layer.res_attn.inner(x))
             keys.append(k)
             values.append(v)
@@ -157,7 +164,7 @@ class DecoderOnlyTransformer(nn.Module):
         causal = torch.ones(steps, offset + steps, dtype=torch.bool, device=tgt.device).tril(offset)
         source = _per_row(memory.mask, beams).expand(rows, 1, steps, width)
         mask = torch.cat([source, causal.expand(rows, 1, steps, offset + steps)], dim=-1)
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(self.blocks()):
             q, k, v = layer.attn.heads_of(layer.res_attn.inner(x))
             if cache is not None:
                 k, v = cache.layers[i].self_kv.append(k, v)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -75,12 +76,14 @@ class DecoderCache:
         keys/values filled, `Seq2SeqTransformer.fill_memory`), `beams` target rows per memory row:
         they start at the next position. The memory keys/values are fitted to `memory_length`
         source positions, as `Memory.join`."""
-        count = other.layers[0].memory_kv.k.size(0) * beams
+        filled = other.layers[0].memory_kv.stored()
+        assert filled is not None, "a joining cache has its memory keys/values (fill_memory)"
+        memory_keys, _ = filled  # (B', H, S', Dh)
+        count = memory_keys.size(0) * beams
         for mine, theirs in zip(self.layers, other.layers):
             mine.self_kv.add_rows(count)
             mine.memory_kv.join(theirs.memory_kv, memory_length)
-        device = other.layers[0].memory_kv.k.device
-        new = torch.full((count,), self.length, dtype=torch.long, device=device)
+        new = torch.full((count,), self.length, dtype=torch.long, device=memory_keys.device)
         self.starts = new if self.starts is None else torch.cat([self.starts, new])
 
     def positions(self) -> Tensor | int:
@@ -98,6 +101,8 @@ class DecoderCache:
 
 class Embedding(nn.Module):
     """Token embedding scaled by sqrt(d_model) plus sinusoidal positions, then dropout."""
+
+    positions: Tensor  # (max_positions, D): a buffer
 
     def __init__(self, tokens: nn.Embedding, positions: Tensor, dropout: float) -> None:
         super().__init__()
@@ -151,7 +156,7 @@ class Seq2SeqTransformer(nn.Module):
     def fill_memory(self, cache: DecoderCache, memory: Memory) -> None:
         """Compute the cross-attention keys/values of `memory` into `cache` now, not at its first step:
         what `DecoderCache.join` needs of a joining batch."""
-        for layer, layer_cache in zip(self.decoder, cache.layers):
+        for layer, layer_cache in zip(cast("list[DecoderLayer]", list(self.decoder)), cache.layers):
             kv = layer_cache.memory_kv
             kv.k, kv.v = layer.cross_attn.memory_keys(memory.states)
 

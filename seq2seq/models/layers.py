@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -39,40 +40,49 @@ class KVCache:
     length: int = 0
     _rows: tuple[Tensor, Tensor] | None = field(default=None, repr=False)  # storage with spare rows
 
+    def stored(self) -> tuple[Tensor, Tensor] | None:
+        """The keys and values, or None before the first `append` (the two are set together)."""
+        return _pair(self.k, self.v)
+
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Add (B, H, n, Dh) new keys/values; return all of them so far, (B, H, length, Dh)."""
         n = k.size(2)
-        if self.k is None or self.length + n > self.k.size(2):
-            self._grow(k, v, max(2 * (self.length + n), 16))
-        self.k[:, :, self.length : self.length + n] = k
-        self.v[:, :, self.length : self.length + n] = v
+        stored = self.stored()
+        if stored is None or self.length + n > stored[0].size(2):
+            stored = self._grow(k, v, max(2 * (self.length + n), 16))
+        keys, values = stored
+        keys[:, :, self.length : self.length + n] = k
+        values[:, :, self.length : self.length + n] = v
         self.length += n
-        return self.k[:, :, : self.length], self.v[:, :, : self.length]
+        return keys[:, :, : self.length], values[:, :, : self.length]
 
-    def _grow(self, k: Tensor, v: Tensor, capacity: int) -> None:
+    def _grow(self, k: Tensor, v: Tensor, capacity: int) -> tuple[Tensor, Tensor]:
         b, h, _, dh = k.shape
         new_k, new_v = k.new_empty(b, h, capacity, dh), v.new_empty(b, h, capacity, dh)
-        if self.k is not None:
-            new_k[:, :, : self.length] = self.k[:, :, : self.length]
-            new_v[:, :, : self.length] = self.v[:, :, : self.length]
+        stored = self.stored()
+        if stored is not None:
+            new_k[:, :, : self.length] = stored[0][:, :, : self.length]
+            new_v[:, :, : self.length] = stored[1][:, :, : self.length]
         self.k, self.v, self._rows = new_k, new_v, None
+        return new_k, new_v
 
     def reorder(self, rows: Tensor, drop: int = 0, spare: bool = False) -> None:
         """Keep batch rows `rows`, in that order (beam reordering, or dropping finished rows): only the
         filled positions are copied, into storage of the same capacity; the first `drop` of them are
         left out (positions no row attends to any more: `DecoderCache.starts`). With `spare`, the
         storage has room for rows that join (a running batch's)."""
-        if self.k is None:
+        stored = self.stored()
+        if stored is None:
             self.length -= drop
             return
-        if self.k.requires_grad:  # `out=` has no gradient: a cache used under autograd copies it all
-            self.k, self.v = (store.index_select(0, rows)[:, :, drop:] for store in (self.k, self.v))
+        if stored[0].requires_grad:  # `out=` has no gradient: a cache used under autograd copies it all
+            self.k, self.v = (store.index_select(0, rows)[:, :, drop:] for store in stored)
             self.length, self._rows = self.length - drop, None
             return
         n, kept = rows.numel(), self.length - drop
         room = n + spare_rows(n) if spare else n
-        stores = tuple(t.new_empty(room, *t.shape[1:]) for t in (self.k, self.v))  # (B'', H, capacity, Dh)
-        for store, old in zip(stores, (self.k, self.v)):
+        stores = _empty_rows(stored, room)  # (B'', H, capacity, Dh)
+        for store, old in zip(stores, stored):
             torch.index_select(old[:, :, drop : self.length], 0, rows, out=store[:n, :, :kept])
         self._rows, self.k, self.v = stores, stores[0][:n], stores[1][:n]
         self.length = kept
@@ -80,17 +90,29 @@ class KVCache:
     def add_rows(self, count: int) -> None:
         """`count` more batch rows, after the others, that have decoded nothing: their filled positions
         are zeros, which a mask must hide (`DecoderCache.starts`)."""
-        if self.k is None:  # nothing stored yet: the first `append` sizes the storage
+        stored = self.stored()
+        if stored is None:  # nothing stored yet: the first `append` sizes the storage
             return
-        b = self.k.size(0)
-        if self._rows is None or self._rows[0].size(0) < b + count:
-            stores = tuple(t.new_empty(b + count + spare_rows(b), *t.shape[1:]) for t in (self.k, self.v))
-            for store, old in zip(stores, (self.k, self.v)):
+        b = stored[0].size(0)
+        rows = self._rows
+        if rows is None or rows[0].size(0) < b + count:
+            rows = _empty_rows(stored, b + count + spare_rows(b))
+            for store, old in zip(rows, stored):
                 store[:b, :, : self.length] = old[:, :, : self.length]
-            self._rows = stores
-        for store in self._rows:  # finite under the mask (0 x NaN would not be); the rest is written first
+            self._rows = rows
+        for store in rows:  # finite under the mask (0 x NaN would not be); the rest is written first
             store[b : b + count, :, : self.length] = 0
-        self.k, self.v = self._rows[0][: b + count], self._rows[1][: b + count]
+        self.k, self.v = rows[0][: b + count], rows[1][: b + count]
+
+
+def _pair(k: Tensor | None, v: Tensor | None) -> tuple[Tensor, Tensor] | None:
+    return None if k is None or v is None else (k, v)
+
+
+def _empty_rows(kv: tuple[Tensor, Tensor], rows: int) -> tuple[Tensor, Tensor]:
+    """Uninitialised storage like `kv`'s keys and values, with `rows` batch rows."""
+    k, v = kv
+    return k.new_empty(rows, *k.shape[1:]), v.new_empty(rows, *v.shape[1:])
 
 
 def spare_rows(rows: int) -> int:
@@ -105,16 +127,21 @@ class MemoryKV:
     k: Tensor | None = None  # (B, H, S, Dh)
     v: Tensor | None = None
 
+    def stored(self) -> tuple[Tensor, Tensor] | None:
+        """The keys and values, or None before they are computed (the two are set together)."""
+        return _pair(self.k, self.v)
+
     def reorder(self, rows: Tensor) -> None:
-        if self.k is not None:
-            self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
+        stored = self.stored()
+        if stored is not None:
+            self.k, self.v = (t.index_select(0, rows) for t in stored)
 
     def join(self, other: MemoryKV, length: int) -> None:
         """Append the memory rows of `other` after these, each cut or zero-padded to `length` source
         positions (the memory mask hides the padding: `Memory.join`)."""
-        parts = [kv for kv in (self, other) if kv.k is not None]
-        self.k = torch.cat([fit_length(kv.k, length, dim=2) for kv in parts])  # (B, H, length, Dh)
-        self.v = torch.cat([fit_length(kv.v, length, dim=2) for kv in parts])
+        parts = [kv for kv in (self.stored(), other.stored()) if kv is not None]
+        self.k = torch.cat([fit_length(k, length, dim=2) for k, _ in parts])  # (B, H, length, Dh)
+        self.v = torch.cat([fit_length(v, length, dim=2) for _, v in parts])
 
 
 def fit_length(x: Tensor, length: int, dim: int) -> Tensor:
@@ -224,8 +251,9 @@ class CrossAttention(nn.Module):
         With a cache, the memory's keys/values are computed on the first call and reused after.
         If `attn_sink` is a list, the head-averaged weights (B, T, S) are appended to it.
         """
-        if cache is not None and cache.k is not None:
-            k, v = cache.k, cache.v
+        stored = cache.stored() if cache is not None else None
+        if stored is not None:
+            k, v = stored
         else:
             k, v = self.memory_keys(memory)
             if cache is not None:
@@ -272,14 +300,14 @@ class Dropout(nn.Module):
 
 class _CpuDropout(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, p: float) -> Tensor:
+    def forward(ctx: Any, x: Tensor, p: float) -> Tensor:
         keep = torch.rand_like(x, dtype=torch.float32) >= p
         ctx.save_for_backward(keep)
         ctx.scale = 1.0 / (1.0 - p)
         return x.mul(keep).mul_(ctx.scale)
 
     @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         (keep,) = ctx.saved_tensors
         return grad.mul(keep).mul_(ctx.scale), None
 

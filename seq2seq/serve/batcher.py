@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seq2seq.decoding.search import SearchSettings
-from seq2seq.translate.translator import Translator
+from seq2seq.translate.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Batcher:
 
     kind = "static"  # what /info reports
 
-    def __init__(self, translator: Translator, window_s: float, max_tokens: int) -> None:
+    def __init__(self, translator: Engine, window_s: float, max_tokens: int) -> None:
         self.translator, self.window_s, self.max_tokens = translator, window_s, max_tokens
         self._queue: deque[TranslateJob | CallJob] = deque()
         self._ready = threading.Condition()
@@ -183,12 +183,12 @@ class Batcher:
         """Translate the lines of `jobs` in one call and hand each job its own slice of the result."""
         lines = [line for job in jobs for line in job.lines]
         log.debug("decoding %d lines of %d requests", len(lines), len(jobs))
-        forced = {}  # target prefixes, only when a request gives some
+        prefixes = None  # target prefixes, only when a request gives some
         if any(job.prefixes is not None for job in jobs):
-            forced["prefixes"] = [p for job in jobs for p in job.prefixes or [""] * len(job.lines)]
+            prefixes = [p for job in jobs for p in job.prefixes or [""] * len(job.lines)]
         try:
             self._start(to)
-            results = self.translator.translate(lines, settings, self.max_tokens, **forced)
+            results = self.translator.translate(lines, settings, self.max_tokens, prefixes=prefixes)
         except Exception as e:  # a failed decode fails the requests in it, not the server
             log.exception("decoding a batch failed")
             for job in jobs:

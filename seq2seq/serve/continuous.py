@@ -45,11 +45,14 @@ class _Request:
     found: dict[int, list[Hypothesis]] = field(default_factory=dict)  # line index -> hypotheses
 
 
+_Key = tuple[_Request, int]  # a sentence's request and line index
+
+
 @dataclass
 class _Waiting:
     """A sentence not yet admitted, and its search."""
 
-    sentence: Sentence
+    sentence: Sentence[_Key]
     settings: SearchSettings
 
     @property
@@ -62,7 +65,7 @@ class _Waiting:
 class _Lane:
     """One decoding thread's running batches, one per search setting."""
 
-    running: dict[SearchSettings, RunningSearch] = field(default_factory=dict)
+    running: dict[SearchSettings, RunningSearch[_Key]] = field(default_factory=dict)
     joining: int = 0  # source tokens admitted, not yet joined
     stopped: bool = False  # its thread has returned (closing)
 
@@ -81,6 +84,7 @@ class ContinuousBatcher(Batcher):
     """
 
     kind = "continuous"
+    translator: Translator  # a run's: its model joins sentences into a running search
 
     def __init__(self, translator: Translator, max_tokens: int, lanes: int = 0) -> None:
         super().__init__(translator, 0.0, max_tokens)
@@ -231,7 +235,9 @@ class ContinuousBatcher(Batcher):
             return
         job.future.set_result(result)
 
-    def _fail(self, lane: _Lane, settings: SearchSettings, error: Exception, joining: list[Sentence]) -> None:
+    def _fail(
+        self, lane: _Lane, settings: SearchSettings, error: Exception, joining: list[Sentence[_Key]]
+    ) -> None:
         """Fail every request with a sentence in this lane's running batch of `settings` (or `joining`
         it), and drop the batch."""
         log.error("decoding a batch failed", exc_info=error)

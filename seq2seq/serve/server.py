@@ -78,8 +78,9 @@ def run(app: FastAPI, sock: socket.socket, access_log: bool, timeout_s: float) -
         DropUnfinished(app, lambda: server.should_exit),
         log_level=logging.INFO if access_log else logging.WARNING,
         access_log=access_log,
-        # every request that has arrived is answered within `timeout_s` (or gets 408)
-        timeout_graceful_shutdown=timeout_s + DRAIN_GRACE_S,
+        # every request that has arrived is answered within `timeout_s` (or gets 408); uvicorn types
+        # this an int, but its server hands it to `asyncio.timeout`, which takes any seconds
+        timeout_graceful_shutdown=timeout_s + DRAIN_GRACE_S,  # type: ignore[arg-type]
     )
     # off the main thread, uvicorn leaves signals alone (it would re-raise them once stopped, ending
     # the process as interrupted): here a signal asks it to stop, and stopping cleanly exits 0

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seq2seq.models.build import Model
 from seq2seq.special import PAD
 
 CHUNK_BYTES = 32 * 2**20  # fp32 logits of one chunk of tokens
@@ -74,14 +75,14 @@ def _chunked_loss(
         picked = logp.gather(1, t.unsqueeze(1))  # (n, 1)
         nll = -((1 - smoothing) * picked + (smoothing / vocab) * logp.sum(1, keepdim=True))
         total += nll.masked_fill(~real, 0).sum()
-        if not with_grads:
+        if grad_hidden is None or grad_weight is None:  # not `with_grads`
             continue
         grad = logp.exp_().sub_(smoothing / vocab)  # (n, V): softmax - q, without q's one-hot part
         grad.scatter_add_(1, t.unsqueeze(1), torch.full_like(picked, smoothing - 1))
         grad.masked_fill_(~real, 0)
         grad_hidden[start : start + rows] = torch.mm(grad, weight.to(grad.dtype)).to(flat.dtype)
         grad_weight += torch.mm(grad.t(), h.to(grad.dtype)).float()
-    return total, (grad_hidden.view_as(hidden) if with_grads else None), grad_weight
+    return total, (grad_hidden.view_as(hidden) if grad_hidden is not None else None), grad_weight
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -109,7 +110,7 @@ class TrainingLoss(nn.Module):
     so the whole training forward, output projection and loss included, is theirs.
     """
 
-    def __init__(self, model: nn.Module, label_smoothing: float) -> None:
+    def __init__(self, model: Model, label_smoothing: float) -> None:
         super().__init__()
         self.model, self.label_smoothing = model, label_smoothing
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from typing import TypedDict
 
 import torch
 from torch import nn
@@ -17,11 +19,13 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
     Falls back to the plain implementation where the fused one does not support the device.
     """
     params = [p for p in model.parameters() if p.requires_grad]
-    settings = dict(lr=cfg.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=cfg.weight_decay)
+    adamw = functools.partial(
+        torch.optim.AdamW, params, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=cfg.weight_decay
+    )
     try:
-        return torch.optim.AdamW(params, fused=True, **settings)
+        return adamw(fused=True)
     except RuntimeError:
-        return torch.optim.AdamW(params, **settings)
+        return adamw()
 
 
 def lr_factor(cfg: TrainConfig) -> Callable[[int], float]:
@@ -58,6 +62,13 @@ def build_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> torch
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: factor(done + 1))
 
 
+class AverageState(TypedDict):
+    """A `WeightAverage` as a checkpoint keeps it."""
+
+    weights: dict[str, torch.Tensor]
+    updates: int
+
+
 class WeightAverage:
     """Exponential moving average of a model's floating-point weights: avg = d_t * avg + (1 - d_t) * w.
 
@@ -79,10 +90,10 @@ class WeightAverage:
             avg.lerp_(current[name], 1.0 - decay)
         self.updates += 1
 
-    def state_dict(self) -> dict[str, object]:
+    def state_dict(self) -> AverageState:
         return {"weights": self.shadow, "updates": self.updates}
 
-    def load_state_dict(self, state: dict[str, object]) -> None:
+    def load_state_dict(self, state: AverageState) -> None:
         for name, value in state["weights"].items():
             if name in self.shadow:
                 self.shadow[name].copy_(value)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from seq2seq.data.parallel import ParallelData
+from seq2seq.data.parallel import JoinedCorpus, ParallelData
 from seq2seq.device import autocast, faster_cpu_dtype
 from seq2seq.training.distributed import DistInfo, broadcast_from_main
 from seq2seq.training.loss import TrainingLoss
@@ -41,7 +41,7 @@ def choose_cpu_precision(
 
 def probe_step(
     objective: TrainingLoss,
-    data: ParallelData,
+    data: ParallelData | JoinedCorpus,
     max_tokens: int,
     device: torch.device,
     dtype: torch.dtype | None,

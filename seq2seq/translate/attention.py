@@ -7,12 +7,25 @@ attention weights explicitly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import torch
 
-from seq2seq.models.build import Model
 from seq2seq.special import BOS, EOS
 from seq2seq.translate.translator import Translator
+
+M = TypeVar("M")  # what a model's `encode` gives its decoder to attend to
+
+
+class Attending(Protocol[M]):
+    """A model whose decoder attends to its encoded source and can hand out the weights: the
+    encoder-decoder and the decoder-only families (a reader has no decoder)."""
+
+    def encode(self, src: torch.Tensor) -> M: ...
+
+    def decode(
+        self, tgt: torch.Tensor, memory: M, *, attn_sink: list[torch.Tensor] | None = None
+    ) -> torch.Tensor: ...
 
 
 @dataclass
@@ -38,7 +51,7 @@ def attention_map(translator: Translator, source: str, hypothesis: str) -> Atten
 
 
 @torch.no_grad()
-def cross_attention(model: Model, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+def cross_attention(model: Attending[M], src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
     """Where the last decoder layer looks, averaged over heads: (B, T, S) for teacher-forced `tgt_in`.
 
     src (B, S) source ids ending in <eos>, right-padded with PAD; tgt_in (B, T) starting with <bos>.

@@ -83,22 +83,22 @@ def translate_file(
     keep_unk: bool,
     with_scores: bool,
     restart: bool,
-    on_lines: Callable[[int], None],
+    on_lines: Callable[[int], object],
     prefixes: LinesInStep | None = None,
 ) -> int:
     """Translate INPUT into OUTPUT chunk by chunk, continuing a partial run with the same `settings`
     (anything that changes a translation: run, weights, search, tag, format, the prefix file); returns
     the line it continued after (0 for a fresh start). `on_lines` gets each chunk's line count, and the
     lines skipped on resuming. With `prefixes`, each translation starts with its line of that file."""
-    settings = json.loads(json.dumps(dict(settings)))  # as the record will read back: lists, not tuples
+    recorded: dict[str, Any] = json.loads(json.dumps(dict(settings)))  # as read back: lists, not tuples
     partial, record = partial_paths(output)
     mode = output_mode(Path(os.path.realpath(output)))
     with _locked(partial) as sink, _kept_once_recorded(partial, record):
-        progress = _start(record, settings, restart)
+        progress = _start(record, recorded, restart)
         if progress is None or os.fstat(sink.fileno()).st_size < progress.output_bytes:
             # begin again: asked to, nothing recorded, or the partial file is not the recorded one
             record.unlink(missing_ok=True)
-            progress = Progress(settings, 0, 0, hashlib.sha256().hexdigest())
+            progress = Progress(recorded, 0, 0, hashlib.sha256().hexdigest())
         resumed = progress.lines
         if resumed:
             log.warning("continuing %s after line %d (from %s)", output, resumed, partial)
@@ -113,7 +113,7 @@ def translate_file(
             )
             text = "".join(format_translation(result, with_scores) for result in results)
             _append(sink, text.encode("utf-8"), output)
-            progress = Progress(settings, first + len(chunk) - 1, sink.tell(), sha)
+            progress = Progress(recorded, first + len(chunk) - 1, sink.tell(), sha)
             with atomic_output(record) as f:
                 f.write(progress.to_json())
             on_lines(len(chunk))
@@ -126,7 +126,7 @@ def translate_file(
 
 
 def _chunks_left(
-    input: Path, progress: Progress, on_lines: Callable[[int], None]
+    input: Path, progress: Progress, on_lines: Callable[[int], object]
 ) -> Iterator[tuple[int, list[str], str]]:
     """The chunks of INPUT still to translate, as (first line number, lines, sha256 of the input up to
     their end). The chunks `progress` counts as done are read again, and must hash as it recorded."""

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import IO
 
 from seq2seq.batching import pad, token_batches
 from seq2seq.config.data import CorpusConfig
@@ -75,7 +75,7 @@ def score_ids(
 ) -> list[PairScore]:
     """`score_pairs` of token ids (without <eos>/<bos>, each short enough for the model)."""
     costs = [max(len(s), len(t)) + 1 for s, t in zip(sources, targets)]
-    results: list[PairScore | None] = [None] * len(sources)
+    found: dict[int, PairScore] = {}  # by pair index
     min_len = translator.config.decode.min_len
     for batch in token_batches(costs, max_tokens):
         src = pad([[*sources[i], EOS] for i in batch]).to(translator.device)
@@ -83,8 +83,8 @@ def score_ids(
             logp = forced_log_probs(translator.model, src, [targets[i] for i in batch], min_len)
         rows = logp.cpu().tolist()
         for row, i in zip(rows, batch):
-            results[i] = PairScore(row[: len(targets[i]) + 1])
-    return results  # type: ignore[return-value]
+            found[i] = PairScore(row[: len(targets[i]) + 1])
+    return [found[i] for i in range(len(sources))]
 
 
 def dual_cross_entropy(forward: PairScore, reverse: PairScore) -> float:
@@ -188,8 +188,8 @@ def score_stream(
     pairs: CorpusConfig,
     nbest: bool,
     with_tokens: bool,
-    sink: TextIO,
-    on_chunk: Callable[[int], None],
+    sink: IO[str],
+    on_chunk: Callable[[int], object],
 ) -> None:
     """Score `pairs` chunk by chunk into SINK, one line per pair (or re-ranked n-best line), flushed
     after each chunk."""

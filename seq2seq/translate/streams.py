@@ -7,7 +7,7 @@ import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, Protocol, TextIO
+from typing import IO, BinaryIO, Protocol
 
 from seq2seq.data.textio import LinesInStep, stream_line_chunks
 from seq2seq.decoding.search import SearchSettings
@@ -81,10 +81,10 @@ def translate_stream(
     options: DecodeOptions,
     source: BinaryIO,
     source_name: str,
-    sink: TextIO,
+    sink: IO[str],
     keep_unk: bool,
     with_scores: bool,
-    on_chunk: Callable[[int], None],
+    on_chunk: Callable[[int], object],
     prefixes: LinesInStep | None = None,
 ) -> None:
     """Translate SOURCE chunk by chunk into SINK, one line per input line, flushed after each chunk

@@ -87,9 +87,9 @@ def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
     calls: list[tuple[object, list[str]]] = []
     translate, step = translator.translate, RunningSearch.step
 
-    def spy(lines, settings, max_tokens, *args):
+    def spy(lines, settings, max_tokens, *args, **kwargs):
         calls.append((settings, list(lines)))
-        return translate(lines, settings, max_tokens, *args)
+        return translate(lines, settings, max_tokens, *args, **kwargs)
 
     def step_spy(search):
         calls.append((search.settings, [block.key for block in search.blocks]))

@@ -59,9 +59,9 @@ def test_requests_into_different_languages_are_decoded_apart(translator, monkeyp
     calls: list[tuple[tuple[int, ...], list[str]]] = []
     translate = translator.translate
 
-    def spy(lines, settings, max_tokens, *args):
+    def spy(lines, settings, max_tokens, *args, **kwargs):
         calls.append((translator.source_prefix, list(lines)))
-        return translate(lines, settings, max_tokens, *args)
+        return translate(lines, settings, max_tokens, *args, **kwargs)
 
     monkeypatch.setattr(translator, "translate", spy)
     settings = translator.options(DecodeOverrides(beam=1)).search
