@@ -203,10 +203,10 @@ class Step:
 
 STEPS = (  # the GPU budgets add up to the five minutes; torchrun (two GPUs only) gets what is left
     Step("machine", 20, 30, machine_command, read_machine),
-    Step("cuda_tests", 135, 120, tests_command, read_tests),
+    Step("cuda_tests", 110, 120, tests_command, read_tests),
     Step("train_run", 65, 60, train_run_command, read_run("run", "train_metrics.jsonl")),
     Step("bench_train", 45, 60, bench_train_command, read_json("bench_train.json")),
-    Step("bench_decode", 35, 40, bench_decode_command, read_json("bench_decode.json")),
+    Step("bench_decode", 60, 40, bench_decode_command, read_json("bench_decode.json")),
     Step("torchrun", 60, 60, torchrun_command, read_run("run_ddp", "torchrun_metrics.jsonl")),
 )
 STEP_NAMES = tuple(s.name for s in STEPS)
