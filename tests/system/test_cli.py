@@ -1,10 +1,12 @@
 import json
+import logging
 import lzma
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from tests.conftest import ROOT, tiny_config_dict
@@ -387,3 +389,20 @@ def test_prepare_verb_prints_statistics_and_training_reuses_its_arrays(tmp_path)
     assert result.exit_code == 0, result.output
     assert ids_file.stat().st_ino == made
     assert "reusing prepared corpus train" in (tmp_path / "run" / "train.log").read_text()
+
+
+def test_an_in_process_command_leaves_the_process_as_it_found_it(tiny_config_file):
+    """`s2s train` sets torch's thread count (train.num_threads: 1) and the seq2seq logger (a console
+    and a file handler) for its process; run in-process by a test, it must hand back both as it found
+    them, or every later test would run on its settings."""
+    logger = logging.getLogger("seq2seq")
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        handlers, level = logger.handlers[:], logger.level
+        result = run_cli("train", str(tiny_config_file), "--tokenizer-only")
+        assert result.exit_code == 0, result.output
+        assert torch.get_num_threads() == 3
+        assert logger.handlers == handlers and logger.level == level
+    finally:
+        torch.set_num_threads(before)

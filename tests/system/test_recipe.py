@@ -10,11 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from seq2seq.cli import app
 from seq2seq.run.layout import RunDir
 from tests.conftest import ROOT
+from tests.helpers import run_cli
 
 CORPUS = Path(os.environ.get("S2S_MULTI30K", ROOT.parent / "shared" / "data" / "multi30k"))
 
@@ -49,14 +48,16 @@ def test_recipe_smoke_run(tmp_path, recipe):
     args = ["train", str(ROOT / "configs" / f"{recipe}.yaml")]
     for key, value in overrides.items():
         args += ["--set", f"{key}={value}"]
-    result = CliRunner().invoke(app, args)
+    result = run_cli(*args)
     assert result.exit_code == 0, result.output
     valid = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
     assert [r["step"] for r in valid] == [8, 16], valid
     assert valid[1]["valid_loss"] < valid[0]["valid_loss"], valid
-    out = CliRunner().invoke(
-        app,
-        ["translate", str(tmp_path / "run"), "--beam", "2"],
+    out = run_cli(
+        "translate",
+        str(tmp_path / "run"),
+        "--beam",
+        "2",
         input="Ein Mann fährt Fahrrad.\n\nZwei Hunde spielen im Schnee.\n",
     )
     assert out.exit_code == 0, out.output

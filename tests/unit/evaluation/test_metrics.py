@@ -9,9 +9,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
-from typer.testing import CliRunner
 
-from seq2seq.cli import app
 from seq2seq.evaluation.metrics import (
     MetricOptions,
     TextFile,
@@ -21,8 +19,7 @@ from seq2seq.evaluation.metrics import (
 )
 from seq2seq.evaluation.record import evaluate_files
 from tests.conftest import WORDS
-
-runner = CliRunner()
+from tests.helpers import run_cli
 
 
 def sentences(count: int, seed: int) -> list[str]:
@@ -77,9 +74,8 @@ def test_scores_match_sacrebleu_called_directly(refs, options):
 def test_json_holds_scores_signatures_and_checksums(tmp_path, refs):
     ref, hyp = write(tmp_path / "ref.txt", refs), write(tmp_path / "hyp.txt", perturb(refs, 0.2, 4))
     out = tmp_path / "eval.json"
-    result = runner.invoke(
-        app, ["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--json", str(out), "--tokenize", "intl"]
-    )
+    args = ["--hyp", str(hyp), "--ref", str(ref), "--json", str(out), "--tokenize", "intl"]
+    result = run_cli("evaluate", *args)
     assert result.exit_code == 0, result.output
     record = json.loads(out.read_text())
     scores = record["systems"][0]["scores"]
@@ -97,7 +93,7 @@ def test_json_holds_scores_signatures_and_checksums(tmp_path, refs):
 
 def test_mismatched_line_counts_exit_2_naming_both_files(tmp_path, refs):
     ref, hyp = write(tmp_path / "ref.txt", refs), write(tmp_path / "hyp.txt", refs[:-3])
-    result = runner.invoke(app, ["evaluate", "--hyp", str(hyp), "--ref", str(ref)])
+    result = run_cli("evaluate", "--hyp", str(hyp), "--ref", str(ref))
     assert result.exit_code == 2
     assert result.stderr.startswith("error: ")
     assert "hyp.txt has 57 lines" in result.stderr and "ref.txt has 60" in result.stderr
@@ -116,7 +112,7 @@ def test_mismatched_line_counts_exit_2_naming_both_files(tmp_path, refs):
 def test_bad_options_exit_2(tmp_path, refs, args, message):
     ref = write(tmp_path / "ref.txt", refs)
     hyp_args = ["--hyp", str(ref)] if args else []
-    result = runner.invoke(app, ["evaluate", *hyp_args, "--ref", str(ref), *args])
+    result = run_cli("evaluate", *hyp_args, "--ref", str(ref), *args)
     assert result.exit_code == 2
     assert message in result.stderr
 
@@ -146,7 +142,7 @@ def test_comparing_systems_prints_the_baseline_and_p_values(tmp_path, refs):
     a, b = write(tmp_path / "a.txt", perturb(refs, 0.1, 8)), write(tmp_path / "b.txt", perturb(refs, 0.5, 9))
     out = tmp_path / "eval.json"
     args = ["evaluate", "--hyp", str(a), "--hyp", str(b), "--ref", str(ref), "--bootstrap", "100"]
-    result = runner.invoke(app, [*args, "--json", str(out)])
+    result = run_cli(*args, "--json", str(out))
     assert result.exit_code == 0, result.output
     assert "baseline: a.txt" in result.stdout and "p=" in result.stdout
     record = json.loads(out.read_text())
