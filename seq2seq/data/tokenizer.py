@@ -24,7 +24,7 @@ from seq2seq.data.labels import LABELS_FILE, Labels, build_labels
 from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
-from seq2seq.special import BOS, CLS, CLS_PIECE, CONTROL_PIECES, EOS, PAD, SEP, SEP_PIECE, UNK
+from seq2seq.special import BOS, CONTROL_PIECES, EOS, PAD, UNK
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +61,10 @@ class Tokenizer:
         """Text of each id sequence; `<unk>` pieces are dropped, or shown as ` ⁇ ` with `keep_unk`."""
         return self.sp.decode([[i for i in seq if i > EOS or (keep_unk and i == UNK)] for seq in ids])
 
-    @property
-    def has_separator(self) -> bool:
-        """Whether id SEP is the <sep> control symbol (tokenizers trained before it existed lack it)."""
-        return self.sp.piece_to_id(SEP_PIECE) == SEP
-
-    @property
-    def has_classifier(self) -> bool:
-        """Whether id CLS is the <cls> control symbol (tokenizers trained before it existed lack it)."""
-        return self.sp.piece_to_id(CLS_PIECE) == CLS
+    def has_control(self, piece: str, id: int) -> bool:
+        """Whether `id` is the control symbol `piece` (<sep>, <cls>: tokenizers trained before s2s
+        reserved it lack it)."""
+        return self.sp.piece_to_id(piece) == id
 
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import seq2seq.serve
 from seq2seq.config import Config
 from seq2seq.errors import Seq2SeqError
-from seq2seq.models.build import build_model
+from seq2seq.models.build import build_model, model_family
 from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.continuous import ContinuousBatcher
 from seq2seq.serve.limits import (
@@ -274,14 +274,16 @@ BATCHINGS = ("auto", "continuous", "static")
 
 
 def batcher_for(translator: Translator, settings: ServerSettings, max_tokens: int) -> Batcher:
-    """The batcher `settings.batching` asks for: continuous batching needs an s2s encoder-decoder
-    run that translates (its model joins sentences into a running search); auto takes it there."""
+    """The batcher `settings.batching` asks for: continuous batching needs an s2s run whose family
+    joins sentences into a running search (an encoder-decoder's); auto takes it there."""
     if settings.batching not in BATCHINGS:
         raise Seq2SeqError(f"--batching {settings.batching}: choose one of {', '.join(BATCHINGS)}")
-    model = translator.config.model
-    joinable = settings.engine == "s2s" and model.arch == "encoder_decoder" and model.task == "translate"
+    family = model_family(translator.config.model)
+    joinable = settings.engine == "s2s" and family.joins_running_batches
     if settings.batching == "continuous" and not joinable:
-        what = "a CTranslate2 export" if settings.engine != "s2s" else f"a {model.arch} {model.task} run"
+        what = (
+            "a CTranslate2 export" if settings.engine != "s2s" else f"a {family.name} {translator.task} run"
+        )
         raise Seq2SeqError(f"--batching continuous: {what} decodes in static batches; use --batching static")
     if settings.batching == "static" or not joinable:
         return Batcher(translator, settings.window_s, max_tokens)

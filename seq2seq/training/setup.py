@@ -39,8 +39,8 @@ from seq2seq.data.tokenizer import (
     train_or_load_tokenizers,
 )
 from seq2seq.errors import DataError, RunDirError, Seq2SeqError
+from seq2seq.models.build import model_family
 from seq2seq.rundir import RunChange, RunDir, check_run_dir, check_same_inputs, data_checksums
-from seq2seq.special import CLS_PIECE, SEP_PIECE
 from seq2seq.training.distributed import DistInfo, any_rank
 from seq2seq.training.plan import RunPlan, ValidText
 from seq2seq.training.validation import ValidSet
@@ -230,18 +230,14 @@ def shared_failure(info: DistInfo) -> Iterator[None]:
 
 
 def check_fits_arch(cfg: Config, tokenizers: TokenizerPair) -> None:
-    """A decoder-only model needs the <sep> id, a reader the <cls> id and its label set; tokenizers
-    trained before these existed lack them."""
-    m, src = cfg.model, tokenizers.src
-    for needed, has, piece in (
-        (m.arch == "decoder_only", src.has_separator, SEP_PIECE),
-        (m.arch == "encoder_only", src.has_classifier, CLS_PIECE),
-    ):
-        if needed and not has:
-            raise RunDirError(
-                f"model.arch: {m.arch} needs a tokenizer with the {piece} symbol, and {src.path} was "
-                "trained without it (by an older s2s): train a new run"
-            )
+    """The model's family may need a control symbol (a decoder-only model <sep>, a reader <cls>),
+    which tokenizers trained before it existed lack; a reader needs the label set of its task."""
+    m, family, src = cfg.model, model_family(cfg.model), tokenizers.src
+    if family.control is not None and not src.has_control(*family.control):
+        raise RunDirError(
+            f"model.arch: {family.name} needs a tokenizer with the {family.control[0]} symbol, and "
+            f"{src.path} was trained without it (by an older s2s): train a new run"
+        )
     if tokenizers.task != m.task:
         raise RunDirError(
             f"the run's tokenizer directory is for task {tokenizers.task}, the config says "
