@@ -43,7 +43,7 @@ from seq2seq.models.build import model_family
 from seq2seq.rundir import RunChange, RunDir, check_run_dir, check_same_inputs, data_checksums
 from seq2seq.training.distributed import DistInfo, any_rank
 from seq2seq.training.plan import RunPlan, ValidText
-from seq2seq.training.validation import ValidSet
+from seq2seq.training.validation import VALID_SCORES, ValidSet
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def _load_inputs(plan: RunPlan, valid: list[ValidText]) -> RunInputs:
         pairs = encode_eval_pairs(
             tokenizers, text.src, text.tgt, cfg.data.max_len, text.src_path, text.tgt_path, prefix
         )
-        sets.append(ValidSet(pairs, text.src, text.tgt, text.direction))
+        sets.append(ValidSet(pairs, text.src, text.tgt, text.direction, VALID_SCORES[cfg.model.task]))
     init = None
     if plan.init is not None:
         state = load_checkpoint(plan.init.checkpoint)
