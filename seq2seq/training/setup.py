@@ -31,6 +31,7 @@ from seq2seq.data.control import source_prefix
 from seq2seq.data.corpora import pair_chunks
 from seq2seq.data.parallel import encode_eval_pairs
 from seq2seq.data.prepared import ensure_prepared_corpus, prepared_corpus_dir
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.tokenizer import (
     TokenizerPair,
     copy_tokenizers,
@@ -177,7 +178,7 @@ def _prepare_tokenizers(claim: Claim) -> dict[str, str]:
         cfg.data.training_corpora(),
         run.tokenizer_dir,
         plan.mode != "resume",
-        cfg.model.task,
+        TARGETS[cfg.model.task],
     )
     check_fits_arch(cfg, load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint))
     tokenizer = claim.tokenizer_sums
@@ -238,9 +239,9 @@ def check_fits_arch(cfg: Config, tokenizers: TokenizerPair) -> None:
             f"model.arch: {family.name} needs a tokenizer with the {family.control[0]} symbol, and "
             f"{src.path} was trained without it (by an older s2s): train a new run"
         )
-    if tokenizers.task != m.task:
+    if tokenizers.targets.task != m.task:
         raise RunDirError(
-            f"the run's tokenizer directory is for task {tokenizers.task}, the config says "
+            f"the run's tokenizer directory is for task {tokenizers.targets.task}, the config says "
             f"model.task: {m.task}; "
             "train a new run (--overwrite)"
         )

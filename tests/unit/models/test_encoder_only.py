@@ -16,6 +16,7 @@ from torch.testing import assert_close
 from seq2seq.config import config_from_dict
 from seq2seq.data.labels import Labels
 from seq2seq.data.parallel import ParallelData, load_eval_pairs
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.decoding.reading import read
 from seq2seq.errors import ConfigError, DataError
@@ -98,7 +99,7 @@ def test_a_readers_loss_counts_labels_only():
 
 
 def test_tags_sit_on_each_words_first_piece():
-    labels = Labels("tag", ("B-PER", "I-PER", "O"))
+    labels = Labels(TARGETS["tag"], ("B-PER", "I-PER", "O"))
     word_start = np.array([False] * 5 + [True, False, True, False])  # 5, 7 begin words; 6, 8 continue
     targets = labels.targets([[5, 6, 6, 7, 8]], ["B-PER O"], word_start)
     assert targets == [[1, PAD, PAD, 3, PAD]]
@@ -107,19 +108,19 @@ def test_tags_sit_on_each_words_first_piece():
 
 
 def test_labels_round_trip_and_unknown_labels_are_padding():
-    labels = Labels("classify", ("food", "sport"))
+    labels = Labels(TARGETS["classify"], ("food", "sport"))
     assert labels.encode(["sport", " food ", "music"]) == [[2], [1], [PAD]]
     assert labels.decode([[2], [1]]) == ["sport", "food"]
     assert labels.unseen(["sport", "music", "", "jazz"]) == 2
 
 
 def test_a_reader_batch_keeps_labels_aligned_with_the_source():
-    data = ParallelData.from_lists([[5, 6, 7], [8]], [[1, PAD, 2], [3]], task="tag")
+    data = ParallelData.from_lists([[5, 6, 7], [8]], [[1, PAD, 2], [3]], TARGETS["tag"])
     batch = data.batch(np.arange(2))
     assert batch.src.tolist() == [[5, 6, 7, EOS], [8, EOS, PAD, PAD]]
     assert batch.tgt_out.tolist() == [[1, PAD, 2, PAD], [3, PAD, PAD, PAD]]
     assert batch.tgt_out.shape == batch.src.shape
-    classify = ParallelData.from_lists([[5, 6], [7]], [[2], [1]], task="classify").batch(np.arange(2))
+    classify = ParallelData.from_lists([[5, 6], [7]], [[2], [1]], TARGETS["classify"]).batch(np.arange(2))
     assert classify.tgt_out.tolist() == [[2], [1]] and batch.num_tgt_tokens == 3
 
 
