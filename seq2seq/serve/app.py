@@ -117,7 +117,7 @@ def create_app(
     With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
     the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
     """
-    limits, task = settings.limits, translator.task
+    limits, task, answers = settings.limits, translator.task, translator.answers
     defaults = translator.options(settings.asked)
     targets = target_languages(translator.config.data)
     # a multilingual run of several targets and no --to: each request chooses (checked here, at start)
@@ -192,11 +192,11 @@ def create_app(
     async def translate(request: TranslateRequest) -> TranslateResponse:
         """Translate lines: one translation per line, in order; an empty line gives ""."""
         search = request_search(settings.asked, translator.config.decode, request.beam, request.nbest, limits)
-        if request.nbest > 1 and task != "translate":
+        if request.nbest > 1 and not answers.gives_nbest:
             raise ApiError(422, f"nbest: a {task} model gives one answer per line")
         check_lines(request.text, limits)
         if request.prefix is not None:
-            if task != "translate":
+            if not answers.takes_prefixes:
                 raise ApiError(422, f"prefix: a {task} model reads; it writes no translation to start")
             if len(request.prefix) != len(request.text):
                 raise ApiError(
@@ -218,7 +218,7 @@ def create_app(
     async def attention(request: AttentionRequest) -> AttentionResponse:
         """Cross-attention of one sentence (last decoder layer, mean over heads), teacher-forced on
         its translation."""
-        if task != "translate":
+        if not answers.draws_attention:
             raise ApiError(422, f"a {task} model reads without cross-attention: there is none to draw")
         check_lines([request.text], limits, field="text")
         if not request.text.strip():

@@ -7,6 +7,7 @@ import torch
 
 from seq2seq.batching import pad
 from seq2seq.decoding import search as search_module
+from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.bulk import decode_ids
 from seq2seq.decoding.search import (
     SearchSettings,
@@ -521,4 +522,4 @@ def test_batches_at_once_share_the_threads_evenly():
 @pytest.mark.parametrize("task", ["translate", "classify", "tag"])
 def test_no_sources_decode_to_no_hypotheses(task):
     """What a chunk of blank lines leaves to decode: nothing, which is an answer, not an error."""
-    assert decode_ids(make_model(), [], SearchSettings(), 20, torch.device("cpu"), task=task) == []
+    assert decode_ids(make_model(), [], SearchSettings(), 20, torch.device("cpu"), ANSWERS[task]) == []
