@@ -77,7 +77,7 @@ def translate(
     prefixes = prefix_lines(job.prefix, input, outputs)
     translator, options = load_translator(job.run_dir, job.engine, job.asked, placement, input, outputs)
     translator.use_source_tokens(job.to, job.tag)
-    if prefixes is not None and translator.task != "translate":
+    if prefixes is not None and not translator.answers.takes_prefixes:
         raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
     lines = Pivoted(translator, job.pivot) if job.pivot else translator  # turns source lines into output
     if resumes:

@@ -1,9 +1,10 @@
 """Typed, frozen configuration loaded strictly from YAML, with `--set a.b=v` overrides.
 
 Every section is a frozen dataclass in the module named after it (`data`, `tokenizer`, `model`,
-`train`, `decode`), with its value rules beside its fields; `schema` holds the root `Config`, and
-`loading` the strict loader. Loading refuses unknown keys (naming the dotted path and the closest valid
-key), wrong types and impossible values, and reports every problem at once.
+`train`, `decode`), with its value rules beside its fields; `schema` holds the root `Config`,
+`loading` the strict loader, and `task` the tasks a model can do (`Task`). Loading refuses unknown
+keys (naming the dotted path and the closest valid key), wrong types and impossible values, and
+reports every problem at once.
 """
 
 from seq2seq.config.data import DataConfig
@@ -18,6 +19,7 @@ from seq2seq.config.loading import (
 )
 from seq2seq.config.model import ModelConfig
 from seq2seq.config.schema import Config, check_data_files, data_files
+from seq2seq.config.task import Task
 from seq2seq.config.tokenizer import TokenizerConfig
 from seq2seq.config.train import TrainConfig
 
@@ -26,6 +28,7 @@ __all__ = [
     "DataConfig",
     "DecodeConfig",
     "ModelConfig",
+    "Task",
     "TokenizerConfig",
     "TrainConfig",
     "apply_override",

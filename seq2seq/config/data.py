@@ -6,7 +6,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from seq2seq.config.rules import broken
+from seq2seq.config.rules import Rule, broken
+from seq2seq.config.task import Task
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a corpus's name is also its prepared directory's
 LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)?")  # an ISO 639 code, maybe a script or region: pt_BR
@@ -201,7 +202,7 @@ class DataConfig:
             for i in range(len(self.train_src))
         ]
 
-    def problems(self, control_tokens: tuple[str, ...] = (), task: str = "translate") -> list[str]:
+    def problems(self, control_tokens: tuple[str, ...] = (), task: Task = Task.TRANSLATE) -> list[str]:
         """Every broken rule of this section (the files are checked to exist only by training).
 
         `control_tokens` are tokenizer.control_tokens (what a tag may be), `task` model.task.
@@ -229,10 +230,7 @@ class DataConfig:
                         "data.corpora: two corpora have the same name: "
                         + ", ".join(sorted({n for n in names if names.count(n) > 1})),
                     ),
-                    (
-                        bool(self.corpora) and task != "translate",
-                        f"data.corpora: model.task {task} reads data.train_src/train_tgt",
-                    ),
+                    *self._task_rules(task),
                     (not self.multilingual and not self.valid_src, "data.valid_src: required"),
                     (not self.multilingual and not self.valid_tgt, "data.valid_tgt: required"),
                     (
@@ -285,6 +283,11 @@ class DataConfig:
                 for problem in valid.problems(f"data.valid[{i}]", self.languages())
             ]
         )
+
+    def _task_rules(self, task: Task) -> list[Rule]:
+        """A reader's examples are one source file and its label file (data.train_src/train_tgt)."""
+        one_pair = [(bool(self.corpora), f"data.corpora: model.task {task} reads data.train_src/train_tgt")]
+        return {Task.TRANSLATE: [], Task.CLASSIFY: one_pair, Task.TAG: one_pair}[task]
 
     def validation_sets(self) -> tuple[ValidConfig, ...]:
         """What training validates: a multilingual run's `valid`, or the one pair of files (no direction)."""

@@ -15,6 +15,7 @@ import math
 import reprlib
 import typing
 from collections.abc import Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -176,6 +177,8 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):  # a choice (model.task) is written as its plain name
+        return value.value
     if isinstance(value, tuple):  # of file names: one is written as a string; of sections: a list
         return value[0] if len(value) == 1 and isinstance(value[0], str) else list(value)
     return value
@@ -249,6 +252,12 @@ def _build_list(cls: type, raw: Any, key: str, errors: list[str]) -> tuple[Any, 
 def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
     """`value` as the field type `kind`, or `value` itself with the reason appended to `errors`."""
     origin = typing.get_origin(kind)
+    if isinstance(kind, type) and issubclass(kind, Enum):  # a choice declared once (`config.task`)
+        names = [member.value for member in kind]
+        if value not in names:
+            errors.append(f"{key}: {shown(value)} is not one of {', '.join(names)}")
+            return value
+        return kind(value)
     if origin is Literal:
         choices = typing.get_args(kind)
         if value not in choices:

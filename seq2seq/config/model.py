@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from seq2seq.config.rules import Rule, broken
+from seq2seq.config.task import Task
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class ModelConfig:
     """Transformer family, sizes and regularization."""
 
     arch: Literal["encoder_decoder", "decoder_only", "encoder_only"] = "encoder_decoder"
-    task: Literal["translate", "classify", "tag"] = "translate"  # classify, tag: encoder_only readers
+    task: Task = Task.TRANSLATE  # classify, tag: encoder_only readers
     prefix_lm: bool = False  # decoder_only: source positions see the whole source (not only the past)
     pooling: Literal["cls", "mean"] = "cls"  # classify: read the <cls> state, or the mean of the tokens
     d_model: int = 256
@@ -51,7 +52,7 @@ class ModelConfig:
                 (self.d_model % 2 != 0, "model.d_model: must be even (sinusoidal positions)"),
                 (self.encoder_layers < 1, "model.encoder_layers: must be >= 1"),
                 *self._decoder_only_rules(max_len, joint_vocab),
-                *self._reader_rules(joint_vocab, best_metric),
+                *self._task_rules(joint_vocab, best_metric),
                 (self.decoder_layers < 1, "model.decoder_layers: must be >= 1"),
                 (self.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
                 (self.max_positions < max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
@@ -86,23 +87,31 @@ class ModelConfig:
             ),
         ]
 
-    def _reader_rules(self, joint_vocab: bool, best_metric: str) -> list[Rule]:
-        """Translation is for the writing families; classify and tag for the encoder-only reader."""
-        reads = self.task != "translate"
+    def _task_rules(self, joint_vocab: bool, best_metric: str) -> list[Rule]:
+        """Translation is for the writing families; classify and tag for the encoder-only reader, and
+        only classify pools the source's states into one (`model.pooling`)."""
+        writes, reads = self._writer_rules(best_metric), self._reader_rules(joint_vocab, best_metric)
+        pools = (self.pooling != "cls", "model.pooling: only for task: classify")
+        return {Task.TRANSLATE: [*writes, pools], Task.CLASSIFY: reads, Task.TAG: [*reads, pools]}[self.task]
+
+    def _writer_rules(self, best_metric: str) -> list[Rule]:
         return [
+            (self.arch == "encoder_only", self._family_mismatch()),
+            (best_metric == "accuracy", "train.best_metric: accuracy is for task: classify or tag"),
+        ]
+
+    def _reader_rules(self, joint_vocab: bool, best_metric: str) -> list[Rule]:
+        return [
+            (self.arch != "encoder_only", self._family_mismatch()),
+            (not joint_vocab, f"model.task: {self.task} needs tokenizer.joint: true"),
             (
-                reads != (self.arch == "encoder_only"),
-                f"model.task: {self.task} with model.arch: {self.arch}; an encoder_only model classifies "
-                "or tags (task: classify | tag), the other families translate (task: translate)",
-            ),
-            (reads and not joint_vocab, f"model.task: {self.task} needs tokenizer.joint: true"),
-            (
-                reads and best_metric == "bleu",
+                best_metric == "bleu",
                 f"train.best_metric: bleu scores translations; for task {self.task} use accuracy or loss",
             ),
-            (
-                not reads and best_metric == "accuracy",
-                "train.best_metric: accuracy is for task: classify or tag",
-            ),
-            (self.pooling != "cls" and self.task != "classify", "model.pooling: only for task: classify"),
         ]
+
+    def _family_mismatch(self) -> str:
+        return (
+            f"model.task: {self.task} with model.arch: {self.arch}; an encoder_only model classifies "
+            "or tags (task: classify | tag), the other families translate (task: translate)"
+        )

@@ -28,6 +28,7 @@ from seq2seq.config import Config
 from seq2seq.ct2.export import full_range_int8, read_export_info, require_ctranslate2, vocabulary
 from seq2seq.ct2.shortlist import VMAP_FILE
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
+from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.limits import output_limits
 from seq2seq.decoding.prefix import prefix_limits
 from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer
@@ -71,6 +72,7 @@ class CT2Translator:
         self.engine, self.tokenizers, self.config, self.info = engine, tokenizers, config, info
         self.export_dir = export_dir
         self.task = config.model.task  # an export translates: `s2s export` writes encoder-decoders only
+        self.answers = ANSWERS[self.task]  # what a server may ask of it, as of a run's `Translator`
         pieces = vocabulary(tokenizers.tgt)  # the target vocabulary as the export wrote it
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits

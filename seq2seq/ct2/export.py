@@ -23,6 +23,7 @@ from seq2seq.data.prepared import load_prepared_part
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import ConfigError, Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
+from seq2seq.models.build import model_family
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.special import PAD
 from seq2seq.translate.placement import Placement
@@ -116,8 +117,9 @@ def export_ctranslate2(
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
     translator = Translator.load(run_dir, [checkpoint], Placement("cpu", "fp32"))
     model, cfg = translator.first_model, translator.config
-    if cfg.model.arch != "encoder_decoder":
-        raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {cfg.model.arch}")
+    family = model_family(cfg.model)
+    if not family.exports:
+        raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {family.name}")
     lexicon = (
         None if shortlist is None else run_shortlist(Path(run_dir), cfg, translator.tokenizers, shortlist)
     )

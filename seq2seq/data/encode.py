@@ -86,7 +86,7 @@ def encode_corpus(
     """
     tokenizers = load_tokenizers(tokenizer_dir, joint)
     vocabularies = {"src": tokenizers.src, "tgt": tokenizers.tgt}
-    pieces = ("src", "tgt") if tokenizers.task == "translate" else ("src",)  # label ids are not pieces
+    pieces = tokenizers.targets.piece_sides  # label ids are not pieces: none is <unk>
     dtypes = {side: _id_dtype(v.vocab_size) for side, v in vocabularies.items()}
     writers = {
         f"{side}.ids": _ArrayWriter(out_dir / f"train.{side}.ids", dtype) for side, dtype in dtypes.items()

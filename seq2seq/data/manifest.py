@@ -20,6 +20,7 @@ from seq2seq.config import Config
 from seq2seq.config.data import CorpusConfig
 from seq2seq.data.cleaning import REASON_NAMES, REASONS
 from seq2seq.data.encode import EncodedCorpus
+from seq2seq.data.targets import TARGETS
 from seq2seq.errors import DataError
 from seq2seq.files import file_sha256
 
@@ -52,13 +53,13 @@ def made_from(
         "filter": {"max_len": max_len, "max_len_ratio": max_len_ratio},
         "clean": clean | {"languages": languages},
         "prefix": list(prefix),
-        "task": cfg.model.task,
+        "task": str(cfg.model.task),
     }
 
 
 def length_filter(cfg: Config) -> tuple[int, float]:
     """(data.max_len, data.max_len_ratio); a reader's targets are labels, so it has no length ratio."""
-    return cfg.data.max_len, cfg.data.max_len_ratio if cfg.model.task == "translate" else 0.0
+    return cfg.data.max_len, TARGETS[cfg.model.task].length_ratio(cfg.data.max_len_ratio)
 
 
 def new_manifest(corpus: CorpusConfig, wanted: dict[str, Any], encoded: EncodedCorpus) -> dict[str, Any]:
@@ -182,8 +183,8 @@ def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
         changed.append("the corpus's clean rules changed")
     if have.get("prefix") != wanted["prefix"]:
         changed.append("its tag changed")
-    if have.get("task", "translate") != wanted["task"]:
-        changed.append(f"model.task changed: {have.get('task', 'translate')} -> {wanted['task']}")
+    if have["task"] != wanted["task"]:
+        changed.append(f"model.task changed: {have['task']} -> {wanted['task']}")
     for key, value in wanted["filter"].items():
         if have["filter"].get(key) != value:
             changed.append(f"data.{key} changed: {have['filter'].get(key)} -> {value}")

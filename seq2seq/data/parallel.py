@@ -2,8 +2,8 @@
 
 A corpus of any size is two flat id arrays plus offsets (in memory, or memory-mapped from a prepared
 corpus: `seq2seq.data.prepared`), so no Python object exists per sentence. The teacher-forcing shift
-happens once, in `ParallelData.batch`: the decoder reads `<bos> y` and must predict `y <eos>`. The
-source gets a trailing `<eos>`.
+happens once, where `ParallelData.batch` lays out a translation's targets (`Pieces.layout`): the
+decoder reads `<bos> y` and must predict `y <eos>`. The source gets a trailing `<eos>`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from seq2seq.data.labels import Labels, label_names
+from seq2seq.data.targets import TRANSLATION, Targets
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.errors import DataError
-from seq2seq.special import BOS, EOS, PAD, UNK
+from seq2seq.special import EOS, PAD, UNK
 
 log = logging.getLogger(__name__)
 
@@ -92,21 +92,21 @@ class TokenArrays:
 class ParallelData:
     """Token ids of aligned sentence pairs (without bos/eos), or of sources and their labels.
 
-    `task` is "translate", or a reader's "classify" (one label id per source) or "tag" (one label
-    id per source piece, PAD where none: `seq2seq.data.labels.Labels.targets`).
+    `targets` says which: a translation's pieces, or a reader's label ids (one per source, or one per
+    source piece, PAD where none: `seq2seq.data.targets`).
     """
 
     src: TokenArrays
     tgt: TokenArrays
     stored_costs: np.ndarray | None = None  # (N,) `costs()` as a prepared corpus stores them
-    task: str = "translate"
+    targets: Targets = TRANSLATION
 
     @classmethod
     def from_lists(
-        cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], task: str = "translate"
+        cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], targets: Targets = TRANSLATION
     ) -> ParallelData:
         assert len(src) == len(tgt)
-        return cls(TokenArrays.from_lists(src), TokenArrays.from_lists(tgt), task=task)
+        return cls(TokenArrays.from_lists(src), TokenArrays.from_lists(tgt), targets=targets)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -122,14 +122,7 @@ class ParallelData:
 
         A translation's target is its pieces and <eos>; a reader's are its labels other than PAD.
         """
-        if self.task == "translate":
-            return self.tgt.lengths() + 1
-        lengths = self.tgt.lengths()
-        starts = np.minimum(self.tgt.offsets[:-1], max(len(self.tgt.ids) - 1, 0))  # reduceat's bounds
-        counts = (
-            np.add.reduceat(self.tgt.ids != PAD, starts, dtype=np.int64) if len(self.tgt.ids) else lengths
-        )
-        return np.where(lengths > 0, counts, 0)  # reduceat gives an empty row its next element
+        return self.targets.counts(self.tgt)
 
     def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
         """One padded batch of these pairs, with the teacher-forcing shift.
@@ -138,14 +131,8 @@ class ParallelData:
         classify and (B, S) aligned with the source's columns for tag.
         """
         rows = np.asarray(rows, dtype=np.int64)
-        if self.task != "translate":
-            labels = self.tgt.padded(rows, None, PAD if self.task == "tag" else None)
-            return Batch(src=self.src.padded(rows, None, EOS), tgt_in=labels, tgt_out=labels)
-        return Batch(
-            src=self.src.padded(rows, None, EOS),
-            tgt_in=self.tgt.padded(rows, BOS, None),
-            tgt_out=self.tgt.padded(rows, None, EOS),
-        )
+        tgt_in, tgt_out = self.targets.layout(self.tgt, rows)
+        return Batch(src=self.src.padded(rows, None, EOS), tgt_in=tgt_in, tgt_out=tgt_out)
 
 
 @dataclass
@@ -158,13 +145,13 @@ class JoinedCorpus:
 
     parts: list[ParallelData]
     starts: np.ndarray  # (K + 1,) int64: where each part's pairs begin, then the total
-    task: str
+    targets: Targets
 
     @classmethod
     def of(cls, parts: Sequence[ParallelData]) -> JoinedCorpus:
         starts = np.zeros(len(parts) + 1, np.int64)
         np.cumsum([len(p) for p in parts], out=starts[1:])
-        return cls(list(parts), starts, parts[0].task)
+        return cls(list(parts), starts, parts[0].targets)
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -200,8 +187,8 @@ class JoinedCorpus:
 
 def log_unknown(name: str, data: ParallelData) -> None:
     """Warn about `<unk>` pieces per side: text the model can neither read nor write."""
-    sides = (("source", data.src), ("target", data.tgt))
-    for side, arrays in sides if data.task == "translate" else sides[:1]:  # a reader's targets are labels
+    sides = {"src": ("source", data.src), "tgt": ("target", data.tgt)}
+    for side, arrays in (sides[key] for key in data.targets.piece_sides):  # label ids are not pieces
         share = arrays.unknown_share()
         if share:
             log.warning(
@@ -238,25 +225,13 @@ def encode_eval_pairs(
     """`load_eval_pairs` for lines already read from `src_path` and `tgt_path` (named in messages);
     `prefix` (control ids: a multilingual run's language token) starts every source."""
     sources = [[*prefix, *ids] for ids in tokenizers.src.encode(src_lines)]
-    if tokenizers.task != "translate":
-        check_eval_labels(tokenizers.labels, src_lines, tgt_lines, src_path, tgt_path)
+    tokenizers.targets.check_valid(tokenizers, src_lines, tgt_lines, src_path, tgt_path)
     targets = tokenizers.target_ids(sources, tgt_lines)
     src = [ids[:max_len] for ids in sources]
     tgt = [ids[:max_len] for ids in targets]
-    data = ParallelData.from_lists(src, tgt, tokenizers.task)
+    data = ParallelData.from_lists(src, tgt, tokenizers.targets)
     log_unknown("validation", data)
     return data
-
-
-def check_eval_labels(
-    labels: Labels, src_lines: list[str], tgt_lines: list[str], src_path: str | Path, tgt_path: str | Path
-) -> None:
-    """A reader's validation labels fit their sources (read from memory); unseen ones are counted."""
-    label_names(labels.task, zip(src_lines, tgt_lines), src_path, tgt_path)
-    if unseen := labels.unseen(tgt_lines):
-        log.warning(
-            "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen
-        )
 
 
 @dataclass

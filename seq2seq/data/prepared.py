@@ -54,6 +54,7 @@ from seq2seq.data.manifest import (
 )
 from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData, TokenArrays
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.errors import DataError
 from seq2seq.files import write_text
@@ -208,18 +209,20 @@ def load_prepared_part(directory: Path) -> MappedCorpus:
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),
         arrays["costs"],
-        manifest["made_from"].get("task", "translate"),
+        TARGETS[manifest["made_from"]["task"]],
         tuple(maps),
     )
 
 
 def inconsistency(directory: Path, manifest: dict[str, Any]) -> str | None:
-    """What keeps the arrays on disk from making the corpus the manifest describes, read from their
-    sizes and the offsets' ends; None when nothing does.
+    """What keeps the arrays on disk from making the corpus the manifest describes (of a task this
+    s2s knows), read from their sizes and the offsets' ends; None when nothing does.
 
     Each array has the size the manifest gives and whole elements of its dtype; the costs and each
     side's offsets count its pairs (N and N + 1); the offsets start at 0 and end at the ids' count.
     """
+    if manifest["made_from"]["task"] not in TARGETS:
+        return f"its task {manifest['made_from']['task']!r} is none this s2s knows"
     counts = {}
     for name in ARRAYS:
         info, path = manifest["arrays"][name], directory / f"train.{name}"

@@ -21,10 +21,11 @@ from seq2seq.config import TokenizerConfig
 from seq2seq.config.data import CorpusConfig, language_tokens
 from seq2seq.data.corpora import count_pairs, side_chunks
 from seq2seq.data.labels import LABELS_FILE, Labels, build_labels
+from seq2seq.data.targets import TRANSLATION, LabelTargets, Targets
 from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
-from seq2seq.special import BOS, CLS, CLS_PIECE, CONTROL_PIECES, EOS, PAD, SEP, SEP_PIECE, UNK
+from seq2seq.special import BOS, CONTROL_PIECES, EOS, PAD, UNK
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +62,10 @@ class Tokenizer:
         """Text of each id sequence; `<unk>` pieces are dropped, or shown as ` ⁇ ` with `keep_unk`."""
         return self.sp.decode([[i for i in seq if i > EOS or (keep_unk and i == UNK)] for seq in ids])
 
-    @property
-    def has_separator(self) -> bool:
-        """Whether id SEP is the <sep> control symbol (tokenizers trained before it existed lack it)."""
-        return self.sp.piece_to_id(SEP_PIECE) == SEP
-
-    @property
-    def has_classifier(self) -> bool:
-        """Whether id CLS is the <cls> control symbol (tokenizers trained before it existed lack it)."""
-        return self.sp.piece_to_id(CLS_PIECE) == CLS
+    def has_control(self, piece: str, id: int) -> bool:
+        """Whether `id` is the control symbol `piece` (<sep>, <cls>: tokenizers trained before s2s
+        reserved it lack it)."""
+        return self.sp.piece_to_id(piece) == id
 
     def pieces(self, line: str) -> list[str]:
         return self.sp.encode(line, out_type=str)
@@ -121,17 +117,17 @@ class Tokenizer:
 
 @dataclass(frozen=True)
 class TokenizerPair:
-    """What reads and writes each side of a run's pairs, and the task they were made for.
+    """What reads and writes each side of a run's pairs, and what its targets are.
 
-    `task` is "translate": `tgt` is a `Tokenizer` (the same object as `src` when the vocabulary is
-    joint); or a reader's "classify" or "tag", as its label set says: `tgt` is that `Labels`, which
-    shares a tokenizer's `encode`, `decode` and `vocab_size`. `load_tokenizers` decides it once, from
-    the files; code below asks `task`, never the type of `tgt`.
+    A translation's `tgt` is a `Tokenizer` (the same object as `src` when the vocabulary is joint); a
+    reader's is its label set, `Labels`, which shares a tokenizer's `encode`, `decode` and
+    `vocab_size`. `load_tokenizers` decides it once, from the files, with the `targets` (a
+    translation's pieces, or the label set's kind) that do the work that differs between them.
     """
 
     src: Tokenizer
     tgt: Tokenizer | Labels
-    task: str
+    targets: Targets
 
     @property
     def joint(self) -> bool:
@@ -140,7 +136,6 @@ class TokenizerPair:
     @property
     def labels(self) -> Labels:
         """A reader's label set (its target side)."""
-        assert self.task != "translate", "a translation's pair has no label set"
         return cast(Labels, self.tgt)
 
     def target_ids(
@@ -151,9 +146,7 @@ class TokenizerPair:
         A translation's target pieces; a reader's label ids (classify: one per line; tag: one per
         source piece, PAD off a word's first piece: `Labels.targets`).
         """
-        if self.task == "translate":
-            return self.tgt.encode(lines, threads)
-        return self.labels.targets(sources, lines, self.src.word_starts())
+        return self.targets.ids(self, sources, lines, threads)
 
 
 def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
@@ -177,8 +170,8 @@ def load_tokenizers(directory: Path, joint: bool) -> TokenizerPair:
     src = Tokenizer(files["joint"] if joint else files["src"])
     if "labels" in files:
         labels = Labels.load(files["labels"])
-        return TokenizerPair(src, labels, labels.task)
-    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]), "translate")
+        return TokenizerPair(src, labels, labels.kind)
+    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]), TRANSLATION)
 
 
 def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
@@ -204,22 +197,18 @@ def train_or_load_tokenizers(
     corpora: Sequence[CorpusConfig],
     directory: Path,
     may_train: bool = True,
-    task: str = "translate",
+    targets: Targets = TRANSLATION,
 ) -> TokenizerPair:
     """Load the tokenizers in `directory`, training the missing ones first when `may_train`.
 
     Without `may_train` (a run that already has weights), a missing tokenizer is an error: a new one
-    would silently give the old weights other meanings. A reader (`task` classify or tag) has one
-    SentencePiece model, trained on the source text, and a label set built from the targets (a
+    would silently give the old weights other meanings. A reader (`targets` a reader's labels) has
+    one SentencePiece model, trained on the source text, and a label set built from the targets (a
     reader's corpora are two files each).
     """
-    files = tokenizer_files(directory, cfg.joint)
-    targets_are_labels = task != "translate"
-    if targets_are_labels:
-        files.setdefault("labels", directory / LABELS_FILE)
+    files = tokenizer_files(directory, cfg.joint) | targets.files(directory)
     sides = {
-        "joint": [(c, "src") for c in corpora]
-        + ([] if targets_are_labels else [(c, "tgt") for c in corpora]),
+        "joint": [(c, side) for side in targets.piece_sides for c in corpora],
         "src": [(c, "src") for c in corpora],
         "tgt": [(c, "tgt") for c in corpora],
     }
@@ -237,7 +226,8 @@ def train_or_load_tokenizers(
         directory.mkdir(parents=True, exist_ok=True)
         if side == "labels":  # after the SentencePiece model, whose words the tags must fit
             tokenizer = Tokenizer(files.get("joint", files.get("src")))
-            build_labels(task, [c.src for c in corpora], [c.tgt for c in corpora], path, tokenizer)
+            kind = cast(LabelTargets, targets)  # only a reader's targets have a label set
+            build_labels(kind, [c.src for c in corpora], [c.tgt for c in corpora], path, tokenizer)
         else:
             _train(cfg, sides[side], path, controls.get(side, list(cfg.control_tokens)))
     return load_tokenizers(directory, cfg.joint)

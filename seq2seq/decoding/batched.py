@@ -13,10 +13,10 @@ import torch
 
 from seq2seq.batching import pad, token_batches
 from seq2seq.config import DecodeConfig
+from seq2seq.decoding.answers import SEARCHED, Answers
 from seq2seq.decoding.ladder import held_size_within
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.reading import read
-from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
+from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings
 from seq2seq.device import autocast
 from seq2seq.special import EOS
 
@@ -28,7 +28,7 @@ def decode_ids(
     max_tokens: int,
     device: torch.device,
     dtype: torch.dtype | None = None,
-    task: str = "translate",
+    answers: Answers = SEARCHED,
     at_once: int = 0,
     prefixes: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Hypothesis]]:
@@ -40,7 +40,7 @@ def decode_ids(
     are written back to their input positions. On a CPU, as many batches as torch has threads are
     decoded at once, each on one core (like CTranslate2's inter_threads):
     a decoding step's tensors are too small to keep several cores busy one operation at a time.
-    A reader's run (`task` classify or tag) is read in one pass instead of searched. `at_once` sets
+    A reader's run is read in one pass instead of searched (its `answers`). `at_once` sets
     how many batches a CPU decodes together (0 = one per torch thread), each on an equal share of the
     threads: what the benchmark's grid varies.
     """
@@ -55,9 +55,7 @@ def decode_ids(
         src = pad([[*sources[i], EOS] for i in batch]).to(device)
         prefix = Forced.of([prefixes[i] for i in batch], device) if prefixes else None
         with autocast(device, dtype):  # thread-local, like no_grad: set in the thread that decodes
-            if task != "translate":  # a reader answers in one pass
-                return read(model, src)
-            return search(model, src, settings, prefix)
+            return answers(model, src, settings, prefix)
 
     cores = torch.get_num_threads()
     workers = min(at_once or cores, cores, len(batches)) if device.type == "cpu" else 1

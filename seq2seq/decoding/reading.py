@@ -12,7 +12,6 @@ from torch import Tensor
 
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
-from seq2seq.special import PAD
 
 
 @torch.no_grad()
@@ -23,8 +22,6 @@ def read(model: EncoderOnlyTransformer, src: Tensor) -> list[list[Hypothesis]]:
     the model's probability of the label, or of the whole tag sequence (the product of the tags').
     """
     best, ids = model.best_labels(src)  # (B, T)
-    if model.cfg.task == "classify":
-        return [[Hypothesis([i], s)] for i, s in zip(ids[:, 0].tolist(), best[:, 0].exp().tolist())]
-    keep = model.word_start[src] & (src != PAD)  # (B, S): each word's first piece
+    keep = model.answered(src)  # (B, T): the label, or each word's first piece
     scores = best.masked_fill(~keep, 0.0).sum(1).exp().tolist()
     return [[Hypothesis(row[mask].tolist(), score)] for row, mask, score in zip(ids, keep, scores)]

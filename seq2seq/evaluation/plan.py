@@ -11,10 +11,10 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.config import Config, DecodeConfig
+from seq2seq.config import Config, DecodeConfig, Task
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
-from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
+from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
 from seq2seq.run.layout import RunDir
@@ -24,7 +24,6 @@ from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator, run_inputs
 
 log = logging.getLogger(__name__)
-TASKS = ("translate", "classify", "tag")
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ class EvaluationPlan:
     """What `s2s evaluate` will do, decided and checked before anything is read or translated."""
 
     files: EvaluateFiles  # `out` filled in when --src is translated
-    task: str  # translate, classify or tag
+    task: Task  # what the hypotheses are: it chooses what they are scored with (`scoring_options`)
     decoding: DecodeOptions  # how --src is translated (when it is)
     tag: str = ""  # a control token put before every source (`Translator.use_source_tokens`), or none
     to: str = ""  # a multilingual run's target language (`--to`)
@@ -104,24 +103,29 @@ def default_out(files: EvaluateFiles, checkpoints: tuple[str, ...]) -> Path:
     return files.run_dir / f"{files.src.name}.{'+'.join(Path(c).stem for c in checkpoints)}.hyp"
 
 
-def evaluation_task(task: str | None, run: Config | None, run_dir: Path | None) -> str:
+def evaluation_task(task: str | None, run: Config | None, run_dir: Path | None) -> Task:
     """What the hypotheses are: --task, else what the run's model does, else translations."""
     if task is None:
-        return run.model.task if run is not None else "translate"
-    if task not in TASKS:
-        raise EvaluateError(f"--task {task!r}: choose translate, classify or tag")
-    if run is not None and run.model.task != task:
-        raise EvaluateError(f"--task {task}, but {run_dir} was trained for {run.model.task}")
-    return task
+        return run.model.task if run is not None else Task.TRANSLATE
+    try:
+        asked = Task(task)
+    except ValueError:
+        raise EvaluateError(f"--task {task!r}: choose one of {', '.join(Task)}") from None
+    if run is not None and run.model.task != asked:
+        raise EvaluateError(f"--task {asked}, but {run_dir} was trained for {run.model.task}")
+    return asked
 
 
 def scoring_options(
-    task: str, metrics: MetricOptions, references: list[TextFile]
+    task: Task, metrics: MetricOptions, references: list[TextFile]
 ) -> MetricOptions | ReaderMetricOptions:
     """BLEU, chrF and TER for translations; a reader's scores, over the first reference's labels."""
-    if task == "translate":
-        return metrics
-    return ReaderMetricOptions(task, tuple(sorted({r.strip() for r in references[0].lines} - {""})))
+    classes = tuple(sorted({r.strip() for r in references[0].lines} - {""}))
+    return {
+        Task.TRANSLATE: metrics,
+        Task.CLASSIFY: LabelMetricOptions(Task.CLASSIFY, classes),
+        Task.TAG: TagMetricOptions(Task.TAG, classes),
+    }[task]
 
 
 def run_evaluation(

@@ -13,12 +13,18 @@ was in 2020 and it pulls in scikit-learn for this.)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sacrebleu.metrics.base import Metric, Score, Signature
+
+from seq2seq.config import Task
+
+if TYPE_CHECKING:
+    from seq2seq.evaluation.report import ReportBody
 
 
 class ReaderSignature(Signature):
@@ -33,11 +39,10 @@ class _CountMetric(Metric):
 
     _SIGNATURE_TYPE = ReaderSignature
     name = ""
-    task = ""
 
-    def __init__(self, references: Sequence[Sequence[str]] | None = None) -> None:
+    def __init__(self, task: Task, references: Sequence[Sequence[str]] | None = None) -> None:
         super().__init__()
-        self.task = type(self).task  # an instance field: the signature reads them
+        self.task = str(task)  # an instance field: the signature reads them
         if references is not None:
             self._ref_cache = self._cache_references(references)
 
@@ -59,7 +64,7 @@ class _CountMetric(Metric):
 class Accuracy(_CountMetric):
     """Lines whose label equals the reference's, in %."""
 
-    name, task = "accuracy", "classify"
+    name = "accuracy"
 
     def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
         return [int(hyp == ref_kwargs["ref"]), 1]
@@ -72,12 +77,14 @@ class Accuracy(_CountMetric):
 class MacroF1(_CountMetric):
     """The mean over `classes` (the references' labels) of each label's F1, in %."""
 
-    name, task = "macro-F1", "classify"
+    name = "macro-F1"
 
-    def __init__(self, classes: Sequence[str], references: Sequence[Sequence[str]] | None = None) -> None:
+    def __init__(
+        self, task: Task, classes: Sequence[str], references: Sequence[Sequence[str]] | None = None
+    ) -> None:
         self.classes = len(classes)
         self.index = {c: i for i, c in enumerate(classes)}
-        super().__init__(references)
+        super().__init__(task, references)
 
     def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> np.ndarray:
         """Per class: true positives, false positives, false negatives (3 x classes, flat)."""
@@ -102,7 +109,7 @@ class MacroF1(_CountMetric):
 class TokenAccuracy(_CountMetric):
     """Tags equal to the reference's at the same word, in % of the reference's tags."""
 
-    name, task = "token accuracy", "tag"
+    name = "token accuracy"
 
     def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
         ref = ref_kwargs["ref"].split()
@@ -116,7 +123,7 @@ class TokenAccuracy(_CountMetric):
 class SpanF1(_CountMetric):
     """F1 of labelled spans read from BIO tags (CoNLL's rule), in %."""
 
-    name, task = "span F1", "tag"
+    name = "span F1"
 
     def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
         predicted, true = bio_spans(hyp.split()), bio_spans(ref_kwargs["ref"].split())
@@ -145,13 +152,58 @@ def bio_spans(tags: Sequence[str]) -> set[tuple[int, int, str]]:
 
 
 @dataclass(frozen=True)
-class ReaderMetricOptions:
-    """What `s2s evaluate` scores a reader's predictions with (`MetricOptions` for translations)."""
+class LabelMetricOptions:
+    """What `s2s evaluate` scores a classifier's labels with (`MetricOptions` for translations)."""
 
-    task: str  # "classify" or "tag"
-    classes: tuple[str, ...] = ()  # classify: the labels macro-F1 averages over (the references')
+    task: Task
+    classes: tuple[str, ...] = ()  # the labels macro-F1 averages over (the references')
+    noun = "labels"
 
     def metrics(self, references: Sequence[Sequence[str]] | None = None) -> dict[str, Metric]:
-        if self.task == "classify":
-            return {"accuracy": Accuracy(references), "macro_f1": MacroF1(self.classes, references)}
-        return {"token_accuracy": TokenAccuracy(references), "span_f1": SpanF1(references)}
+        return {
+            "accuracy": Accuracy(self.task, references),
+            "macro_f1": MacroF1(self.task, self.classes, references),
+        }
+
+    def confusion_pairs(self, references: Sequence[str], hypotheses: Sequence[str]) -> list[tuple[str, str]]:
+        """(reference, predicted) label of each line."""
+        return [(r.strip(), h.strip()) for r, h in zip(references, hypotheses)]
+
+    def report_body(self, report: ReportBody) -> list[str]:
+        """Where the labels go wrong (confusion matrices), not BLEU or attention."""
+        return report.confusions(self)
+
+
+@dataclass(frozen=True)
+class TagMetricOptions:
+    """What `s2s evaluate` scores a tagger's tags with (`MetricOptions` for translations)."""
+
+    task: Task
+    classes: tuple[
+        str, ...
+    ] = ()  # the references' lines (recorded with the options; no tag score reads them)
+    noun = "tags"
+
+    def metrics(self, references: Sequence[Sequence[str]] | None = None) -> dict[str, Metric]:
+        return {
+            "token_accuracy": TokenAccuracy(self.task, references),
+            "span_f1": SpanF1(self.task, references),
+        }
+
+    def confusion_pairs(self, references: Sequence[str], hypotheses: Sequence[str]) -> list[tuple[str, str]]:
+        """(reference, predicted) tag of each word; a missing tag (a prediction shorter than its
+        reference) is predicted as "(none)"."""
+        return [
+            (r, h)
+            for ref, hyp in zip(references, hypotheses)
+            for r, h in itertools.zip_longest(
+                ref.split(), hyp.split()[: len(ref.split())], fillvalue="(none)"
+            )
+        ]
+
+    def report_body(self, report: ReportBody) -> list[str]:
+        """Where the tags go wrong (confusion matrices), not BLEU or attention."""
+        return report.confusions(self)
+
+
+ReaderMetricOptions = LabelMetricOptions | TagMetricOptions

@@ -70,7 +70,11 @@ class MadeBy:
 
 @dataclass
 class Evaluation:
-    """Everything one `s2s evaluate` measured; the table, the JSON and the report are views of it."""
+    """Everything one `s2s evaluate` measured; the table, the JSON and the report are views of it.
+
+    `options` are what the hypotheses were scored with, chosen once for what they are
+    (`evaluation.plan.scoring_options`): a translation's or a reader's.
+    """
 
     options: MetricOptions | ReaderMetricOptions
     references: list[TextFile]
@@ -78,11 +82,6 @@ class Evaluation:
     source: TextFile | None = None
     bootstrap: PairedBootstrap | None = None
     made_by: MadeBy = MadeBy()
-
-    @property
-    def task(self) -> str:
-        """translate, classify or tag: what the hypotheses are, decided once by `s2s evaluate`."""
-        return self.options.task
 
 
 def evaluate_files(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import itertools
 import json
 import random
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ import numpy as np
 
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
 from seq2seq.evaluation.record import Evaluation, evaluation_record, score_cell
 from seq2seq.files import write_text
 from seq2seq.run.layout import RunDir
@@ -253,6 +253,42 @@ def attention_section(evaluation: Evaluation, translator: Translator, candidates
     return "\n".join(parts)
 
 
+@dataclass(frozen=True)
+class ReportBody:
+    """What a report shows below the scores, as the evaluation's options choose (`report_body`): a
+    translation's BLEU by length, example sentences and attention maps, or a reader's confusion
+    matrices."""
+
+    evaluation: Evaluation
+    translator: Translator | None  # draws attention maps (with the source)
+    examples: int
+    seed: int
+
+    def translations(self) -> list[str]:
+        e = self.evaluation
+        sentences, random_lines = sentences_section(e, self.examples, self.seed)
+        lengths, unit = line_lengths(e, self.translator)
+        parts = [
+            "<h2>BLEU by length</h2>",
+            image(length_figure(e, lengths, unit), "BLEU by length"),
+            sentences,
+        ]
+        if self.translator is not None and e.source is not None:
+            parts.append(attention_section(e, self.translator, random_lines))
+        return parts
+
+    def confusions(self, options: ReaderMetricOptions) -> list[str]:
+        """A confusion matrix of each system against the first reference."""
+        e = self.evaluation
+        parts = ["<h2>Confusion matrices</h2>"]
+        for system in e.systems:
+            pairs = options.confusion_pairs(e.references[0].lines, system.file.lines)
+            labels, counts = confusion_counts(pairs)
+            title = f"{system.name}: {options.noun}"
+            parts.append(image(confusion_figure(labels, counts, title), title))
+        return parts
+
+
 def write_report(
     evaluation: Evaluation,
     directory: Path,
@@ -268,34 +304,16 @@ def write_report(
     curves = learning_curves_figure(RunDir(run_dir).read_metrics()) if run_dir else None
     if curves is not None:
         parts += ["<h2>Learning curves</h2>", image(curves, "learning curves")]
-    if e.task != "translate":  # labels: where they go wrong, not BLEU or attention
-        parts += confusion_sections(e)
-        return _write_page(directory, parts)
-    sentences, random_lines = sentences_section(e, examples, seed)
-    lengths, unit = line_lengths(e, translator)
-    parts += ["<h2>BLEU by length</h2>", image(length_figure(e, lengths, unit), "BLEU by length"), sentences]
-    if translator is not None and e.source is not None:
-        parts.append(attention_section(e, translator, random_lines))
-    return _write_page(directory, parts)
+    parts += e.options.report_body(ReportBody(e, translator, examples, seed))
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "index.html"
+    write_text(path, PAGE.format(body="\n".join(parts)))
+    return path
 
 
-def confusion_counts(
-    references: Sequence[str], hypotheses: Sequence[str], task: str
-) -> tuple[list[str], np.ndarray]:
-    """(labels, counts[reference label, predicted label]) over lines (classify) or words (tag).
-
-    A missing tag (a prediction shorter than its reference) is predicted as "(none)".
-    """
-    if task == "classify":
-        pairs = [(r.strip(), h.strip()) for r, h in zip(references, hypotheses)]
-    else:
-        pairs = [
-            (r, h)
-            for ref, hyp in zip(references, hypotheses)
-            for r, h in itertools.zip_longest(
-                ref.split(), hyp.split()[: len(ref.split())], fillvalue="(none)"
-            )
-        ]
+def confusion_counts(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], np.ndarray]:
+    """(labels, counts[reference label, predicted label]) over (reference, predicted) pairs: of lines
+    or of words (`ReaderMetricOptions.confusion_pairs`)."""
     labels = sorted({label for pair in pairs for label in pair})
     index = {label: i for i, label in enumerate(labels)}
     counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
@@ -320,24 +338,6 @@ def confusion_figure(labels: Sequence[str], counts: np.ndarray, title: str) -> F
                 j, i, str(n), ha="center", va="center", color="white" if n > counts.max() / 2 else "black"
             )
     return figure
-
-
-def confusion_sections(evaluation: Evaluation) -> list[str]:
-    """A confusion matrix of each system against the first reference."""
-    e = evaluation
-    parts = ["<h2>Confusion matrices</h2>"]
-    for system in e.systems:
-        labels, counts = confusion_counts(e.references[0].lines, system.file.lines, e.options.task)
-        title = f"{system.name}: {'labels' if e.options.task == 'classify' else 'tags'}"
-        parts.append(image(confusion_figure(labels, counts, title), title))
-    return parts
-
-
-def _write_page(directory: Path, parts: list[str]) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "index.html"
-    write_text(path, PAGE.format(body="\n".join(parts)))
-    return path
 
 
 PAGE = """<!DOCTYPE html>

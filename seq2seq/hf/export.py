@@ -36,6 +36,7 @@ from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_files
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
+from seq2seq.models.build import model_family
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD, UNK
@@ -53,10 +54,10 @@ class HFExportError(Seq2SeqError):
 
 def check_exportable(config: Config, run_dir: Path) -> None:
     """Refuse, saying why, a run whose layout no `transformers` class reproduces token for token."""
-    m = config.model
-    if m.arch != "encoder_decoder":
+    m, family = config.model, model_family(config.model)
+    if not family.exports:
         raise HFExportError(
-            f"{run_dir} is a {m.arch} model; --to huggingface exports encoder-decoder translation "
+            f"{run_dir} is a {family.name} model; --to huggingface exports encoder-decoder translation "
             "models (pre-norm, one embedding matrix), as Pegasus's layout holds them"
         )
     if m.norm != "pre":

@@ -1,13 +1,18 @@
 """The encoder-only reader: a bidirectional encoder with a classification or tagging head.
 
-Its input is `<cls> source </s>` (the model puts the `<cls>` in front). `task: classify` predicts one
-label per source from the `<cls>` state (`pooling: cls`) or the mean of the real tokens' states
-(`pooling: mean`); `task: tag` predicts a tag on every source piece, of which the loss and the
-output keep each word's first. Training meets it as it meets every family: `features(src, tgt_in)`
-are the states the output projection reads, against targets `tgt_out` (`seq2seq.data.parallel` lays them out).
+Its input is `<cls> source </s>` (the model puts the `<cls>` in front). Its head, chosen for its task
+when it is built (`seq2seq.models.build`), says what it reads its answers from: `task: classify`
+predicts one label per source from the `<cls>` state (`pooling: cls`) or the mean of the real tokens'
+states (`pooling: mean`) (`LabelHead`); `task: tag` predicts a tag on every source piece, of which the
+loss and the output keep each word's first (`TagHead`). Training meets it as it meets every family:
+`features(src, tgt_in)` are the states the output projection reads, against targets `tgt_out`
+(`seq2seq.data.parallel` lays them out).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -19,14 +24,60 @@ from seq2seq.models.layers import EncoderLayer, sinusoidal_positions
 from seq2seq.special import CLS, PAD
 
 
+class ReaderHead(Protocol):
+    """Where a reader's answers come from: the states its output projection reads, and which of its
+    output positions are answers."""
+
+    def states(self, states: Tensor, src: Tensor) -> Tensor:
+        """(B, 1 + S, D) states of `<cls> src` -> (B, T, D), one row per output position."""
+        ...
+
+    def answered(self, src: Tensor, word_start: Tensor) -> Tensor:
+        """(B, T) bool: True where an output position's label is an answer."""
+        ...
+
+
+@dataclass(frozen=True)
+class LabelHead:
+    """One label per source, from the `<cls>` state (`pooling: cls`) or the mean of the real tokens'."""
+
+    pooling: str
+
+    def states(self, states: Tensor, src: Tensor) -> Tensor:
+        if self.pooling == "cls":
+            return states[:, :1]  # (B, 1, D)
+        real = torch.cat([torch.ones_like(src[:, :1]), src], dim=1).ne(PAD).unsqueeze(-1)  # (B, 1 + S, 1)
+        return (states * real).sum(1, keepdim=True) / real.sum(1, keepdim=True)
+
+    def answered(self, src: Tensor, word_start: Tensor) -> Tensor:
+        return torch.ones_like(src[:, :1], dtype=torch.bool)  # (B, 1): the one label
+
+
+@dataclass(frozen=True)
+class TagHead:
+    """One tag per source piece; the answers are those on each word's first piece."""
+
+    def states(self, states: Tensor, src: Tensor) -> Tensor:
+        return states[:, 1:]  # (B, S, D)
+
+    def answered(self, src: Tensor, word_start: Tensor) -> Tensor:
+        return word_start[src] & (src != PAD)  # (B, S)
+
+
 class EncoderOnlyTransformer(nn.Module):
     def __init__(
-        self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, word_start: np.ndarray | None = None
+        self,
+        cfg: ModelConfig,
+        src_vocab: int,
+        tgt_vocab: int,
+        head: ReaderHead,
+        word_start: np.ndarray | None = None,
     ) -> None:
         """`tgt_vocab` is the label set's size, PAD included (`seq2seq.data.labels.Labels.vocab_size`);
-        `word_start` (src_vocab,) bool marks the pieces that begin a word (default: every piece)."""
+        `head` reads the answers of its task; `word_start` (src_vocab,) bool marks the pieces that
+        begin a word (default: every piece)."""
         super().__init__()
-        self.cfg = cfg
+        self.cfg, self.head = cfg, head
         self.max_positions = cfg.max_positions - 1  # one is the <cls>
         d = cfg.d_model
         tokens = nn.Embedding(src_vocab, d, padding_idx=PAD)
@@ -54,13 +105,7 @@ class EncoderOnlyTransformer(nn.Module):
         `tgt_in` is not read (a reader writes nothing); it keeps the training interface of the
         other families.
         """
-        states = self.encode(src)
-        if self.cfg.task == "tag":
-            return states[:, 1:]
-        if self.cfg.pooling == "cls":
-            return states[:, :1]
-        real = torch.cat([torch.ones_like(src[:, :1]), src], dim=1).ne(PAD).unsqueeze(-1)  # (B, 1 + S, 1)
-        return (states * real).sum(1, keepdim=True) / real.sum(1, keepdim=True)
+        return self.head.states(self.encode(src), src)
 
     def forward(self, src: Tensor, tgt_in: Tensor | None = None) -> Tensor:
         """Label logits: (B, 1, L) for classify, (B, S, L) for tag; column PAD is never a label."""
@@ -72,3 +117,8 @@ class EncoderOnlyTransformer(nn.Module):
         logp = self(src).float()
         logp[..., PAD] = float("-inf")
         return logp.log_softmax(-1).max(-1)
+
+    def answered(self, src: Tensor) -> Tensor:
+        """(B, 1) for classify or (B, S) for tag, bool: True at the positions of `best_labels` that
+        are answers (the label; each word's first piece's tag)."""
+        return self.head.answered(src, self.word_start)

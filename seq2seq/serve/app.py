@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import seq2seq.serve
 from seq2seq.config import Config
 from seq2seq.errors import Seq2SeqError
-from seq2seq.models.build import build_model
+from seq2seq.models.build import build_model, model_family
 from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.continuous import ContinuousBatcher
 from seq2seq.serve.limits import (
@@ -117,7 +117,7 @@ def create_app(
     With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
     the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
     """
-    limits, task = settings.limits, translator.task
+    limits, task, answers = settings.limits, translator.task, translator.answers
     defaults = translator.options(settings.asked)
     targets = target_languages(translator.config.data)
     # a multilingual run of several targets and no --to: each request chooses (checked here, at start)
@@ -194,11 +194,11 @@ def create_app(
     async def translate(request: TranslateRequest) -> TranslateResponse:
         """Translate lines: one translation per line, in order; an empty line gives ""."""
         search = request_search(settings.asked, translator.config.decode, request.beam, request.nbest, limits)
-        if request.nbest > 1 and task != "translate":
+        if request.nbest > 1 and not answers.gives_nbest:
             raise ApiError(422, f"nbest: a {task} model gives one answer per line")
         check_lines(request.text, limits)
         if request.prefix is not None:
-            if task != "translate":
+            if not answers.takes_prefixes:
                 raise ApiError(422, f"prefix: a {task} model reads; it writes no translation to start")
             if len(request.prefix) != len(request.text):
                 raise ApiError(
@@ -220,7 +220,7 @@ def create_app(
     async def attention(request: AttentionRequest) -> AttentionResponse:
         """Cross-attention of one sentence (last decoder layer, mean over heads), teacher-forced on
         its translation."""
-        if task != "translate":
+        if not answers.draws_attention:
             raise ApiError(422, f"a {task} model reads without cross-attention: there is none to draw")
         check_lines([request.text], limits, field="text")
         if not request.text.strip():
@@ -276,14 +276,16 @@ BATCHINGS = ("auto", "continuous", "static")
 
 
 def batcher_for(translator: Translator, settings: ServerSettings, max_tokens: int) -> Batcher:
-    """The batcher `settings.batching` asks for: continuous batching needs an s2s encoder-decoder
-    run that translates (its model joins sentences into a running search); auto takes it there."""
+    """The batcher `settings.batching` asks for: continuous batching needs an s2s run whose family
+    joins sentences into a running search (an encoder-decoder's); auto takes it there."""
     if settings.batching not in BATCHINGS:
         raise Seq2SeqError(f"--batching {settings.batching}: choose one of {', '.join(BATCHINGS)}")
-    model = translator.config.model
-    joinable = settings.engine == "s2s" and model.arch == "encoder_decoder" and model.task == "translate"
+    family = model_family(translator.config.model)
+    joinable = settings.engine == "s2s" and family.joins_running_batches
     if settings.batching == "continuous" and not joinable:
-        what = "a CTranslate2 export" if settings.engine != "s2s" else f"a {model.arch} {model.task} run"
+        what = (
+            "a CTranslate2 export" if settings.engine != "s2s" else f"a {family.name} {translator.task} run"
+        )
         raise Seq2SeqError(f"--batching continuous: {what} decodes in static batches; use --batching static")
     if settings.batching == "static" or not joinable:
         return Batcher(translator, settings.window_s, max_tokens)

@@ -31,6 +31,7 @@ from seq2seq.data.control import source_prefix
 from seq2seq.data.corpora import pair_chunks
 from seq2seq.data.parallel import encode_eval_pairs
 from seq2seq.data.prepared import ensure_prepared_corpus, prepared_corpus_dir
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.tokenizer import (
     TokenizerPair,
     copy_tokenizers,
@@ -39,14 +40,14 @@ from seq2seq.data.tokenizer import (
     train_or_load_tokenizers,
 )
 from seq2seq.errors import DataError, RunDirError, Seq2SeqError
+from seq2seq.models.build import model_family
 from seq2seq.run.change import RunChange, changing, recover
 from seq2seq.run.checks import check_run_dir, check_same_inputs, data_checksums
 from seq2seq.run.layout import RunDir
 from seq2seq.run.lock import locked
-from seq2seq.special import CLS_PIECE, SEP_PIECE
 from seq2seq.training.distributed import DistInfo, any_rank
 from seq2seq.training.plan import RunPlan, ValidText
-from seq2seq.training.validation import ValidSet
+from seq2seq.training.validation import VALID_SCORES, ValidSet
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def _make_tokenizers(claim: Claim) -> dict[str, str]:
         cfg.data.training_corpora(),
         run.tokenizer_dir,
         plan.mode != "resume",
-        cfg.model.task,
+        TARGETS[cfg.model.task],
     )
     check_fits_arch(cfg, load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint))
     tokenizer = claim.tokenizer_sums
@@ -207,7 +208,7 @@ def _load_inputs(plan: RunPlan, valid: list[ValidText]) -> RunInputs:
         pairs = encode_eval_pairs(
             tokenizers, text.src, text.tgt, cfg.data.max_len, text.src_path, text.tgt_path, prefix
         )
-        sets.append(ValidSet(pairs, text.src, text.tgt, text.direction))
+        sets.append(ValidSet(pairs, text.src, text.tgt, text.direction, VALID_SCORES[cfg.model.task]))
     init = None
     if plan.init is not None:
         state = load_checkpoint(plan.init.checkpoint)
@@ -233,21 +234,17 @@ def shared_failure(info: DistInfo) -> Iterator[None]:
 
 
 def check_fits_arch(cfg: Config, tokenizers: TokenizerPair) -> None:
-    """A decoder-only model needs the <sep> id, a reader the <cls> id and its label set; tokenizers
-    trained before these existed lack them."""
-    m, src = cfg.model, tokenizers.src
-    for needed, has, piece in (
-        (m.arch == "decoder_only", src.has_separator, SEP_PIECE),
-        (m.arch == "encoder_only", src.has_classifier, CLS_PIECE),
-    ):
-        if needed and not has:
-            raise RunDirError(
-                f"model.arch: {m.arch} needs a tokenizer with the {piece} symbol, and {src.path} was "
-                "trained without it (by an older s2s): train a new run"
-            )
-    if tokenizers.task != m.task:
+    """The model's family may need a control symbol (a decoder-only model <sep>, a reader <cls>),
+    which tokenizers trained before it existed lack; a reader needs the label set of its task."""
+    m, family, src = cfg.model, model_family(cfg.model), tokenizers.src
+    if family.control is not None and not src.has_control(*family.control):
         raise RunDirError(
-            f"the run's tokenizer directory is for task {tokenizers.task}, the config says "
+            f"model.arch: {family.name} needs a tokenizer with the {family.control[0]} symbol, and "
+            f"{src.path} was trained without it (by an older s2s): train a new run"
+        )
+    if tokenizers.targets.task != m.task:
+        raise RunDirError(
+            f"the run's tokenizer directory is for task {tokenizers.targets.task}, the config says "
             f"model.task: {m.task}; "
             "train a new run (--overwrite)"
         )

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from seq2seq.config import Config, ModelConfig
 from seq2seq.errors import RunDirError
-from seq2seq.models.build import layer_stacks
+from seq2seq.models.build import model_family
 
 LAYER_COUNTS = ("encoder_layers", "decoder_layers")  # the model keys a shrunk start may change
 
@@ -35,14 +35,14 @@ def chosen_layers(source: ModelConfig, cfg: Config, where: str) -> dict[str, tup
 
     `source` is the model section of the run `where` the weights come from.
     """
-    given = cfg.train.init_layers
-    stacks = set(layer_stacks(cfg.model.arch).values())
+    given, family = cfg.train.init_layers, model_family(cfg.model)
+    stacks = set(family.layer_stacks.values())
     chosen, problems = {}, []
     for key in LAYER_COUNTS:
         have, want, layers = getattr(source, key), getattr(cfg.model, key), given[key]
         if key not in stacks:
             if layers:
-                problems.append(f"train.init_{key}: a {cfg.model.arch} model has no such layers")
+                problems.append(f"train.init_{key}: a {family.name} model has no such layers")
             continue
         if layers:
             if len(layers) != want:
@@ -64,13 +64,14 @@ def chosen_layers(source: ModelConfig, cfg: Config, where: str) -> dict[str, tup
 
 
 def shrunk_weights(
-    weights: Mapping[str, Tensor], arch: str, layers: Mapping[str, tuple[int, ...]]
+    weights: Mapping[str, Tensor], stacks: Mapping[str, str], layers: Mapping[str, tuple[int, ...]]
 ) -> dict[str, Tensor]:
     """`weights` with each stack in `layers` renumbered: the new layer N is the source's `layers[key][N]`.
 
-    Everything outside those stacks (embeddings, final norms, the output layer) is kept as it is.
+    `stacks` are the model family's (`Family.layer_stacks`). Everything outside those stacks
+    (embeddings, final norms, the output layer) is kept as it is.
     """
-    renumbered = {prefix: layers[key] for prefix, key in layer_stacks(arch).items() if key in layers}
+    renumbered = {prefix: layers[key] for prefix, key in stacks.items() if key in layers}
     shrunk = {}
     for name, value in weights.items():
         prefix = next((p for p in renumbered if name.startswith(p)), None)

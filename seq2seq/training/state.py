@@ -22,7 +22,7 @@ from seq2seq.checkpoint import inference_weights
 from seq2seq.config import ModelConfig, TrainConfig
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.device import grad_scaler
-from seq2seq.models.build import Model, build_model
+from seq2seq.models.build import Model, build_model, model_family
 from seq2seq.models.encoder_decoder import count_parameters
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler
@@ -167,7 +167,8 @@ def initial_model(cfg: ModelConfig, seed: int, tokenizers: TokenizerPair, init: 
 def initialize_from(model: Model, cfg: ModelConfig, init: InitWeights) -> None:
     """Fine-tuning: the weights of `train.init_from` (the run already has their tokenizer); a model
     with fewer layers takes the layers chosen (`seq2seq.training.shrink`)."""
-    model.load_state_dict(shrunk_weights(inference_weights(init.state), cfg.arch, init.layers))
+    stacks = model_family(cfg).layer_stacks
+    model.load_state_dict(shrunk_weights(inference_weights(init.state), stacks, init.layers))
     log.info(
         "initialized from %s (step %s)%s; optimizer, schedule and data order start afresh",
         init.path,

@@ -1,4 +1,5 @@
-"""Validation during training: loss and perplexity, and detokenized sacreBLEU of decoded output."""
+"""Validation during training: loss and perplexity, and detokenized sacreBLEU of decoded output (a
+translation's) or the share of labels predicted right (a reader's), as `VALID_SCORES` chooses."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import sacrebleu
 import torch
 
 from seq2seq.batching import token_batches
-from seq2seq.config import DecodeConfig, TrainConfig
+from seq2seq.config import DecodeConfig, Task, TrainConfig
 from seq2seq.data.parallel import ParallelData
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.decoding.batched import config_search, decode_ids
@@ -21,16 +23,6 @@ from seq2seq.models.build import Model
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import PAD
 from seq2seq.training.loss import TrainingLoss
-
-
-@dataclass
-class ValidSet:
-    """Tokenized validation pairs plus the raw lines BLEU is computed against."""
-
-    data: ParallelData
-    src_lines: list[str]
-    ref_lines: list[str]
-    direction: str = ""  # a multilingual run's (de-en); its sources start with the language token
 
 
 @dataclass
@@ -110,6 +102,79 @@ def validation_bleu(
     return score, str(metric.get_signature()), texts
 
 
+def bleu_scores(
+    model: Model,
+    valid: ValidSet,
+    tokenizers: TokenizerPair,
+    cfg: TrainConfig,
+    decode: DecodeConfig,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    result: ValidResult,
+) -> None:
+    """A translation's: the BLEU of the decoded sources (with `train.valid_bleu`) and a few samples."""
+    if not cfg.valid_bleu:
+        return
+    settings = dataclasses.replace(config_search(decode), beam=cfg.valid_beam)
+    score, signature, texts = validation_bleu(
+        model, valid, tokenizers, settings, cfg.max_tokens, device, dtype, cfg.valid_subset,
+        cfg.valid_bleu_tokenize,
+    )  # fmt: skip
+    result.bleu, result.bleu_signature = score.score, signature
+    result.samples = [
+        (valid.src_lines[i], valid.ref_lines[i], texts[i]) for i in range(min(cfg.valid_samples, len(texts)))
+    ]
+
+
+def accuracy_scores(
+    model: Model,
+    valid: ValidSet,
+    tokenizers: TokenizerPair,
+    cfg: TrainConfig,
+    decode: DecodeConfig,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    result: ValidResult,
+) -> None:
+    """A reader's: the share of labels (or tags) it predicts right."""
+    result.accuracy = validation_accuracy(model, valid.data, cfg.max_tokens, device, dtype)
+
+
+class Scores(Protocol):
+    """What validation measures besides the loss, written into `result`."""
+
+    def __call__(
+        self,
+        model: Model,
+        valid: ValidSet,
+        tokenizers: TokenizerPair,
+        cfg: TrainConfig,
+        decode: DecodeConfig,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        result: ValidResult,
+    ) -> None: ...
+
+
+# what validation scores besides the loss, by the run's task (`ValidSet.scores`)
+VALID_SCORES: dict[Task, Scores] = {
+    Task.TRANSLATE: bleu_scores,
+    Task.CLASSIFY: accuracy_scores,
+    Task.TAG: accuracy_scores,
+}
+
+
+@dataclass
+class ValidSet:
+    """Tokenized validation pairs plus the raw lines BLEU is computed against, and what is scored."""
+
+    data: ParallelData
+    src_lines: list[str]
+    ref_lines: list[str]
+    direction: str = ""  # a multilingual run's (de-en); its sources start with the language token
+    scores: Scores = bleu_scores  # what is scored besides the loss: `VALID_SCORES` of the run's task
+
+
 def validate(
     model: Model,
     valid: ValidSet,
@@ -121,28 +186,8 @@ def validate(
 ) -> ValidResult:
     was_training = model.training
     model.eval()
-    loss = validation_loss(model, valid.data, cfg.max_tokens, device, dtype)
-    result = ValidResult(loss=loss)
-    if valid.data.task != "translate":
-        result.accuracy = validation_accuracy(model, valid.data, cfg.max_tokens, device, dtype)
-    elif cfg.valid_bleu:
-        settings = dataclasses.replace(config_search(decode), beam=cfg.valid_beam)
-        score, signature, texts = validation_bleu(
-            model,
-            valid,
-            tokenizers,
-            settings,
-            cfg.max_tokens,
-            device,
-            dtype,
-            cfg.valid_subset,
-            cfg.valid_bleu_tokenize,
-        )
-        result.bleu, result.bleu_signature = score.score, signature
-        result.samples = [
-            (valid.src_lines[i], valid.ref_lines[i], texts[i])
-            for i in range(min(cfg.valid_samples, len(texts)))
-        ]
+    result = ValidResult(loss=validation_loss(model, valid.data, cfg.max_tokens, device, dtype))
+    valid.scores(model, valid, tokenizers, cfg, decode, device, dtype, result)
     model.train(was_training)
     return result
 

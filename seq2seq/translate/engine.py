@@ -9,20 +9,25 @@ from typing import Protocol
 
 import torch
 
-from seq2seq.config import Config
+from seq2seq.config import Config, Task
 from seq2seq.data.tokenizer import TokenizerPair
+from seq2seq.decoding.answers import Answers
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
-from seq2seq.translate.starts import SourceStart
+from seq2seq.translate.source_tokens import SourceTokens
 from seq2seq.translate.streams import LineTranslator
 
 
 class Engine(LineTranslator, Protocol):
-    """A `LineTranslator` with its run's config and tokenizers, whose sources' start can be chosen,
+    """A `LineTranslator` with its run's config and tokenizers, whose source tokens can be chosen,
     and that says what it runs on."""
 
     @property
-    def task(self) -> str:
-        """translate, or a reader's classify or tag."""
+    def task(self) -> Task:
+        """What the run was trained for: what messages name."""
+
+    @property
+    def answers(self) -> Answers:
+        """How it answers its sources, and what else can be asked of it."""
 
     @property
     def config(self) -> Config: ...
@@ -31,7 +36,7 @@ class Engine(LineTranslator, Protocol):
     def tokenizers(self) -> TokenizerPair: ...
 
     @property
-    def starts(self) -> SourceStart: ...
+    def source_tokens(self) -> SourceTokens: ...
 
     @property
     def source_prefix(self) -> tuple[int, ...]: ...
@@ -53,7 +58,7 @@ class Engine(LineTranslator, Protocol):
     @property
     def quantize(self) -> str | None: ...
 
-    def start_sources(self, to: str = "", tag: str = "") -> None: ...
+    def use_source_tokens(self, to: str = "", tag: str = "") -> None: ...
 
     def options(self, asked: DecodeOverrides = ...) -> DecodeOptions: ...
 

@@ -15,6 +15,7 @@ from torch import nn
 from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, load_tokenizers, tokenizer_checksums
+from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
@@ -105,7 +106,8 @@ class Translator:
         checkpoints: Sequence[Path] = (),
     ) -> None:
         self.model, self.tokenizers, self.config = model.eval(), tokenizers, config
-        self.task = config.model.task  # translate, or a reader's classify or tag: decided once, here
+        self.task = config.model.task  # translate, or a reader's classify or tag: what messages name
+        self.answers = ANSWERS[self.task]  # searched or read, and what else can be asked: chosen once, here
         self.device, self.dtype = device, dtype
         self.quantize = quantize  # "int8" when the linear layers run in int8
         self.checkpoints = list(checkpoints)  # the files the weights came from
@@ -158,12 +160,12 @@ class Translator:
             if placement.quantize is not None:
                 model, dtype = quantize_model(model, placement.quantize, torch_device), None
             models.append(model.to(torch_device))
-        if len(models) > 1 and cfg.model.task != "translate":
+        model = models[0] if len(models) == 1 else Ensemble(models)
+        translator = cls(model, tokenizers, cfg, torch_device, dtype, placement.quantize, paths)
+        if len(models) > 1 and not translator.answers.averages_ensembles:
             raise Seq2SeqError(
                 f"an ensemble of several checkpoints decodes translations, not task {cfg.model.task}"
             )
-        model = models[0] if len(models) == 1 else Ensemble(models)
-        translator = cls(model, tokenizers, cfg, torch_device, dtype, placement.quantize, paths)
         if torch_device.type == "cpu" and placement.precision == "auto" and placement.quantize is None:
             # measured at every start, not stored: bf16 must win clearly, or outputs could flip
             translator.dtype, reason = faster_cpu_dtype(translator._probe, repeats=1, margin=0.15)
@@ -202,7 +204,7 @@ class Translator:
         count = torch.get_num_threads() * max(budget // settings.beam // 17, 1)
         generator = torch.Generator().manual_seed(0)
         sources = torch.randint(4, self.tokenizers.src.vocab_size, (count, 16), generator=generator)
-        decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype, self.task)
+        decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype, self.answers)
 
     def decode_ids(
         self,
@@ -213,7 +215,7 @@ class Translator:
     ) -> list[list[Hypothesis]]:
         """`decoding.batched.decode_ids` of token-id sources with this model, its device and precision."""
         return decode_ids(
-            self.model, sources, settings, max_tokens, self.device, self.autocast_to, self.task,
+            self.model, sources, settings, max_tokens, self.device, self.autocast_to, self.answers,
             self.at_once, prefixes,
         )  # fmt: skip
 
@@ -252,7 +254,7 @@ class Translator:
 
         `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
         """
-        if settings.nbest > 1 and self.task != "translate":
+        if settings.nbest > 1 and not self.answers.gives_nbest:
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
         todo, sources, forced = self.inputs(lines, first_line, prefixes)
         hyps = self.decode_ids(sources, settings, max_tokens, forced)

@@ -261,13 +261,13 @@ def test_nbest_empty_line_keeps_the_field_count(tiny_run):
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_length_limits_can_be_set_on_the_command_line(tiny_run, tmp_path, monkeypatch, command):
     """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
-    import seq2seq.decoding.batched as batched
+    import seq2seq.decoding.answers as answers
 
     run = tiny_run.run
     seen = []
-    real_search = batched.search
+    real_search = answers.search
     monkeypatch.setattr(
-        batched, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
+        answers, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
     )
     src = tmp_path / "src.txt"
     src.write_text("red cat\n")

@@ -12,6 +12,7 @@ from seq2seq.config import TokenizerConfig
 from seq2seq.config.data import CleanConfig
 from seq2seq.data.corpora import file_corpora
 from seq2seq.data.encode import Rules, encode_corpus
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers, train_or_load_tokenizers
 from tests.conftest import write_corpus
@@ -31,7 +32,9 @@ def tagged_corpus(directory: Path) -> tuple[Path, Path]:
 def test_a_readers_corpus_encodes_to_label_ids_that_are_not_counted_as_pieces(tmp_path):
     src, tgt = tagged_corpus(tmp_path)
     tok_dir, out = tmp_path / "tok", tmp_path / "out"
-    train_or_load_tokenizers(TokenizerConfig(vocab_size=60), file_corpora([src], [tgt]), tok_dir, task="tag")
+    train_or_load_tokenizers(
+        TokenizerConfig(vocab_size=60), file_corpora([src], [tgt]), tok_dir, targets=TARGETS["tag"]
+    )
     out.mkdir()
     (files,) = file_corpora([src], [tgt])
     corpus = encode_corpus(
@@ -47,7 +50,7 @@ def test_a_readers_corpus_encodes_to_label_ids_that_are_not_counted_as_pieces(tm
 
 
 def test_nothing_in_the_package_probes_the_target_sides_type():
-    """The task is the pair's `task`, decided when it is loaded; no code asks `tgt` what it is."""
+    """The targets are the pair's `targets`, decided when it is loaded; no code asks `tgt` what it is."""
     probes = []
     for path in Path(seq2seq.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -12,6 +12,7 @@ import torch
 from seq2seq.config import TokenizerConfig, config_from_dict
 from seq2seq.data.corpora import file_corpora
 from seq2seq.data.labels import LABELS_FILE, Labels, check_targets
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.tokenizer import TokenizerPair, train_or_load_tokenizers
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import DataError
@@ -50,7 +51,7 @@ def tagger(tmp_path_factory) -> TokenizerPair:
         "".join(" ".join(w.upper() for w in line.split()) + "\n" for line in src.read_text().splitlines())
     )
     return train_or_load_tokenizers(
-        TokenizerConfig(vocab_size=60), file_corpora([src], [tgt]), directory / "tok", task="tag"
+        TokenizerConfig(vocab_size=60), file_corpora([src], [tgt]), directory / "tok", targets=TARGETS["tag"]
     )
 
 
@@ -87,7 +88,7 @@ def test_tags_out_are_words_in_for_training_and_translation(tagger, tmp_path):
     src.write_text("".join(line.replace("\n", " ") + "\n" for line in lines), encoding="utf-8")
     tag_lines = [" ".join(tags) for tags in answers]
     tgt.write_text("".join(line + "\n" for line in tag_lines), encoding="utf-8")
-    check_targets("tag", src, tgt, tagger.src)  # what training checks before it builds the label set
+    check_targets(TARGETS["tag"], src, tgt, tagger.src)  # what training checks before it builds the label set
     placed = tagger.labels.targets(tagger.src.encode(lines), tag_lines, tagger.src.word_starts())
     assert [sum(i != PAD for i in ids) for ids in placed] == counts  # what the loss learns from
 
@@ -96,7 +97,7 @@ def test_tags_out_are_words_in_for_training_and_translation(tagger, tmp_path):
     with pytest.raises(
         DataError, match=rf"noisy\.tgt:{row + 1}: {counts[row] + 1} tags for the {counts[row]} words"
     ):
-        check_targets("tag", src, tgt, tagger.src)
+        check_targets(TARGETS["tag"], src, tgt, tagger.src)
 
 
 def test_training_builds_the_label_set_only_from_tags_that_fit_the_words(tmp_path):
@@ -108,11 +109,11 @@ def test_training_builds_the_label_set_only_from_tags_that_fit_the_words(tmp_pat
     cfg, directory = TokenizerConfig(vocab_size=60), tmp_path / "tok"
     tgt.write_text("\n".join([*tags, "O O O O O"]) + "\n")  # five, as Python splits the line
     with pytest.raises(DataError, match=rf"train\.tgt:{len(lines) + 1}: 5 tags for the 4 words"):
-        train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), directory, task="tag")
+        train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), directory, targets=TARGETS["tag"])
     assert not (directory / LABELS_FILE).exists()
     tgt.write_text("\n".join([*tags, "O O O O"]) + "\n")
     train_or_load_tokenizers(
-        cfg, file_corpora([src], [tgt]), directory, task="tag"
+        cfg, file_corpora([src], [tgt]), directory, targets=TARGETS["tag"]
     )  # the tokenizer is reused
     assert Labels.load(directory / LABELS_FILE).names == ("O",)
 
@@ -122,5 +123,5 @@ def test_a_tag_line_that_does_not_fit_its_source_names_file_and_line(tagger, tmp
     src.write_text("red cat\nthe big dog\n")
     tgt.write_text("O O\nO O\n")
     with pytest.raises(DataError, match=r"t\.txt:2: 2 tags for the 3 words of .*s\.txt:2"):
-        check_targets("tag", src, tgt, tagger.src)
-    check_targets("classify", src, tgt, tagger.src)
+        check_targets(TARGETS["tag"], src, tgt, tagger.src)
+    check_targets(TARGETS["classify"], src, tgt, tagger.src)

@@ -6,6 +6,7 @@ import torch
 
 from seq2seq.batching import shard_batches, token_batches
 from seq2seq.data.parallel import ParallelData, collate, read_parallel
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.textio import count_lines, iter_line_chunks, read_lines, split_lines
 from seq2seq.errors import DataError
 from seq2seq.special import BOS, EOS, PAD
@@ -163,7 +164,7 @@ def test_target_tokens_count_each_examples_real_targets_as_a_batch_does(case):
         "tag with an empty row": [[3, PAD, 4], [], [4, 4]],
     }[case]
     task = case.split()[0]
-    data = ParallelData.from_lists(src, tgt, task=task)
+    data = ParallelData.from_lists(src, tgt, TARGETS[task])
     counts = data.target_tokens()
     assert counts.tolist() == [data.batch([i]).num_tgt_tokens for i in range(len(src))]
     assert int(counts.sum()) == data.batch([0, 1, 2]).num_tgt_tokens

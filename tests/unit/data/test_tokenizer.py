@@ -11,6 +11,7 @@ from seq2seq.config import TokenizerConfig, config_from_dict
 from seq2seq.data.corpora import file_corpora
 from seq2seq.data.labels import LABELS_FILE, Labels
 from seq2seq.data.parallel import load_eval_pairs
+from seq2seq.data.targets import TARGETS
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import UNK, TokenizerPair, load_tokenizers, train_or_load_tokenizers
 from seq2seq.errors import ConfigError, RunDirError
@@ -80,20 +81,25 @@ def reader_corpus(directory: Path, task: str) -> tuple[Path, Path]:
 def reader_tokenizers(directory: Path, task: str) -> TokenizerPair:
     src, tgt = reader_corpus(directory, task)
     cfg = TokenizerConfig(vocab_size=60)
-    return train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), directory / "tok", task=task)
+    return train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), directory / "tok", targets=TARGETS[task])
 
 
 @pytest.mark.parametrize("task", ["classify", "tag"])
 def test_a_pairs_task_is_what_its_label_set_says(tmp_path, task):
     made = reader_tokenizers(tmp_path, task)
     loaded = load_tokenizers(tmp_path / "tok", joint=True)
-    assert made.task == loaded.task == Labels.load(tmp_path / "tok" / LABELS_FILE).task == task
+    assert (
+        made.targets.task
+        == loaded.targets.task
+        == Labels.load(tmp_path / "tok" / LABELS_FILE).kind.task
+        == task
+    )
     assert loaded.labels.names == made.labels.names and loaded.labels is loaded.tgt
 
 
 def test_a_translation_pair_says_translate_and_encodes_target_pieces(tmp_path):
     pair = tokenizers(tmp_path)
-    assert pair.task == "translate" and pair.joint
+    assert pair.targets.task == "translate" and pair.joint
     lines = ["RED CAT", "DOG BIG"]
     assert pair.target_ids(pair.src.encode(["cat red", "big dog"]), lines) == pair.tgt.encode(lines)
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from seq2seq.batching import pad
+from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.special import EOS
@@ -72,4 +73,4 @@ def test_batches_at_once_share_the_threads_evenly():
 @pytest.mark.parametrize("task", ["translate", "classify", "tag"])
 def test_no_sources_decode_to_no_hypotheses(task):
     """What a chunk of blank lines leaves to decode: nothing, which is an answer, not an error."""
-    assert decode_ids(make_model(), [], SearchSettings(), 20, torch.device("cpu"), task=task) == []
+    assert decode_ids(make_model(), [], SearchSettings(), 20, torch.device("cpu"), ANSWERS[task]) == []

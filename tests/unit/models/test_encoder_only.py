@@ -8,12 +8,13 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from seq2seq.config import config_from_dict
+from seq2seq.config import Task, config_from_dict
 from seq2seq.data.labels import Labels
 from seq2seq.data.parallel import ParallelData
+from seq2seq.data.targets import TARGETS
 from seq2seq.decoding.reading import read
 from seq2seq.errors import ConfigError, DataError
-from seq2seq.evaluation.reader_metrics import MacroF1, SpanF1, bio_spans
+from seq2seq.evaluation.reader_metrics import LabelMetricOptions, MacroF1, SpanF1, TagMetricOptions, bio_spans
 from seq2seq.evaluation.report import confusion_counts
 from seq2seq.special import EOS, PAD
 from seq2seq.training.loss import TrainingLoss
@@ -92,7 +93,7 @@ def test_a_readers_loss_counts_labels_only():
 
 
 def test_tags_sit_on_each_words_first_piece():
-    labels = Labels("tag", ("B-PER", "I-PER", "O"))
+    labels = Labels(TARGETS["tag"], ("B-PER", "I-PER", "O"))
     word_start = np.array([False] * 5 + [True, False, True, False])  # 5, 7 begin words; 6, 8 continue
     targets = labels.targets([[5, 6, 6, 7, 8]], ["B-PER O"], word_start)
     assert targets == [[1, PAD, PAD, 3, PAD]]
@@ -101,19 +102,19 @@ def test_tags_sit_on_each_words_first_piece():
 
 
 def test_labels_round_trip_and_unknown_labels_are_padding():
-    labels = Labels("classify", ("food", "sport"))
+    labels = Labels(TARGETS["classify"], ("food", "sport"))
     assert labels.encode(["sport", " food ", "music"]) == [[2], [1], [PAD]]
     assert labels.decode([[2], [1]]) == ["sport", "food"]
     assert labels.unseen(["sport", "music", "", "jazz"]) == 2
 
 
 def test_a_reader_batch_keeps_labels_aligned_with_the_source():
-    data = ParallelData.from_lists([[5, 6, 7], [8]], [[1, PAD, 2], [3]], task="tag")
+    data = ParallelData.from_lists([[5, 6, 7], [8]], [[1, PAD, 2], [3]], TARGETS["tag"])
     batch = data.batch(np.arange(2))
     assert batch.src.tolist() == [[5, 6, 7, EOS], [8, EOS, PAD, PAD]]
     assert batch.tgt_out.tolist() == [[1, PAD, 2, PAD], [3, PAD, PAD, PAD]]
     assert batch.tgt_out.shape == batch.src.shape
-    classify = ParallelData.from_lists([[5, 6], [7]], [[2], [1]], task="classify").batch(np.arange(2))
+    classify = ParallelData.from_lists([[5, 6], [7]], [[2], [1]], TARGETS["classify"]).batch(np.arange(2))
     assert classify.tgt_out.tolist() == [[2], [1]] and batch.num_tgt_tokens == 3
 
 
@@ -146,23 +147,27 @@ def test_bio_spans_follow_conlleval():
 
 def test_span_f1_counts_type_and_both_ends():
     refs = [["B-PER I-PER O B-LOC", "B-ORG O"]]
-    score = SpanF1().corpus_score(["B-PER O O B-LOC", "B-LOC O"], refs)  # 1 of 3 predicted, 1 of 3 true
+    # 1 of 3 predicted, 1 of 3 true
+    score = SpanF1(Task.TAG).corpus_score(["B-PER O O B-LOC", "B-LOC O"], refs)
     assert score.score == pytest.approx(100 / 3)
 
 
 def test_macro_f1_averages_the_reference_labels():
     refs = [["a", "a", "b", "c"]]
-    score = MacroF1(("a", "b", "c")).corpus_score(["a", "b", "b", "a"], refs)
+    macro_f1 = MacroF1(Task.CLASSIFY, ("a", "b", "c"))
+    score = macro_f1.corpus_score(["a", "b", "b", "a"], refs)
     # a: tp 1 fp 1 fn 1 -> 0.5; b: tp 1 fp 1 -> 2/3; c: fn 1 -> 0
     assert score.score == pytest.approx(100 * (0.5 + 2 / 3 + 0) / 3)
     # a label no reference has is not averaged in (as in each bootstrap resample that lacks it)
-    assert MacroF1(("a", "b", "c")).corpus_score(["a", "c"], [["a", "b"]]).score == pytest.approx(50)
+    assert macro_f1.corpus_score(["a", "c"], [["a", "b"]]).score == pytest.approx(50)
 
 
 def test_confusion_counts_rows_are_references():
-    labels, counts = confusion_counts(["a", "a", "b"], ["a", "b", "b"], "classify")
+    labels, counts = confusion_counts(
+        LabelMetricOptions(Task.CLASSIFY).confusion_pairs(["a", "a", "b"], ["a", "b", "b"])
+    )
     assert labels == ["a", "b"] and counts.tolist() == [[1, 1], [0, 1]]
-    labels, counts = confusion_counts(["B-X O"], ["O"], "tag")
+    labels, counts = confusion_counts(TagMetricOptions(Task.TAG).confusion_pairs(["B-X O"], ["O"]))
     assert labels == ["(none)", "B-X", "O"] and counts.tolist() == [[0, 0, 0], [0, 0, 1], [1, 0, 0]]
 
 

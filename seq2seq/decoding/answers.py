@@ -1,0 +1,69 @@
+"""How a run answers its sources: a translation is searched token by token, a reader's labels are
+read in one pass.
+
+The way is chosen once from the run's task (`ANSWERS`) and handed to whatever decodes; what a
+caller may ask beyond the answers (a forced start, n-best lists, an ensemble, an attention map) is
+a property of the way, not a question about the task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from torch import Tensor
+
+from seq2seq.config.task import Task
+from seq2seq.decoding.prefix import Forced
+from seq2seq.decoding.reading import read
+from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
+
+
+class Answers(Protocol):
+    """What turns a batch of sources into hypotheses, and what else it can be asked for."""
+
+    takes_prefixes: bool  # each output can be forced to start with given target tokens
+    gives_nbest: bool  # several hypotheses per source, best first
+    averages_ensembles: bool  # several checkpoints can answer together, their probabilities averaged
+    draws_attention: bool  # the output was written looking at the source: an attention map to draw
+
+    def __call__(
+        self, model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None
+    ) -> list[list[Hypothesis]]:
+        """Hypotheses for each row of src (B, S) (ids ending in <eos>, right-padded)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Searched:
+    """A translation: written token by token by the search (greedy, beam or sampling)."""
+
+    takes_prefixes = True
+    gives_nbest = True
+    averages_ensembles = True
+    draws_attention = True
+
+    def __call__(
+        self, model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None
+    ) -> list[list[Hypothesis]]:
+        return search(model, src, settings, prefix)
+
+
+@dataclass(frozen=True)
+class Read:
+    """A reader's labels or tags: read in one pass (`decoding.reading`), one answer per source, by
+    one model, which writes nothing it could have looked at the source for."""
+
+    takes_prefixes = False
+    gives_nbest = False
+    averages_ensembles = False
+    draws_attention = False
+
+    def __call__(
+        self, model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None
+    ) -> list[list[Hypothesis]]:
+        return read(model, src)
+
+
+SEARCHED = Searched()  # what decoding does when no task says otherwise
+ANSWERS: dict[Task, Answers] = {Task.TRANSLATE: SEARCHED, Task.CLASSIFY: Read(), Task.TAG: Read()}
