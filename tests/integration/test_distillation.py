@@ -25,6 +25,8 @@ from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun, train_run, write_corpus
 from tests.helpers import cli_translate, run_cli
 
+pytestmark = pytest.mark.slow
+
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "blue bird"]
 
 

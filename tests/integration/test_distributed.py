@@ -32,6 +32,8 @@ from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict
 
+pytestmark = pytest.mark.slow
+
 WORLD = 2
 CPU = torch.device("cpu")
 

@@ -77,6 +77,7 @@ def test_nbest_and_scores_are_those_of_s2s_translate(client, served_run):
     assert body["scores"] == [hyps[0]["score"] for hyps in body["nbest"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batching", ["continuous", "static"])
 def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
     translator, monkeypatch, batching
@@ -250,6 +251,7 @@ def test_cli_errors_are_error_lines_with_exit_code_2(served_run, tmp_path, monke
     assert "error: s2s serve needs fastapi and uvicorn: pip install 's2s[serve]'" in no_extra.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(served_run):
     server = ServerProcess(served_run, "--batching", "static", "--batch-window-ms", "1500", *FP32)
     request, answer = request_in_flight(server, LINES)  # held for the 1.5 s batch window

@@ -66,6 +66,7 @@ def test_attention_maps_are_the_runs_for_the_same_weights(client, served_run):
         assert weights.sum(1) == pytest.approx(torch.ones(len(expected.target)), abs=1e-3)
 
 
+@pytest.mark.slow
 def test_the_command_serves_an_export(export):
     server = ServerProcess(export, "--engine", "ctranslate2")
     try:

@@ -33,6 +33,8 @@ from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict, write_corpus
 from tests.helpers import run_cli
 
+pytestmark = pytest.mark.slow
+
 CPU = torch.device("cpu")
 
 

@@ -21,6 +21,7 @@ def test_a_child_that_dies_is_a_clear_error():
             pool.submit(os._exit, 3).result()
 
 
+@pytest.mark.slow
 def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
     """Spawn runs the calling script again in the child: it must fail fast with the cure in the message."""
     src, tgt = write_corpus(tmp_path, "train", 200, seed=1)

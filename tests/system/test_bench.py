@@ -22,6 +22,8 @@ from seq2seq.config import ModelConfig
 from seq2seq.training.loss import TrainingLoss, sequence_loss
 from tests.conftest import ROOT, TrainedRun, random_ids
 
+pytestmark = pytest.mark.slow
+
 FEW_STEPS = ["--models", "recipe", "--warmup", "1", "--steps", "2", "--matmul-size", "32"]
 FEW_LINES = ["--limit", "8", "--beams", "1", "--fractions", "", "--repeat", "1", "--grid-tokens", "500"]
 SMALL_DATA = ["--pairs", "200", "--no-ddp"]  # torchrun with 2 ranks would double the test's time

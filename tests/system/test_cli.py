@@ -43,6 +43,7 @@ def test_resume_refuses_a_changed_model(tiny_run):
     assert "model.ffn_dim: 64 -> 128" in result.output
 
 
+@pytest.mark.slow
 def test_bad_config_exits_2_naming_the_key_without_traceback(tmp_path):
     raw = tiny_config_dict(tmp_path)
     raw["train"]["lrr"] = 1
@@ -77,6 +78,7 @@ def test_mismatched_corpus_exits_2(tmp_path):
     assert result.exit_code == 2 and "has 400 lines" in result.output and "has 2" in result.output
 
 
+@pytest.mark.slow
 def test_tokenizer_only_then_train(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text(
@@ -90,6 +92,7 @@ def test_tokenizer_only_then_train(tmp_path):
     assert "reusing tokenizer" in (tmp_path / "run" / "train.log").read_text()
 
 
+@pytest.mark.slow
 def test_overwrite_starts_over(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text(
@@ -99,6 +102,7 @@ def test_overwrite_starts_over(tmp_path):
     assert run_cli("train", str(config), "--overwrite").exit_code == 0
 
 
+@pytest.mark.slow
 def test_separate_vocabularies(tmp_path):
     config = tmp_path / "c.yaml"
     raw = tiny_config_dict(tmp_path, max_steps=2, valid_every=2)
@@ -196,6 +200,7 @@ def test_average_checkpoints(run_copy):
     assert run_cli("average", str(run), "--last", "50").exit_code == 2
 
 
+@pytest.mark.slow
 def test_translate_streams_stdin_line_by_line(tiny_run):
     """A line written to stdin is answered before stdin is closed (interactive use)."""
     run = tiny_run.run
@@ -375,6 +380,7 @@ def test_export_help_names_the_ct2_extra():
     assert "'s2s[ct2]'" in result.output
 
 
+@pytest.mark.slow
 def test_prepare_verb_prints_statistics_and_training_reuses_its_arrays(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path, max_steps=2)), encoding="utf-8")

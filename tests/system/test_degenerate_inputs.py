@@ -30,6 +30,7 @@ def test_blank_lines_translate_to_empty_lines_one_per_input_line(tiny_run, tmp_p
     assert out.read_text(encoding="utf-8") == f"{empty}\n" * lines
 
 
+@pytest.mark.slow
 def test_a_chunk_of_standard_input_with_only_blank_lines_is_translated(tiny_run):
     """A pipe delivers what has arrived: one line with text, then a chunk of nothing but blank lines."""
     child = subprocess.Popen(

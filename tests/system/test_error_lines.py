@@ -19,6 +19,7 @@ from tests.conftest import ROOT, tiny_config_dict
 from tests.helpers import run_cli
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(tiny_run):
     run = tiny_run.run
     read_end, write_end = os.pipe()
@@ -37,6 +38,7 @@ def test_a_closed_pipe_ends_quietly(tiny_run):
     assert result.stderr == b""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "closed, extra, message",
     [("0<&-", [], b"stdin is closed"), ("1>&-", ["-i", "/dev/null"], b"stdout is closed")],
@@ -71,6 +73,7 @@ def test_plot_texts_are_shown_literally():
     assert labels == pieces
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage",
     [

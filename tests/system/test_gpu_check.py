@@ -24,6 +24,8 @@ from scripts.gpu_check.summary import SECTIONS, markdown
 from seq2seq.device import cpu_has_bf16_kernels
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow
+
 DATA = ROOT.parent / "shared" / "data" / "multi30k"
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_the_model_and_the_search_need_no_tokenizer_library():
     """Special ids live in a leaf module: importing the model does not import SentencePiece."""
     modules = "seq2seq.models.encoder_decoder, seq2seq.decoding.search, seq2seq.training.loss"

@@ -22,6 +22,7 @@ from tests.conftest import ROOT, WORDS
 from tests.helpers import run_cli, run_process
 
 
+@pytest.mark.slow
 def test_a_killed_translation_resumes_with_the_lines_of_an_uninterrupted_one(tiny_run, tmp_path):
     rng = random.Random(5)
     # killed once the first chunk is recorded, while the second (as long) decodes

@@ -120,6 +120,7 @@ def test_pivoting_is_the_translation_into_the_pivot_translated_on(multilingual_r
     assert out.read_text(encoding="utf-8").splitlines() == expected
 
 
+@pytest.mark.slow
 def test_evaluate_scores_the_pivoted_translation_and_records_the_pivot(multilingual_run, tmp_path):
     data = multilingual_run.data
     record, hyp = tmp_path / "eval.json", tmp_path / "hyp.txt"

@@ -202,6 +202,7 @@ def test_overwrite_refuses_to_delete_data_inside_the_run_directory(run_copy):
     assert inside.is_file() and (run / "checkpoints" / "last.pt").is_file()
 
 
+@pytest.mark.slow
 def test_stdout_redirected_onto_the_input_is_refused(tiny_run, tmp_path):
     run = tiny_run.run
     src = tmp_path / "src.txt"

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -29,6 +30,7 @@ def test_a_failed_translation_leaves_the_old_output_untouched(tiny_run, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "existing.hyp"]  # no temp file left
 
 
+@pytest.mark.slow
 def test_translation_to_a_file_is_written_as_it_goes_and_sigterm_keeps_the_old_file(tiny_run, tmp_path):
     """Lines reach the (temporary) output while input is still arriving; SIGTERM discards them."""
     run = tiny_run.run
@@ -90,6 +92,7 @@ def test_an_output_symlink_keeps_pointing_at_its_file_and_a_fifo_is_written_dire
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
+@pytest.mark.slow
 def test_overwrite_through_a_symlinked_run_directory(run_copy, tmp_path):
     config, run = run_copy.config, run_copy.run
     link = tmp_path / "link"

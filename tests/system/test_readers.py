@@ -16,6 +16,8 @@ from seq2seq.special import PAD
 from tests.conftest import ROOT
 from tests.helpers import run_cli
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def reader_data(tmp_path_factory) -> Path:

@@ -17,7 +17,10 @@ from tests.helpers import run_cli
 
 CORPUS = Path(os.environ.get("S2S_MULTI30K", ROOT.parent / "shared" / "data" / "multi30k"))
 
-pytestmark = pytest.mark.skipif(not (CORPUS / "train.de").is_file(), reason=f"no Multi30k corpus at {CORPUS}")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (CORPUS / "train.de").is_file(), reason=f"no Multi30k corpus at {CORPUS}"),
+]
 
 
 @pytest.mark.parametrize("recipe", ["multi30k_de_en", "multi30k_en_de"])

@@ -60,6 +60,7 @@ def refusal(kind: str, tmp_path: Path, data: Path) -> list[str]:
     return write_bad_corpus(tmp_path, kind, data / "train.src", data / "train.tgt")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [*CORPORA, *SETTINGS])
 def test_a_refused_overwrite_changes_nothing_and_its_corrected_rerun_succeeds(run_copy, tmp_path, kind):
     config, run = run_copy.config, run_copy.run
@@ -75,6 +76,7 @@ def test_a_refused_overwrite_changes_nothing_and_its_corrected_rerun_succeeds(ru
     assert not (run / ".s2s-previous").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["empty", "not_utf8", "tokenizer_cannot_train", "all_pairs_filtered"])
 @pytest.mark.parametrize("command", [["prepare"], ["train", *QUICK]])
 def test_a_refused_new_run_leaves_nothing_and_its_corrected_rerun_succeeds(tmp_path, command, kind):
@@ -87,6 +89,7 @@ def test_a_refused_new_run_leaves_nothing_and_its_corrected_rerun_succeeds(tmp_p
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow
 def test_a_refused_train_leaves_the_marker_as_it_was(run_copy):
     """`s2s train` writes its pid into .s2s-run while it holds the run; a process refused after taking
     the lock (the run has started: neither --resume nor --overwrite) leaves the old content."""
@@ -117,6 +120,7 @@ COMMANDS = {
 CASES = [(c, s) for c in COMMANDS for s in LATE if c.startswith("train") or s != "_load_inputs"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "step"), CASES, ids=[f"{c}-{s}" for c, s in CASES])
 def test_a_failure_later_in_the_setup_puts_the_run_back(run_copy, monkeypatch, command, step):
     config, run = run_copy.config, run_copy.run
@@ -128,6 +132,7 @@ def test_a_failure_later_in_the_setup_puts_the_run_back(run_copy, monkeypatch, c
     assert tree_digest(run) == before
 
 
+@pytest.mark.slow
 def test_a_refused_run_over_a_tokenizer_stage_leaves_the_stage(tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(tiny_config_dict(tmp_path)), encoding="utf-8")
@@ -142,6 +147,7 @@ def test_a_refused_run_over_a_tokenizer_stage_leaves_the_stage(tmp_path, monkeyp
     assert run_cli("train", str(config), *QUICK).exit_code == 0
 
 
+@pytest.mark.slow
 def test_training_that_fails_before_the_first_checkpoint_puts_the_old_run_back(run_copy, monkeypatch):
     from seq2seq.training.trainer import Trainer
 
@@ -178,6 +184,7 @@ with claim(plan, DistInfo()):
 """
 
 
+@pytest.mark.slow
 def test_an_overwrite_killed_before_its_first_checkpoint_is_explained_and_undone(run_copy):
     config, run = run_copy.config, run_copy.run
     lines = ["red cat", "blue bird"]
@@ -198,6 +205,7 @@ def test_an_overwrite_killed_before_its_first_checkpoint_is_explained_and_undone
     assert cli_translate(run, lines) == translations
 
 
+@pytest.mark.slow
 def test_a_stage_that_no_longer_matches_is_replaced_by_prepare_overwrite(tmp_path):
     """The advice of `s2s prepare` on a run made with other settings works for `s2s prepare` too."""
     config = tmp_path / "config.yaml"
@@ -223,6 +231,7 @@ def edit_manifest(directory: Path, change: str) -> None:
     path.write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["pairs", "offsets_dtype"])
 def test_an_inconsistent_prepared_corpus_is_made_again_by_the_advised_command(tmp_path, change):
     config = tmp_path / "config.yaml"
@@ -241,6 +250,7 @@ def test_an_inconsistent_prepared_corpus_is_made_again_by_the_advised_command(tm
         assert was.ids.tolist() == now.ids.tolist() and was.offsets.tolist() == now.offsets.tolist()
 
 
+@pytest.mark.slow
 def test_a_refused_overwrite_under_torchrun_changes_nothing(run_copy):
     """Rank 0 alone touches the run; its late failure (the tokenizer refusing the text) reaches rank 1
     through `shared_failure`, both stop with an error line, and the old run is back."""

@@ -118,6 +118,7 @@ def test_nbest_lists_are_reranked_by_the_per_token_score(tiny_run, tmp_path):
     assert refused.exit_code == 2 and "line 1 is not `s2s translate --nbest` output" in refused.output
 
 
+@pytest.mark.slow
 def test_a_tagged_run_translates_and_evaluates_with_its_tag(tmp_path):
     """A run trained on a tagged gzip TSV corpus: `evaluate --tag` translates as `translate --tag`
     does, records the tag, and refuses one the tokenizer lacks, listing its own."""

@@ -48,6 +48,7 @@ def what_it_got(client: socket.socket) -> bytes:
     return received
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_server_within_seconds_with_stalled_clients(served_run: Path):
     server = ServerProcess(served_run, "--batch-window-ms", "1500")
     address = (urlparse(server.url).hostname, urlparse(server.url).port)

@@ -97,6 +97,7 @@ def test_a_corpus_with_a_line_over_the_limit_is_refused_before_training(tmp_path
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fill, message", [(b"a", "is longer than"), (b"\0", "contains a NUL byte")])
 @pytest.mark.parametrize("command", ["translate -i", "translate <", "evaluate --hyp"])
 def test_a_line_that_never_ends_is_refused_after_bounded_reading(tiny_run, tmp_path, command, fill, message):

@@ -59,6 +59,7 @@ def test_an_absent_or_interrupted_run_is_trained(tiny_run: TrainedRun, tmp_path:
     assert train_command(tiny_run.config, interrupted, ["train.lr=0.5"])[-1] == "--overwrite"
 
 
+@pytest.mark.slow
 def test_a_bad_override_is_an_error_not_a_traceback(tiny_run: TrainedRun) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "scripts.train_once", str(tiny_run.config), str(tiny_run.run)]
@@ -72,6 +73,7 @@ def test_a_bad_override_is_an_error_not_a_traceback(tiny_run: TrainedRun) -> Non
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_run_to_train_becomes_s2s_train_itself(tiny_run: TrainedRun, tmp_path: Path) -> None:
     run = tmp_path / "absent"
     result = subprocess.run(

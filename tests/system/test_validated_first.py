@@ -66,6 +66,7 @@ def test_values_the_libraries_refuse_fail_before_overwrite_deletes_anything(run_
     assert tree_digest(run) == before
 
 
+@pytest.mark.slow
 def test_a_config_that_is_not_utf8_is_a_clear_error(tmp_path):
     config = tmp_path / "c.yaml"
     text = yaml.safe_dump(tiny_config_dict(tmp_path)).replace("run_dir:", "# Übersetzung\nrun_dir:")
@@ -76,6 +77,7 @@ def test_a_config_that_is_not_utf8_is_a_clear_error(tmp_path):
     assert b"Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_diverging_run_stops_without_saving(tmp_path, monkeypatch):
     """A non-finite loss stops training with exit 2; no checkpoint or metric holds the diverged state."""
     from seq2seq.training.loss import TrainingLoss
@@ -98,6 +100,7 @@ def test_a_diverging_run_stops_without_saving(tmp_path, monkeypatch):
     assert "nan" not in (run / "metrics.jsonl").read_text().lower()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model_heads, message",
     [

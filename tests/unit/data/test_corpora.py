@@ -49,6 +49,7 @@ def all_pairs(cfg: Config) -> tuple[list[list[int]], list[list[int]]]:
     return src, tgt
 
 
+@pytest.mark.slow
 def test_compressed_tsv_and_plain_corpora_give_identical_ids(tmp_path):
     src, tgt = write_corpus(tmp_path, "a", 300, seed=3)
     lines = list(zip(read_lines(src), read_lines(tgt), strict=True))
@@ -111,6 +112,7 @@ def test_a_tag_that_is_not_declared_is_refused_at_load_time(tmp_path):
         config_from_dict(raw)
 
 
+@pytest.mark.slow
 def test_each_rule_drops_exactly_its_planted_pairs_and_counts_them(tmp_path):
     clean = [("der rote hund schläft", "the red dog sleeps"), ("ein kleines haus", "the house is small")]
     planted = {

@@ -72,6 +72,7 @@ def in_memory(cfg: Config, tok_dir: Path) -> tuple[list[list[int]], list[list[in
     return [src[i] for i in keep], [tgt[i] for i in keep]
 
 
+@pytest.mark.slow
 def test_prepared_ids_equal_in_memory_tokenization_across_chunks_and_workers(tmp_path, monkeypatch):
     monkeypatch.setattr(encode, "CHUNK_PAIRS", 37)  # many chunks, finished out of order by 2 workers
     cfg, tok_dir = corpus_config(tmp_path)
@@ -84,6 +85,7 @@ def test_prepared_ids_equal_in_memory_tokenization_across_chunks_and_workers(tmp
     assert data.src.ids.dtype == np.uint16
 
 
+@pytest.mark.slow
 def test_several_corpora_concatenate_in_order_and_filtered_pairs_are_counted(tmp_path):
     a_src, a_tgt = write_corpus(tmp_path, "a", 30, seed=5)
     b_src, b_tgt = write_corpus(tmp_path, "b", 20, seed=6)
@@ -108,6 +110,7 @@ def test_several_corpora_concatenate_in_order_and_filtered_pairs_are_counted(tmp
     assert first_of_b == toks.src.encode(read_lines(b_src)[:1])[0]  # b follows a
 
 
+@pytest.mark.slow
 def test_every_example_exactly_once_per_epoch_from_the_mapped_arrays(tmp_path):
     cfg, tok_dir = corpus_config(tmp_path)
     make(cfg, tok_dir)
@@ -150,6 +153,7 @@ def test_batches_leave_no_corpus_pages_mapped(tmp_path):
     assert mapped_kb(prepared_corpus_dir(cfg)) == 0
 
 
+@pytest.mark.slow
 def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(tmp_path, caplog):
     cfg, tok_dir = corpus_config(tmp_path)
     pairs = make(cfg, tok_dir)["pairs"]
@@ -178,6 +182,7 @@ def test_reused_while_unchanged_and_remade_when_text_tokenizer_or_filter_change(
     assert "the tokenizer changed" in caplog.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
 def test_a_damaged_array_is_detected_and_remade(tmp_path, caplog, damage):
     cfg, tok_dir = corpus_config(tmp_path)
@@ -200,6 +205,7 @@ def test_a_damaged_array_is_detected_and_remade(tmp_path, caplog, damage):
     assert path.read_bytes() == good
 
 
+@pytest.mark.slow
 def test_an_interrupted_prepare_leaves_nothing_that_looks_valid(tmp_path, monkeypatch):
     cfg, tok_dir = corpus_config(tmp_path)
     pairs = make(cfg, tok_dir)["pairs"]
@@ -227,6 +233,7 @@ def test_an_interrupted_prepare_leaves_nothing_that_looks_valid(tmp_path, monkey
     assert make(cfg, tok_dir)["pairs"] == pairs + 1
 
 
+@pytest.mark.slow
 def test_a_directory_that_is_not_s2s_s_is_refused(tmp_path):
     other = tmp_path / "mine"
     other.mkdir()
@@ -237,6 +244,7 @@ def test_a_directory_that_is_not_s2s_s_is_refused(tmp_path):
     assert (other / "notes.txt").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_the_tokenizer_sample_is_seeded_uniform_and_bounded_in_memory(tmp_path):
     path = tmp_path / "big.txt"
     lines = [f"line {i} " + "x" * 80 for i in range(250_000)]

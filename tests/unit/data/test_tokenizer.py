@@ -29,6 +29,7 @@ def tokenizers(tmp_path: Path, **settings: object):
     return train_or_load_tokenizers(cfg, file_corpora([src], [tgt]), tmp_path / "tok")
 
 
+@pytest.mark.slow
 def test_byte_fallback_round_trips_characters_absent_from_training(tmp_path):
     tok = tokenizers(tmp_path, vocab_size=320, byte_fallback=True).src
     ids = tok.encode([UNSEEN])[0]
@@ -36,6 +37,7 @@ def test_byte_fallback_round_trips_characters_absent_from_training(tmp_path):
     assert tok.decode([ids]) == [UNSEEN]
 
 
+@pytest.mark.slow
 def test_without_byte_fallback_unknown_characters_are_dropped_or_shown(tmp_path):
     tok = tokenizers(tmp_path).src
     ids = tok.encode([UNSEEN])[0]
@@ -44,6 +46,7 @@ def test_without_byte_fallback_unknown_characters_are_dropped_or_shown(tmp_path)
     assert "⁇" in tok.decode([ids], keep_unk=True)[0]
 
 
+@pytest.mark.slow
 def test_unknown_pieces_are_counted_in_the_log(tmp_path, caplog):
     pair = tokenizers(tmp_path)
     src, tgt = tmp_path / "v.src", tmp_path / "v.tgt"

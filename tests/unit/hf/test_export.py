@@ -108,6 +108,7 @@ def sources_of(tiny_run: TrainedRun, tokenizers: object) -> tuple[list[str], lis
     return lines, [[*ids, EOS] for ids in tokenizers.src.encode(lines)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", GREEDY_SETTINGS, ids=["limits", "min_len"])
 @pytest.mark.parametrize("kind", ["tiny run", "random pre-norm"])
 def test_greedy_generate_of_the_export_is_s2s_greedy_search(under_trained, tiny_run, kind, settings):

@@ -133,6 +133,7 @@ def test_source_attention_sums_to_at_most_one_over_real_source_columns():
     assert torch.all(weights.sum(-1) <= 1 + 1e-5) and torch.all(weights.sum(-1) > 0)
 
 
+@pytest.mark.slow
 def test_train_translate_evaluate_and_report_through_the_cli(trained_run, tmp_path):
     """The same verbs on a decoder-only run: one output line per input line, scores, a report."""
     trained = trained_run("decoder_only")  # trained through the CLI

@@ -115,6 +115,7 @@ def test_the_loss_with_gradients_works_them_out_in_the_same_pass():
     assert loss.requires_grad
 
 
+@pytest.mark.slow
 def test_compiled_training_loss_compiles_once_for_every_batch_shape():
     """Token bucketing changes (B, T) at almost every step: `torch.compile(dynamic=True)` must not
     specialize on it (the chunk loop once made Dynamo compile anew for each shape)."""

@@ -76,6 +76,7 @@ def test_prepare_plans_to_resume_a_started_run(tmp_path):
     assert plan_preparation(config, []).mode == "resume"
 
 
+@pytest.mark.slow
 def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
     config, raw = write_config(tmp_path)
     hashed: collections.Counter[str] = collections.Counter()
