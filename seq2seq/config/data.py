@@ -29,7 +29,7 @@ class CleanConfig:
     copies: bool = False  # drop pairs whose source equals their target (untranslated copies)
     control_chars: bool = False  # drop pairs with a control character (Unicode Cc other than tab)
     min_alnum: float = 0.0  # drop pairs where a side has a smaller share of letters/digits (0 = off)
-    langid: bool = False  # drop pairs whose sides are not in data.src_lang / data.tgt_lang (py3langid)
+    langid: bool = False  # drop pairs whose sides are not in the corpus's languages (py3langid)
     dedup: bool = False  # drop exact duplicates of an earlier pair of the corpus
 
     def problems(self, where: str, languages: bool) -> list[str]:
@@ -38,7 +38,8 @@ class CleanConfig:
                 (not 0 <= self.min_alnum <= 1, f"{where}.min_alnum: must be in [0, 1]"),
                 (
                     self.langid and not languages,
-                    f"{where}.langid: needs data.src_lang and data.tgt_lang (ISO 639-1 codes, e.g. de, en)",
+                    f"{where}.langid: needs the corpus's languages: its src_lang and tgt_lang, or "
+                    "data.src_lang and data.tgt_lang (ISO 639-1 codes, e.g. de, en)",
                 ),
             ]
         )
@@ -51,7 +52,9 @@ class CorpusConfig:
     Each epoch draws size x `weight` of its pairs (2 = every pair twice, 0.3 = a fresh 30% sample each
     epoch); `tag`, a control token declared in tokenizer.control_tokens, starts each of its sources.
     In a multilingual run every corpus names its direction (`src_lang`, `tgt_lang`), and its sources
-    start with the target language's token (`language_token`: <2en>), before any tag.
+    start with the target language's token (`language_token`: <2en>), before any tag. Every setting
+    here is the corpus's own: its languages (`DataConfig.corpus_languages`), tag, weight and `clean`
+    rules hold for its pairs alone, whatever the other corpora say.
     """
 
     name: str = ""
@@ -161,7 +164,7 @@ class DataConfig:
     valid_src: str = ""
     valid_tgt: str = ""
     valid: tuple[ValidConfig, ...] = ()  # a multilingual run's validation sets, one per direction
-    src_lang: str = ""  # ISO 639-1 code of the source language (what clean.langid checks)
+    src_lang: str = ""  # ISO 639-1 code of the source language (clean.langid of a corpus naming none)
     tgt_lang: str = ""
     max_len: int = 256  # max subword tokens per side; longer training pairs are dropped
     max_len_ratio: float = 3.0  # drop training pairs whose token-length ratio exceeds this (0 = off)
@@ -179,6 +182,13 @@ class DataConfig:
 
     def language_tokens(self) -> list[str]:
         return language_tokens(self.corpora)
+
+    def corpus_languages(self, corpus: CorpusConfig) -> tuple[str, str]:
+        """(source, target) languages of `corpus`'s pairs, what its `clean.langid` expects: the ones it
+        names itself (a multilingual run's direction), else data.src_lang and data.tgt_lang."""
+        if corpus.src_lang or corpus.tgt_lang:
+            return corpus.src_lang, corpus.tgt_lang
+        return self.src_lang, self.tgt_lang
 
     def training_corpora(self) -> tuple[CorpusConfig, ...]:
         """The corpora training reads: `corpora`, or one per `train_src`/`train_tgt` pair of files

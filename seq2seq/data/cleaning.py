@@ -52,7 +52,7 @@ def text_reasons(
 ) -> np.ndarray:
     """(N,) uint8: the code of the first text rule each pair breaks (`CODE`), or KEEP.
 
-    `languages` are (data.src_lang, data.tgt_lang), what `clean.langid` expects.
+    `languages` are the corpus's (source, target) languages, what `clean.langid` expects.
     """
     codes = np.zeros(len(src), np.uint8)
     for i, (s, t) in enumerate(zip(src, tgt)):

@@ -40,7 +40,7 @@ class Rules:
 
     limits: Limits
     clean: CleanConfig
-    languages: tuple[str, str]  # (data.src_lang, data.tgt_lang)
+    languages: tuple[str, str]  # the corpus's (source, target) languages: `DataConfig.corpus_languages`
     prefix: tuple[int, ...] = ()  # control ids put before every source (`seq2seq.data.control`)
 
 

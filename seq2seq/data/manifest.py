@@ -38,14 +38,15 @@ def made_from(
     prefix: tuple[int, ...],
 ) -> dict[str, Any]:
     """What one prepared corpus depends on: its text (checksums by role: src, tgt or tsv), the
-    tokenizer, the length filter, its cleaning rules, its source prefix (tag ids) and the format.
+    tokenizer, the length filter, its cleaning rules (with the languages its `langid` expects: the
+    corpus's own), its source prefix (language token and tag ids) and the format.
 
     Paths and the weight are not part of it: the same text moved elsewhere is the same corpus, and
     a weight only changes how often training draws its pairs.
     """
     max_len, max_len_ratio = length_filter(cfg)
     clean = dataclasses.asdict(corpus.clean)
-    languages = [cfg.data.src_lang, cfg.data.tgt_lang] if corpus.clean.langid else []
+    languages = list(cfg.data.corpus_languages(corpus)) if corpus.clean.langid else []
     return {
         "format": FORMAT,
         "text": text_sums,

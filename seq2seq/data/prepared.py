@@ -278,8 +278,8 @@ def _encode_into(
     for stale in directory.glob(".tmp-*"):  # left by a prepare that was killed (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=directory))
-    d = cfg.data
-    rules = Rules(length_filter(cfg), corpus.clean, (d.src_lang, d.tgt_lang), tuple(wanted["prefix"]))
+    languages = cfg.data.corpus_languages(corpus)
+    rules = Rules(length_filter(cfg), corpus.clean, languages, tuple(wanted["prefix"]))
     try:
         pairs = count_pairs(corpus) if corpus.clean.dedup else 0  # the duplicate table's size
         encoded = encode_corpus(
