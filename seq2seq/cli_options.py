@@ -43,7 +43,7 @@ Quantize = Annotated[
 ]
 Precision = Annotated[
     str,
-    Option(help="auto (bf16 on GPUs; on a CPU where a timed probe finds it faster), fp32, bf16, fp16 (GPU)."),
+    Option(help="auto (bf16 on GPUs; on a CPU where its features make bf16 faster), fp32, bf16, fp16 (GPU)."),
 ]
 CheckpointName = Annotated[
     list[str] | None,

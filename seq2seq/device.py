@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import platform
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -36,7 +36,7 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     """The autocast dtype for `precision` on `device`; None means plain fp32.
 
     `auto` is bf16 on GPUs that support it, fp16 (with a grad scaler) on older GPUs, fp32 on the CPU
-    (training measures the CPU instead: `faster_cpu_dtype`).
+    here: a command running on the CPU asks `auto_cpu_dtype`, and a resumed one keeps its first choice.
     """
     if precision not in ("auto", "fp32", "bf16", "fp16"):
         raise Seq2SeqError(f"precision {precision!r} is not one of auto, fp32, bf16, fp16")
@@ -93,15 +93,34 @@ def cpu_has_bf16_kernels() -> bool:
 INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 
+@dataclass(frozen=True)
+class CpuFeatures:
+    """What /proc/cpuinfo says of the CPU: its vendor and its feature flags."""
+
+    vendor: str  # vendor_id: GenuineIntel, AuthenticAMD; "" where there is none to read
+    flags: frozenset[str]  # avx2, avx512_bf16, amx_bf16, ...; empty where there are none to read
+
+
+def _cpuinfo_field(cpuinfo: str, name: str) -> str | None:
+    """The value of the first `name` line of `cpuinfo`, or None where there is none (no /proc, not x86)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            line = next((line for line in f if line.split(":", 1)[0].strip() == name), None)
+    except OSError:
+        return None
+    return line.split(":", 1)[1].strip() if line is not None else None
+
+
 def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str] | None:
     """The CPU's feature flags (avx2, avx512_vnni, amx_int8, ...) from `cpuinfo`'s first `flags` line,
     or None where there is none to read (no /proc, not x86)."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            line = next((line for line in f if line.startswith("flags")), None)
-    except OSError:
-        return None
-    return frozenset(line.split(":", 1)[1].split()) if line is not None else None
+    flags = _cpuinfo_field(cpuinfo, "flags")
+    return frozenset(flags.split()) if flags is not None else None
+
+
+def read_cpu_features(cpuinfo: str = "/proc/cpuinfo") -> CpuFeatures:
+    """This CPU's vendor and flags (`CpuFeatures`), what `precision: auto` decides from."""
+    return CpuFeatures(_cpuinfo_field(cpuinfo, "vendor_id") or "", cpu_flags(cpuinfo) or frozenset())
 
 
 def cpu_has_int8_dot_products(cpuinfo: str = "/proc/cpuinfo") -> bool:
@@ -114,35 +133,60 @@ def cpu_has_int8_dot_products(cpuinfo: str = "/proc/cpuinfo") -> bool:
     return flags is None or not INT8_DOT_FLAGS.isdisjoint(flags)
 
 
-def faster_cpu_dtype(
-    step: Callable[[torch.dtype | None], None],
-    repeats: int = 2,
-    margin: float = 0.05,
-    clock: Callable[[], float] = time.perf_counter,
-) -> tuple[torch.dtype | None, str]:
-    """bf16 autocast where it is faster than fp32 on this CPU, else fp32; and the timings that say so.
+@dataclass(frozen=True)
+class Bf16Measured:
+    """bf16 autocast against fp32 on one kind of CPU (2 cores, torch 2.13; README, Benchmarks): a CPU
+    with all of `flags` (from `vendor`, when one is named) runs `precision: auto` in bf16 if `bf16`."""
 
-    `step(dtype)` runs one representative unit of work in that precision. bf16 pays off on CPUs
-    with AMX or fast AVX512-BF16 paths, and costs up to 2x elsewhere, so it is timed, not assumed:
-    a warm-up, then `repeats` timed runs of each. bf16 must be faster by `margin` (timing noise).
-    A CPU without bf16 kernels is not timed (`cpu_has_bf16_kernels`), and bf16's timing stops as
-    soon as it has taken longer than fp32's runs in all: it can no longer win. `clock` reads seconds.
+    flags: frozenset[str]
+    vendor: str  # "" = any
+    bf16: bool
+    measured: str  # the machine, the dates, and bf16's speed over fp32's
+
+
+# What `precision: auto` rests on, first match wins. A CPU matching no row runs fp32: bf16 ran 0.03x
+# fp32's speed in training on an AVX2-only AMD EPYC Zen 3 (2026-12-02), where oneDNN emulates it; an
+# AVX-512 CPU without AVX512-BF16 converts every product too, and no other kind was measured.
+BF16_MEASURED = (
+    Bf16Measured(
+        frozenset({"amx_bf16"}),
+        "",
+        True,
+        "an Intel Xeon with AMX, 2026-12-02/03: training 1.09x, beam-5 decoding 1.36-1.66x",
+    ),
+    Bf16Measured(
+        frozenset({"avx512_bf16"}),
+        "AuthenticAMD",
+        True,
+        "an AMD EPYC Zen 4 (AVX512-BF16, no AMX), 2026-11-30 and 2026-12-03: training 1.11x, beam-5 "
+        "decoding 1.36-1.64x",
+    ),
+    Bf16Measured(
+        frozenset({"avx512_bf16"}),
+        "GenuineIntel",
+        False,
+        "an Intel Xeon with AVX512-BF16 and no AMX, 2026-11-30: training 0.57x",
+    ),
+)
+
+
+def bf16_choice(cpu: CpuFeatures, bf16_kernels: bool) -> tuple[torch.dtype | None, str]:
+    """`precision: auto` on a CPU with these features: bf16 where `BF16_MEASURED` found bf16 faster on
+    such a CPU and oneDNN has bf16 kernels (`bf16_kernels`), else None (fp32); and why.
+
+    A function of the CPU alone, never of a timing: a timed probe picked bf16 in one run and fp32 in
+    the next when the machine was busy, and the two runs differed.
     """
-    if not cpu_has_bf16_kernels():
-        return None, "no bf16 kernels for this CPU (oneDNN needs AVX-512 or newer): fp32, not timed"
-    seconds: dict[str, float] = {}
-    for name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
-        try:
-            step(dtype)  # warm-up: oneDNN picks its kernels on first use
-            start, runs = clock(), 0
-            while runs < repeats:
-                step(dtype)
-                runs += 1
-                if "fp32" in seconds and clock() - start > repeats * seconds["fp32"]:
-                    break  # bf16 has already lost
-            seconds[name] = (clock() - start) / runs
-        except RuntimeError as e:  # no bf16 kernels for some op on this build
-            return None, f"bf16 failed on this CPU ({e}); fp32"
-    faster = seconds["bf16"] < (1 - margin) * seconds["fp32"]
-    timings = f"fp32 {1000 * seconds['fp32']:.0f} ms, bf16 {1000 * seconds['bf16']:.0f} ms per probe step"
-    return (torch.bfloat16 if faster else None), f"{timings}: {'bf16' if faster else 'fp32'}"
+    row = next((r for r in BF16_MEASURED if r.flags <= cpu.flags and r.vendor in ("", cpu.vendor)), None)
+    if row is None:
+        return None, "fp32: bf16 was measured faster only on CPUs with AMX, or AMD's with AVX512-BF16"
+    if not row.bf16:
+        return None, f"fp32: bf16 was slower on {row.measured}"
+    if not bf16_kernels:
+        return None, "fp32: this torch has no oneDNN bf16 kernels for this CPU"
+    return torch.bfloat16, f"bf16: measured faster on {row.measured}"
+
+
+def auto_cpu_dtype() -> tuple[torch.dtype | None, str]:
+    """`precision: auto` on this CPU, for training and decoding alike (`bf16_choice` of its features)."""
+    return bf16_choice(read_cpu_features(), cpu_has_bf16_kernels())

@@ -70,7 +70,7 @@ def tiny_config_dict(tmp_path: Path, **train: object) -> dict:
             "valid_every": 6,
             "valid_subset": 8,
             "num_threads": 1,
-            "precision": "fp32",  # `auto` times the CPU; tests compare runs, so pin it
+            "precision": "fp32",  # `auto` is bf16 on some CPUs; tests compare runs, so pin it
             **train,
         },
         "decode": {"beam": 2, "max_tokens": 200},

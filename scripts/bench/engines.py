@@ -35,7 +35,7 @@ from scripts.bench.options import Options
 
 log = logging.getLogger(__name__)
 
-# (engine, weights, s2s --precision): `auto` times fp32 against bf16 at start and keeps the faster
+# (engine, weights, s2s --precision): `auto` takes bf16 where the CPU's features say it is faster
 ENGINES = (
     ("s2s", None, "fp32"),
     ("s2s", None, "auto"),

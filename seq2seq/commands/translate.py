@@ -97,7 +97,7 @@ def translate(
 
 def _placement(job: TranslateJob, resumed: Path | None) -> Placement:
     """Where and how the model runs: for an output being resumed (`resumed`) at `auto` precision, the
-    precision its first command chose, not timed again halfway."""
+    precision its first command chose, not chosen again halfway (on another machine, perhaps)."""
     p = job.placement
     asks_auto = p.precision == "auto" and p.quantize is None
     if resumed is not None and not job.restart and job.engine == "s2s" and asks_auto:

@@ -49,7 +49,7 @@ class Progress:
     train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
     best_metric: str = ""  # what `best` measures
     inference: str = "raw"  # weights that validated better last time: "raw", or "ema" (the average)
-    precision: str = ""  # what `precision: auto` measured on a CPU at the start of the run
+    precision: str = ""  # what `precision: auto` chose on a CPU at the start of the run (bf16, fp32)
     batching: str = ""  # what this epoch's batch order was made for (`BatchOrder.describe`)
 
 

@@ -2,14 +2,13 @@
 
 The trainer meets the model only through `TrainingLoss`: (src, tgt_in, tgt_out) -> summed loss. What a
 checkpoint holds and how a resumed run takes it back is `seq2seq.training.state`'s; the CPU's
-`precision: auto` probe is `seq2seq.training.precision`'s.
+`precision: auto` choice is `seq2seq.training.precision`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import logging
 import sys
 import time
@@ -43,7 +42,7 @@ from seq2seq.training.log import TrainLog
 from seq2seq.training.loss import TrainingLoss
 from seq2seq.training.order import BatchOrder
 from seq2seq.training.plan import RunPlan
-from seq2seq.training.precision import choose_cpu_precision, probe_step
+from seq2seq.training.precision import choose_cpu_precision
 from seq2seq.training.setup import RunInputs
 from seq2seq.training.state import Progress, TrainingState, initial_model
 from seq2seq.training.throughput import ThroughputMeter
@@ -57,7 +56,7 @@ class Trainer:
 
     What it delegates: the order of the batches (`BatchOrder`), what is logged and recorded
     (`TrainLog`), the loss (`TrainingLoss`), validation itself (`validate`), what a checkpoint holds
-    (`TrainingState`), writing checkpoints (`save_training_state`) and the CPU precision probe.
+    (`TrainingState`), writing checkpoints (`save_training_state`) and the CPU's precision choice.
     """
 
     def __init__(
@@ -159,8 +158,7 @@ class Trainer:
             desc="train",
         )
         if self.tcfg.precision == "auto" and self.device.type == "cpu":
-            probe = functools.partial(probe_step, self.objective, self.data, t.max_tokens, self.device)
-            self.dtype = choose_cpu_precision(p, probe, self.info)
+            self.dtype = choose_cpu_precision(p, self.info)
         self.records.effective_batch(len(self.order.batches(p.epoch)))
         meter = ThroughputMeter()
         validated_at = -1

@@ -177,9 +177,9 @@ def recorded_precision(output: Path) -> str | None:
     """The precision (fp32, bf16, fp16) the interrupted command building OUTPUT ran at, or None when
     nothing usable is recorded (`translate_file` then says why, or begins again).
 
-    `--precision auto` is timed at every start and may choose otherwise the second time: a command
-    continuing OUTPUT runs at the recorded precision instead, so that its lines are the ones the
-    uninterrupted command would have written."""
+    `--precision auto` is decided from the CPU's features, so a command continuing OUTPUT on another
+    machine may choose otherwise: it runs at the recorded precision instead, so that its lines are the
+    ones the uninterrupted command would have written."""
     try:
         settings = json.loads(partial_paths(output)[1].read_text(encoding="utf-8"))["settings"]
         return PRECISIONS.get(settings["dtype"]) if settings["quantize"] is None else None

@@ -18,7 +18,7 @@ from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, load_tokenizers, to
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
-from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
+from seq2seq.device import auto_cpu_dtype, autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
 from seq2seq.models.ensemble import Ensemble
@@ -167,8 +167,8 @@ class Translator:
                 f"an ensemble of several checkpoints decodes translations, not task {cfg.model.task}"
             )
         if torch_device.type == "cpu" and placement.precision == "auto" and placement.quantize is None:
-            # measured at every start, not stored: bf16 must win clearly, or outputs could flip
-            translator.dtype, reason = faster_cpu_dtype(translator._probe, repeats=1, margin=0.15)
+            # from the CPU's features, as training decides: the same on every start on this machine
+            translator.dtype, reason = auto_cpu_dtype()
             log.info("precision auto on this CPU: %s", reason)
         if translator.dtype is torch.bfloat16:
             translator.cast_weights()
@@ -193,18 +193,6 @@ class Translator:
             if can_pack(self.device, self.dtype):
                 pack_linear_layers(model)
         self.weights_cast = True
-
-    def _probe(self, dtype: torch.dtype | None) -> None:
-        """4 steps of the run's decoding on full batches of random 16-token sources: what `auto` times.
-
-        One batch per decoding thread, of the run's `decode.max_tokens` and `decode.beam`.
-        """
-        options = self.options(DecodeOverrides(max_len_a=0.0, max_len_b=4, min_len=3))
-        settings, budget = options.search, options.max_tokens
-        count = torch.get_num_threads() * max(budget // settings.beam // 17, 1)
-        generator = torch.Generator().manual_seed(0)
-        sources = torch.randint(4, self.tokenizers.src.vocab_size, (count, 16), generator=generator)
-        decode_ids(self.model, sources.tolist(), settings, budget, self.device, dtype, self.answers)
 
     def decode_ids(
         self,

@@ -31,7 +31,7 @@ LIMITS = Limits(max_lines=8, max_chars=60, max_body_bytes=4000, timeout_s=30.0, 
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "   ", "blue bird"]
 
 
-FP32 = ("--precision", "fp32")  # auto times a probe: two processes may choose differently
+FP32 = ("--precision", "fp32")  # as the `translator` fixture decodes (auto is bf16 on some CPUs)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
 from tests.helpers import cli_translate, run_cli
 
-FP32 = ("--precision", "fp32")  # auto times a probe: two processes may choose differently
+FP32 = ("--precision", "fp32")  # as the served translator decodes (auto is bf16 on some CPUs)
 
 LINES = ["red cat runs", "", "the big dog sleeps"]
 

@@ -26,7 +26,6 @@ from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.plan import plan_training
-from seq2seq.training.precision import probe_step
 from seq2seq.training.setup import claim, make_inputs
 from seq2seq.training.trainer import Trainer, train
 from seq2seq.training.validation import ValidSet
@@ -338,40 +337,23 @@ def test_tensorboard_gets_the_metrics_of_rank_0(tmp_path):
     assert [e.value for e in events.Scalars("train/train_loss")] == pytest.approx(logged, rel=1e-6)
 
 
-def test_auto_precision_is_measured_once_and_kept_on_resume(tmp_path, monkeypatch):
+def test_auto_precision_is_chosen_once_and_kept_on_resume(tmp_path, monkeypatch):
     import seq2seq.training.precision as precision
 
     calls = []
 
-    def pretend_bf16_is_faster(step):
+    def bf16_on_this_cpu():
         calls.append(1)
-        step(None)  # the probe runs the real model
-        return torch.bfloat16, "measured"
+        return torch.bfloat16, "bf16: pretended"
 
-    monkeypatch.setattr(precision, "faster_cpu_dtype", pretend_bf16_is_faster)
+    monkeypatch.setattr(precision, "auto_cpu_dtype", bf16_on_this_cpu)
     config = write_config(tmp_path, "run", max_steps=2, valid_every=2, precision="auto")
     invoke("train", str(config))
     assert calls == [1]
     assert load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["progress"]["precision"] == "bf16"
-    monkeypatch.setattr(precision, "faster_cpu_dtype", lambda step: pytest.fail("measured again on resume"))
+    # resumed on a machine that would choose otherwise, it keeps the run's precision
+    monkeypatch.setattr(precision, "auto_cpu_dtype", lambda: pytest.fail("chosen again on resume"))
     invoke("train", str(config), "--resume", "--set", "train.max_steps=4")
-
-
-def test_the_precision_probe_leaves_no_trace(tmp_path):
-    cfg = config_from_dict(tiny_config_dict(tmp_path, precision="auto"))
-    toks = train_or_load_tokenizers(cfg.tokenizer, cfg.data.training_corpora(), tmp_path / "tok")
-    model = build_model(cfg.model, toks.src.vocab_size, toks.tgt.vocab_size)
-    data = ParallelData.from_lists(toks.src.encode(["red cat"]), toks.tgt.encode(["CAT RED"]))
-    trainer = Trainer(
-        cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
-    )
-    rng = torch.get_rng_state()
-    weights = {k: v.clone() for k, v in model.state_dict().items()}
-    probe_step(trainer.objective, data, cfg.train.max_tokens, trainer.device, torch.bfloat16)
-    probe_step(trainer.objective, data, cfg.train.max_tokens, trainer.device, None)
-    assert torch.equal(torch.get_rng_state(), rng)
-    assert all(p.grad is None for p in model.parameters())
-    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
 
 
 def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], where: str = "loss", **train: object) -> Trainer:

@@ -1,6 +1,6 @@
 """`s2s translate -i FILE -o OUT` killed with SIGKILL in the middle of a corpus continues when the same
 command is given again, and writes exactly the lines an uninterrupted run writes; `--precision auto`
-continues at the precision it began with, whatever timing it again would choose."""
+continues at the precision it began with, whatever the machine it continues on would choose."""
 
 from __future__ import annotations
 
@@ -78,10 +78,10 @@ def test_precision_auto_continues_at_the_precision_it_began_with(
     began = "bf16" if first is torch.bfloat16 else "fp32"
     assert run_cli(*args, "--precision", began, "-o", str(whole)).exit_code == 0
 
-    timed = []
+    chosen = []
 
-    def probe_says(dtype):  # what `auto` times on this CPU, pretended; counts the timings
-        return lambda *a, **k: timed.append(dtype) or (dtype, "pretended")
+    def cpu_says(dtype):  # what `auto` chooses on this CPU, pretended; counts the choices
+        return lambda: chosen.append(dtype) or (dtype, "pretended")
 
     real = translator.Translator.translate
     chunks = []
@@ -92,17 +92,17 @@ def test_precision_auto_continues_at_the_precision_it_began_with(
             raise KeyboardInterrupt
         return real(self, lines, *rest, **named)
 
-    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(first))
+    monkeypatch.setattr(translator, "auto_cpu_dtype", cpu_says(first))
     monkeypatch.setattr(translator.Translator, "translate", killed_at_the_second_chunk)
     assert run_cli(*args, "-o", str(out)).exit_code != 0
     assert json.loads(partial_paths(out)[1].read_text())["settings"]["dtype"] == recorded
-    assert timed == [first]
+    assert chosen == [first]
 
-    monkeypatch.setattr(translator, "faster_cpu_dtype", probe_says(then))  # now the other would win
+    monkeypatch.setattr(translator, "auto_cpu_dtype", cpu_says(then))  # another machine: the other
     monkeypatch.setattr(translator.Translator, "translate", real)
     again = run_cli(*args, "-o", str(out))
     assert again.exit_code == 0, again.output
-    assert timed == [first]  # not timed again: the recorded precision holds
+    assert chosen == [first]  # not chosen again: the recorded precision holds
     assert out.read_bytes() == whole.read_bytes()
 
 

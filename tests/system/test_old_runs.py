@@ -24,8 +24,8 @@ from tests.helpers import run_cli
 
 FIXTURE = ROOT / "tests" / "fixtures" / "run_v0"
 MADE_IN = "/tmp/legacy/v0"  # where the fixture was made: its configs' paths start with it
-# `--precision fp32`: the old code ran these with the default `auto`, which on a CPU times fp32 against
-# bf16 and keeps the faster, so on a busy machine it may pick bf16 and other words; it picked fp32 then
+# `--precision fp32`: the old code ran these with the default `auto`, which on a CPU then timed fp32
+# against bf16 and kept the faster (it picked fp32 then); `auto` now takes bf16 on some CPUs
 OLD_OUTPUTS = {"greedy.txt": ["--beam", "1", "--scores", "--checkpoint", "last", "--precision", "fp32"]}
 BEAM = ["--nbest", "2", "--precision", "fp32"]
 

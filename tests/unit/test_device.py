@@ -1,8 +1,10 @@
-"""Where tensors live and in which precision: `precision: auto` on GPUs of each generation."""
+"""Where tensors live and in which precision: `precision: auto` on GPUs of each generation and on CPUs
+of each kind of features."""
 
 from __future__ import annotations
 
 import platform
+import re
 import time
 
 import pytest
@@ -10,10 +12,12 @@ import torch
 
 from seq2seq import device
 from seq2seq.device import (
+    auto_cpu_dtype,
     autocast_dtype,
+    bf16_choice,
     cpu_has_int8_dot_products,
-    faster_cpu_dtype,
     has_native_bf16,
+    read_cpu_features,
     resolve_device,
 )
 
@@ -33,8 +37,8 @@ def test_auto_precision_is_bf16_only_where_the_gpu_computes_in_bf16(monkeypatch,
     assert autocast_dtype(GPU, "auto") is expected
 
 
-def test_auto_precision_on_the_cpu_is_fp32_until_measured():
-    assert autocast_dtype(torch.device("cpu"), "auto") is None
+def test_auto_precision_on_the_cpu_is_left_to_the_cpu_features():
+    assert autocast_dtype(torch.device("cpu"), "auto") is None  # the command asks `auto_cpu_dtype`
 
 
 def test_choosing_a_gpu_leaves_the_matmul_precision_alone(monkeypatch):
@@ -76,52 +80,54 @@ def test_int8_dot_products_are_assumed_where_the_cpu_cannot_be_read(tmp_path, mo
     assert cpu_has_int8_dot_products(str(tmp_path / "cpuinfo"))
 
 
-class StepCosting:
-    """A probe step that costs `fp32` or `bf16` seconds on its own clock (`now`), so that the timing
-    is exact whatever else the machine is doing; records the dtype of each call."""
-
-    def __init__(self, fp32: float, bf16: float):
-        self.cost = {None: fp32, torch.bfloat16: bf16}
-        self.seconds = 0.0
-        self.calls: list[torch.dtype | None] = []
-
-    def __call__(self, dtype):
-        self.calls.append(dtype)
-        self.seconds += self.cost[dtype]
-
-    def now(self) -> float:
-        return self.seconds
+AMX = "fpu avx2 avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8"
+ZEN4 = "fpu avx2 avx512f avx512bw avx512_vnni avx512_bf16"
+SKYLAKE = "fpu avx2 avx512f avx512bw"  # AVX-512 without BF16: oneDNN converts every product
 
 
-def faster_for(fp32: float, bf16: float, **kwargs) -> tuple[torch.dtype | None, StepCosting]:
-    step = StepCosting(fp32, bf16)
-    return faster_cpu_dtype(step, clock=step.now, **kwargs)[0], step
-
-
-def test_the_faster_precision_is_chosen_by_timing(monkeypatch):
-    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)  # whatever this CPU is
-    assert faster_for(0.02, 0.01, repeats=1)[0] is torch.bfloat16
-    assert faster_for(0.01, 0.02, repeats=1)[0] is None
-    assert faster_for(0.01, 0.0099, repeats=1)[0] is None  # within the noise: fp32
-    assert faster_for(0.01, 0.0094, repeats=1)[0] is torch.bfloat16  # past the 5% margin
-
-
-def test_the_probe_times_real_steps_on_the_wall_clock(monkeypatch):
-    # the default clock: a step that sleeps twice as long in bf16 loses by far more than any jitter
+@pytest.mark.parametrize(
+    ("vendor", "flags", "expected"),
+    [
+        ("GenuineIntel", AMX, torch.bfloat16),  # Sapphire Rapids and later
+        ("AuthenticAMD", ZEN4, torch.bfloat16),
+        ("GenuineIntel", ZEN4, None),  # AVX512-BF16 without AMX on an Intel: bf16 trained at 0.57x
+        ("GenuineIntel", SKYLAKE, None),
+        ("AuthenticAMD", "fpu sse2 avx avx2 fma", None),  # Zen 3: bf16 emulated, 0.03x
+        ("", "", None),  # nothing to read (no /proc, not x86)
+    ],
+)
+def test_auto_precision_on_a_cpu_is_a_function_of_its_features(monkeypatch, vendor, flags, expected):
+    """The same CPU makes the same choice at every start, however busy it is: no timing decides it."""
+    cpu = device.CpuFeatures(vendor, frozenset(flags.split()))
+    monkeypatch.setattr(device, "read_cpu_features", lambda cpuinfo="/proc/cpuinfo": cpu)
     monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
-    assert faster_cpu_dtype(lambda dtype: time.sleep(0.04 if dtype else 0.01), repeats=1)[0] is None
+    monkeypatch.setattr(time, "perf_counter", lambda: pytest.fail("the choice read a clock"))
+    choices = {auto_cpu_dtype() for _ in range(3)}
+    assert len(choices) == 1
+    ((dtype, reason),) = choices
+    assert dtype is expected and reason.startswith("bf16" if expected else "fp32")
 
 
-def test_bf16_is_not_timed_on_a_cpu_without_bf16_kernels(monkeypatch):
-    # an AVX2-only CPU: bf16 ran 31x slower than fp32, and the probe cost a training 100 s
-    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: False)
-    step = StepCosting(0.01, 0.001)
-    dtype, reason = faster_cpu_dtype(step, clock=step.now)
-    assert dtype is None and step.calls == [] and "not timed" in reason
+def test_bf16_is_not_chosen_without_onednn_bf16_kernels():
+    amx = device.CpuFeatures("GenuineIntel", frozenset(AMX.split()))
+    assert bf16_choice(amx, bf16_kernels=False) == (
+        None,
+        "fp32: this torch has no oneDNN bf16 kernels for this CPU",
+    )
 
 
-def test_bf16_timing_stops_once_it_has_lost(monkeypatch):
-    monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
-    dtype, step = faster_for(0.01, 0.05, repeats=3)
-    assert dtype is None
-    assert step.calls == [None] * 4 + [torch.bfloat16] * 2  # fp32: warm-up and 3; bf16: warm-up and 1
+def test_every_measurement_names_its_machine_and_date():
+    for row in device.BF16_MEASURED:
+        assert re.search(r"(Intel|AMD) .*\b20\d\d-\d\d-\d\d\b", row.measured), row
+
+
+def test_the_cpu_features_are_read_from_cpuinfo(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu avx512_bf16\nvmx flags\t: ept\n\n"
+        "processor\t: 1\nvendor_id\t: GenuineIntel\nflags\t\t: fpu\n"
+    )
+    assert read_cpu_features(str(cpuinfo)) == device.CpuFeatures(
+        "AuthenticAMD", frozenset({"fpu", "avx512_bf16"})
+    )
+    assert read_cpu_features(str(tmp_path / "missing")) == device.CpuFeatures("", frozenset())

@@ -9,7 +9,7 @@ from seq2seq.translate.placement import Placement
 from tests.helpers import cli_translate
 
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "blue bird on the house", "a"]
-CPU = Placement("cpu", "fp32")  # not `auto`: a timed probe could choose bf16 for one call and not another
+CPU = Placement("cpu", "fp32")  # not `auto`: the same numbers on every CPU (auto is bf16 on some)
 
 
 def test_one_line_out_per_line_in_as_s2s_translate_writes(tiny_run):
