@@ -45,6 +45,7 @@ CODE = {reason: i + 1 for i, reason in enumerate(REASONS)}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # Unicode Cc, except the tab
 _NOT_ALNUM = re.compile(r"[\W_]")
 _SPACE = re.compile(r"\s")
+_REGION = re.compile(r"[_-]")  # what parts a language code from its region or script: pt_BR, zh-Hant
 
 
 def text_reasons(
@@ -52,8 +53,10 @@ def text_reasons(
 ) -> np.ndarray:
     """(N,) uint8: the code of the first text rule each pair breaks (`CODE`), or KEEP.
 
-    `languages` are the corpus's (source, target) languages, what `clean.langid` expects.
+    `languages` are the corpus's (source, target) languages, what `clean.langid` expects; a code with a
+    region or script (pt_BR, zh-Hant) expects its language (pt, zh), all that language ID tells apart.
     """
+    expected = tuple(_REGION.split(code, maxsplit=1)[0] for code in languages)
     codes = np.zeros(len(src), np.uint8)
     for i, (s, t) in enumerate(zip(src, tgt)):
         if not (s.strip() and t.strip()):
@@ -64,7 +67,7 @@ def text_reasons(
             codes[i] = CODE["control_chars"]
         elif clean.min_alnum and min(_alnum_share(s), _alnum_share(t)) < clean.min_alnum:
             codes[i] = CODE["few_alnum"]
-        elif clean.langid and (_language(s), _language(t)) != languages:
+        elif clean.langid and (_language(s), _language(t)) != expected:
             codes[i] = CODE["wrong_language"]
     return codes
 
