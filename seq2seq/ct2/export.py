@@ -267,7 +267,7 @@ def _first(embeddings: Any) -> Any:
 
 
 def _attention(spec: Any, w: dict[str, Any], prefix: str, inputs: list[str], norm: str) -> None:
-    for linear, name in zip(spec.linear, [*inputs, "out"]):
+    for linear, name in zip(spec.linear, [*inputs, "out"], strict=True):
         linear.weight, linear.bias = w[f"{prefix}{name}.weight"], w[f"{prefix}{name}.bias"]
     _norm(spec.layer_norm, w, norm)
 

@@ -55,7 +55,7 @@ def text_reasons(
     `languages` are (data.src_lang, data.tgt_lang), what `clean.langid` expects.
     """
     codes = np.zeros(len(src), np.uint8)
-    for i, (s, t) in enumerate(zip(src, tgt)):
+    for i, (s, t) in enumerate(zip(src, tgt, strict=True)):
         if not (s.strip() and t.strip()):
             codes[i] = CODE["empty"]
         elif clean.copies and s.split() == t.split():
@@ -103,7 +103,7 @@ def pair_hashes(src: Sequence[str], tgt: Sequence[str]) -> np.ndarray:
     hashes = np.fromiter(
         (
             int.from_bytes(hashlib.blake2b(f"{s}\t{t}".encode(), digest_size=8).digest(), "little")
-            for s, t in zip(src, tgt)
+            for s, t in zip(src, tgt, strict=True)
         ),
         np.uint64,
         len(src),

@@ -92,7 +92,7 @@ def build_labels(
     """Check the training targets (tags against the words of `words`, the run's source tokenizer) and
     store their label set at `path`; one streamed pass over each file."""
     names: set[str] = set()
-    for src, tgt in zip(src_files, tgt_files):
+    for src, tgt in zip(src_files, tgt_files, strict=True):
         names |= kind.names_of(_file_pairs(src, tgt), src, tgt, words)
     if not names:
         raise DataError(f"{', '.join(map(str, tgt_files))}: no labels")
@@ -111,4 +111,4 @@ def _file_pairs(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[st
             "each source line needs its label line"
         )
     src_lines, tgt_lines = (chain.from_iterable(iter_line_chunks(p)) for p in (src_path, tgt_path))
-    return zip(src_lines, tgt_lines)
+    return zip(src_lines, tgt_lines, strict=True)

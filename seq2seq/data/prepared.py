@@ -88,7 +88,7 @@ def ensure_prepared_corpus(
     manifests = {}
     with _locked(top):
         _drop_single_layout(top)
-        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys()):
+        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys(), strict=True):
             directory = top / corpus.name
             sums = {role: data_sums[key] for role, key in keys.items()}
             prefix = source_prefix(

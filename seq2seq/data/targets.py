@@ -162,7 +162,7 @@ class LabelTargets(ABC):
         tgt_path: str | Path,
     ) -> None:
         """Also count, in a warning, the labels never seen in training (left out of loss and accuracy)."""
-        self.names_of(zip(src_lines, tgt_lines), src_path, tgt_path)
+        self.names_of(zip(src_lines, tgt_lines, strict=True), src_path, tgt_path)
         if unseen := tokenizers.labels.unseen(tgt_lines):
             log.warning(
                 "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen
@@ -249,7 +249,7 @@ class WordTags(LabelTargets):
         a word, as `Tokenizer.words` counts them), PAD on every other piece, so the loss ignores it.
         A blank tag line is all PAD: a pair with an empty side teaches nothing (training drops it)."""
         out = []
-        for source, tags, line in zip(sources, ids, lines):
+        for source, tags, line in zip(sources, ids, lines, strict=True):
             if not line.strip():
                 out.append([PAD] * len(source))
                 continue
@@ -269,7 +269,7 @@ class WordTags(LabelTargets):
     ) -> set[str]:
         names: set[str] = set()
         counts = words.word_counts([src for _, src, _ in kept]) if words else [None] * len(kept)
-        for (number, src, tgt), count in zip(kept, counts):
+        for (number, src, tgt), count in zip(kept, counts, strict=True):
             tags = tgt.split()
             if count is not None and len(tags) != count:
                 found = " ".join(repr(w) for w in words.words(src)[:12])

@@ -60,8 +60,8 @@ def decode_ids(
     cores = torch.get_num_threads()
     workers = min(at_once or cores, cores, len(batches)) if device.type == "cpu" else 1
     with _shared_cores(workers, cores // max(workers, 1)) as mapper:
-        for batch, hyps in zip(batches, mapper(decode, batches)):
-            for i, h in zip(batch, hyps):
+        for batch, hyps in zip(batches, mapper(decode, batches), strict=True):
+            for i, h in zip(batch, hyps, strict=True):
                 results[i] = h
     return results
 

@@ -161,7 +161,7 @@ class RunningSearch(Generic[Key]):
         state = _State.start(limits, prefix, self.settings)
         # the joining rows' <bos> is fed at the next step, at the cache's next position
         start = 0 if self.cache is None else self.cache.length
-        for s, limit in zip(sentences, limits.tolist()):
+        for s, limit in zip(sentences, limits.tolist(), strict=True):
             deadline, forced_until = self.clock + limit - 1, self.clock + len(s.prefix)
             self.blocks.append(_Block(s.key, len(s.source), start, deadline, forced_until))
         length = max(b.source_length for b in self.blocks)
@@ -229,7 +229,9 @@ class RunningSearch(Generic[Key]):
         rows = block * self.k + from_beam[block, col]
         penalty = length_normalizer(state.steps[block], self.settings, chose[block])
         history = self.history[rows].tolist()
-        for b, seq, score in zip(block.tolist(), history, (top_scores[block, col] / penalty).tolist()):
+        for b, seq, score in zip(
+            block.tolist(), history, (top_scores[block, col] / penalty).tolist(), strict=True
+        ):
             self.blocks[b].finished.append(Hypothesis(seq[self.blocks[b].start + 1 :], score))
         state.num_finished += ended.sum(1)
         for b in ended.any(1).nonzero().squeeze(1).tolist():  # only the blocks that finished one

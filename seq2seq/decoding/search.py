@@ -197,7 +197,10 @@ def greedy_search(
             if cache is not None:
                 cache.reorder(kept, kept)
         tokens = torch.cat([tokens, token[:, None]], dim=1)
-    return [[Hypothesis(_strip(seq), score)] for seq, score in zip(out_tokens.tolist(), out_scores.tolist())]
+    return [
+        [Hypothesis(_strip(seq), score)]
+        for seq, score in zip(out_tokens.tolist(), out_scores.tolist(), strict=True)
+    ]
 
 
 def _sample(
@@ -326,7 +329,10 @@ def _finalize(
     rows = block * k + from_beam[block, col]
     penalty = length_normalizer(length, settings, chose[block])
     for sid, seq, score in zip(
-        sent[block].tolist(), tokens[rows, 1:].tolist(), (top_scores[block, col] / penalty).tolist()
+        sent[block].tolist(),
+        tokens[rows, 1:].tolist(),
+        (top_scores[block, col] / penalty).tolist(),
+        strict=True,
     ):
         finished[sid].append(Hypothesis(seq, score))
 

@@ -113,7 +113,9 @@ class TokenAccuracy(_CountMetric):
 
     def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
         ref = ref_kwargs["ref"].split()
-        return [sum(h == r for h, r in zip(hyp.split(), ref)), len(ref)]
+        # a prediction may have more or fewer tags than its reference: the words past the shorter
+        # one are simply not right
+        return [sum(h == r for h, r in zip(hyp.split(), ref, strict=False)), len(ref)]
 
     def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
         right, total = stats
@@ -167,7 +169,7 @@ class LabelMetricOptions:
 
     def confusion_pairs(self, references: Sequence[str], hypotheses: Sequence[str]) -> list[tuple[str, str]]:
         """(reference, predicted) label of each line."""
-        return [(r.strip(), h.strip()) for r, h in zip(references, hypotheses)]
+        return [(r.strip(), h.strip()) for r, h in zip(references, hypotheses, strict=True)]
 
     def report_body(self, report: ReportBody) -> list[str]:
         """Where the labels go wrong (confusion matrices), not BLEU or attention."""
@@ -195,7 +197,7 @@ class TagMetricOptions:
         reference) is predicted as "(none)"."""
         return [
             (r, h)
-            for ref, hyp in zip(references, hypotheses)
+            for ref, hyp in zip(references, hypotheses, strict=True)
             for r, h in itertools.zip_longest(
                 ref.split(), hyp.split()[: len(ref.split())], fillvalue="(none)"
             )

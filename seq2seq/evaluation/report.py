@@ -83,11 +83,13 @@ def learning_curves_figure(records: Sequence[dict[str, Any]]) -> Figure | None:
     )
     for direction in directions:  # a multilingual run's, each on its own
         steps = [(r["step"], r[f"valid_bleu.{direction}"]) for r in bleu if f"valid_bleu.{direction}" in r]
-        bleu_ax.plot(*zip(*steps), ".-", linewidth=1, label=direction)
+        bleu_ax.plot(*zip(*steps, strict=True), ".-", linewidth=1, label=direction)
     if directions:
         bleu_ax.legend(fontsize="small")
     lr_ax.plot([r["step"] for r in train], [r["lr"] for r in train], color="tab:purple")
-    for ax, title in zip((loss_ax, bleu_ax, lr_ax), ("loss", "validation BLEU", "learning rate")):
+    for ax, title in zip(
+        (loss_ax, bleu_ax, lr_ax), ("loss", "validation BLEU", "learning rate"), strict=True
+    ):
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
@@ -105,7 +107,7 @@ def length_buckets(lengths: Sequence[int], count: int = 5) -> list[LengthBucket]
     """Up to `count` length ranges holding about the same number of lines each (quantile edges)."""
     ordered = sorted(lengths)
     edges = sorted({ordered[(i * len(ordered)) // count] for i in range(1, count)} - {ordered[0]})
-    bounds = zip([ordered[0], *edges], [*(e - 1 for e in edges), ordered[-1]])
+    bounds = zip([ordered[0], *edges], [*(e - 1 for e in edges), ordered[-1]], strict=True)
     return [LengthBucket(lo, hi, [i for i, n in enumerate(lengths) if lo <= n <= hi]) for lo, hi in bounds]
 
 

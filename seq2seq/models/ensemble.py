@@ -26,7 +26,7 @@ class EnsembleMemory:
         return EnsembleMemory([m.select(rows) for m in self.members])
 
     def join(self, other: EnsembleMemory, length: int) -> EnsembleMemory:
-        return EnsembleMemory([m.join(o, length) for m, o in zip(self.members, other.members)])
+        return EnsembleMemory([m.join(o, length) for m, o in zip(self.members, other.members, strict=True)])
 
 
 @dataclass
@@ -44,7 +44,7 @@ class EnsembleCache:
             cache.reorder(rows, memory_rows, drop)
 
     def join(self, other: EnsembleCache, beams: int, memory_length: int) -> None:
-        for cache, theirs in zip(self.members, other.members):
+        for cache, theirs in zip(self.members, other.members, strict=True):
             cache.join(theirs, beams, memory_length)
 
 
@@ -62,7 +62,7 @@ class Ensemble:
         return EnsembleCache([m.new_cache() for m in self.models])
 
     def fill_memory(self, cache: EnsembleCache, memory: EnsembleMemory) -> None:
-        for model, c, m in zip(self.models, cache.members, memory.members):
+        for model, c, m in zip(self.models, cache.members, memory.members, strict=True):
             model.fill_memory(c, m)
 
     def decode(self, tgt: Tensor, memory: EnsembleMemory, cache: EnsembleCache | None = None) -> Tensor:
@@ -71,7 +71,7 @@ class Ensemble:
         logp = torch.stack(
             [
                 m.decode(tgt, mem, c).float().log_softmax(-1)
-                for m, mem, c in zip(self.models, memory.members, caches)
+                for m, mem, c in zip(self.models, memory.members, caches, strict=True)
             ]
         )  # (M, B, T, V)
         return logp.logsumexp(0) - math.log(len(self.models))

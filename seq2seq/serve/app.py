@@ -211,7 +211,10 @@ def create_app(
         return TranslateResponse(
             translations=[r.texts[0] for r in results],
             scores=[r.scores[0] for r in results] if request.scores else None,
-            nbest=[[HypothesisJSON(text=t, score=s) for t, s in zip(r.texts, r.scores)] for r in results]
+            nbest=[
+                [HypothesisJSON(text=t, score=s) for t, s in zip(r.texts, r.scores, strict=True)]
+                for r in results
+            ]
             if request.nbest > 1
             else None,
         )

@@ -168,7 +168,7 @@ class ContinuousBatcher(Batcher):
                 request = _Request(job, len(todo))
                 if not todo:
                     self._answer(request)
-                for n, (line, source) in enumerate(zip(todo, sources)):
+                for n, (line, source) in enumerate(zip(todo, sources, strict=True)):
                     sentence = Sentence([*source, EOS], prefixes[n] if prefixes else [], (request, line))
                     accepted.append(_Waiting(sentence, job.settings))
         with self._ready:

@@ -77,7 +77,7 @@ def clip_sources(
 ) -> None:
     """Cut, in place, each sequence longer than `limit` tokens, warning with its input line number
     and what is `doing` with its first `limit` tokens."""
-    for source, line in zip(sources, line_numbers):
+    for source, line in zip(sources, line_numbers, strict=True):
         if len(source) > limit:
             log.warning("line %d has %d tokens; %s only the first %d", line, len(source), doing, limit)
             del source[limit:]
@@ -258,7 +258,7 @@ class Translator:
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
         todo, sources, forced = self.inputs(lines, first_line, prefixes)
         hyps = self.decode_ids(sources, settings, max_tokens, forced)
-        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps)), keep_unk)
+        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps, strict=True)), keep_unk)
 
     def inputs(
         self, lines: Sequence[str], first_line: int = 1, prefixes: Sequence[str] | None = None
