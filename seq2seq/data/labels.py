@@ -87,7 +87,11 @@ def check_targets(kind: LabelTargets, src_path: str | Path, tgt_path: str | Path
 
 
 def build_labels(
-    kind: LabelTargets, src_files: Sequence[Path], tgt_files: Sequence[Path], path: Path, words: Words
+    kind: LabelTargets,
+    src_files: Sequence[str | Path],
+    tgt_files: Sequence[str | Path],
+    path: Path,
+    words: Words,
 ) -> Labels:
     """Check the training targets (tags against the words of `words`, the run's source tokenizer) and
     store their label set at `path`; one streamed pass over each file."""

@@ -156,7 +156,7 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def load_prepared(top: Path, corpora: Sequence[CorpusConfig]) -> ParallelData:
+def load_prepared(top: Path, corpora: Sequence[CorpusConfig]) -> ParallelData | JoinedCorpus:
     """The prepared training corpora as one corpus: pairs numbered corpus after corpus, in order.
 
     One corpus is its `MappedCorpus` itself (what a run with one corpus always trained on).

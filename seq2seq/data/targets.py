@@ -45,8 +45,13 @@ class Words(Protocol):
 class Targets(Protocol):
     """A task's targets, as the data pipeline meets them; each method is the work that differs."""
 
-    task: Task
-    piece_sides: tuple[str, ...]  # the sides of a pair that are SentencePiece pieces (may be <unk>)
+    @property
+    def task(self) -> Task: ...
+
+    @property
+    def piece_sides(self) -> tuple[str, ...]:
+        """The sides of a pair that are SentencePiece pieces (may be <unk>)."""
+        ...
 
     def files(self, directory: Path) -> dict[str, Path]:
         """What a tokenizer directory holds for them besides the SentencePiece models, by name."""
@@ -144,6 +149,10 @@ class LabelTargets(ABC):
         self, kept: list[tuple[int, str, str]], words: Words | None, src_name: object, tgt_name: object
     ) -> set[str]:
         """The names of (line number, source, target) triples with text on both sides, each checked."""
+
+    @abstractmethod
+    def layout(self, tgt: TokenArrays, rows: np.ndarray) -> tuple[Tensor, Tensor]:
+        """(tgt_in, tgt_out), each (B, T): what the model reads and what it must predict for `rows`."""
 
     def files(self, directory: Path) -> dict[str, Path]:
         return {"labels": directory / LABELS_FILE}
@@ -272,6 +281,7 @@ class WordTags(LabelTargets):
         for (number, src, tgt), count in zip(kept, counts, strict=True):
             tags = tgt.split()
             if count is not None and len(tags) != count:
+                assert words is not None  # counts come from `words`
                 found = " ".join(repr(w) for w in words.words(src)[:12])
                 raise DataError(
                     f"{tgt_name}:{number}: {len(tags)} tags for the {count} words of {src_name}:{number} "

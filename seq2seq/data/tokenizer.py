@@ -139,6 +139,12 @@ class TokenizerPair:
         """A reader's label set (its target side)."""
         return cast(Labels, self.tgt)
 
+    @property
+    def tgt_tokenizer(self) -> Tokenizer:
+        """A translation's target tokenizer (its target side): what pieces and prefixes need."""
+        assert "tgt" in self.targets.piece_sides, "a reader's target side is its label set"
+        return cast(Tokenizer, self.tgt)
+
     def target_ids(
         self, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int = -1
     ) -> list[list[int]]:
@@ -226,7 +232,7 @@ def train_or_load_tokenizers(
             )
         directory.mkdir(parents=True, exist_ok=True)
         if side == "labels":  # after the SentencePiece model, whose words the tags must fit
-            tokenizer = Tokenizer(files.get("joint", files.get("src")))
+            tokenizer = Tokenizer(files["joint"] if cfg.joint else files["src"])
             kind = cast(LabelTargets, targets)  # only a reader's targets have a label set
             build_labels(kind, [c.src for c in corpora], [c.tgt for c in corpora], path, tokenizer)
         else:
