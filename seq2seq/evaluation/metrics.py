@@ -39,7 +39,7 @@ class MetricOptions:
 
     def report_body(self, report: ReportBody) -> list[str]:
         """What a report shows of translations (`ReaderMetricOptions` score a reader's answers)."""
-        return report.translations()
+        return report.translations(self)
 
     def bleu(self, references: Sequence[Sequence[str]] | None = None, sentence: bool = False) -> BLEU:
         """Corpus BLEU, or sentence BLEU (effective n-gram order) when `sentence` is True."""

@@ -86,7 +86,7 @@ class MacroF1(_CountMetric):
         self.index = {c: i for i, c in enumerate(classes)}
         super().__init__(task, references)
 
-    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> np.ndarray:
+    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[float]:
         """Per class: true positives, false positives, false negatives (3 x classes, flat)."""
         counts = np.zeros((3, self.classes))
         ref, predicted = self.index.get(ref_kwargs["ref"]), self.index.get(hyp)
@@ -97,7 +97,7 @@ class MacroF1(_CountMetric):
                 counts[1, predicted] = 1
             if ref is not None:
                 counts[2, ref] = 1
-        return counts.ravel()
+        return counts.ravel().tolist()
 
     def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
         tp, fp, fn = np.asarray(stats).reshape(3, self.classes)
@@ -141,15 +141,15 @@ class SpanF1(_CountMetric):
 def bio_spans(tags: Sequence[str]) -> set[tuple[int, int, str]]:
     """(start, end, type) of each span in BIO tags; end is exclusive. Tags without B-/I- are outside."""
     spans: set[tuple[int, int, str]] = set()
-    start, kind = None, None
+    span: tuple[int, str] | None = None  # the open span's start and type
     for i, tag in enumerate([*tags, "O"]):
         prefix, _, label = tag.partition("-")
-        inside = prefix == "I" and label == kind and start is not None
-        if start is not None and not inside:
-            spans.add((start, i, kind))
-            start, kind = None, None
+        inside = prefix == "I" and span is not None and label == span[1]
+        if span is not None and not inside:
+            spans.add((span[0], i, span[1]))
+            span = None
         if prefix in ("B", "I") and label and not inside:
-            start, kind = i, label
+            span = (i, label)
     return spans
 
 
