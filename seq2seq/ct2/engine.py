@@ -73,7 +73,7 @@ class CT2Translator:
         self.export_dir = export_dir
         self.task = config.model.task  # an export translates: `s2s export` writes encoder-decoders only
         self.answers = ANSWERS[self.task]  # what a server may ask of it, as of a run's `Translator`
-        pieces = vocabulary(tokenizers.tgt)  # the target vocabulary as the export wrote it
+        pieces = vocabulary(tokenizers.tgt_tokenizer)  # the target vocabulary as the export wrote it
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
@@ -182,8 +182,9 @@ class CT2Translator:
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         forced = None
         if prefixes is not None:
-            ids = target_prefixes(self.tokenizers.tgt, [prefixes[i] for i in todo], self.max_source_tokens)
-            forced = [self.tokenizers.tgt.id_pieces(prefix) for prefix in ids]
+            tgt = self.tokenizers.tgt_tokenizer
+            ids = target_prefixes(tgt, [prefixes[i] for i in todo], self.max_source_tokens)
+            forced = [tgt.id_pieces(prefix) for prefix in ids]
         found = self.search(sources, settings, max_tokens, scores, forced)
         texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))
         for i, nbest in zip(todo, found, strict=True):
@@ -194,7 +195,7 @@ class CT2Translator:
         """Cross-attention of the last decoder layer (the mean over its heads: `s2s export` makes them
         CTranslate2's alignment heads), teacher-forced on `hypothesis`, as `attention_map` gives it for
         a run: the source with its control tokens, then </s>; the target pieces, then </s>."""
-        src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt
+        src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
         src = [*src_tok.id_pieces(self.source_prefix), *src_tok.pieces(source)][: self.max_source_tokens]
         tgt = tgt_tok.pieces(hypothesis)[: self.config.model.max_positions - 1]
         result = self.engine.translate_batch(

@@ -1,7 +1,9 @@
 """Several models decoding as one: each step averages their next-token log-probabilities.
 
 `Ensemble` has the interface search needs (`encode`, `decode`, `new_cache`, `max_positions`), so
-greedy and beam search run on it unchanged; each member keeps its own encoder output and cache.
+greedy and beam search run on it unchanged; each member keeps its own encoder output and cache. The
+members are of one family that decodes: encoder-decoders, which can also join running batches
+(`fill_memory`), or decoder-only models.
 """
 
 from __future__ import annotations
@@ -9,18 +11,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from seq2seq.models.encoder_decoder import DecoderCache, Memory, Seq2SeqTransformer
+from seq2seq.models.decoder_only import DecoderOnlyTransformer
+from seq2seq.models.encoder_decoder import DecoderCache, Seq2SeqTransformer
 
 
 @dataclass
 class EnsembleMemory:
     """One encoder output per member."""
 
-    members: list[Memory]
+    # each of its member's family's kind (a `Memory`, a decoder-only `Prefix`): only that member reads it
+    members: list[Any]
 
     def select(self, rows: Tensor) -> EnsembleMemory:
         return EnsembleMemory([m.select(rows) for m in self.members])
@@ -51,7 +56,7 @@ class EnsembleCache:
 class Ensemble:
     """Models with one vocabulary that decode together: log(mean_i p_i) of the next token."""
 
-    def __init__(self, models: Sequence[Seq2SeqTransformer]) -> None:
+    def __init__(self, models: Sequence[Seq2SeqTransformer | DecoderOnlyTransformer]) -> None:
         self.models = list(models)
         self.max_positions = min(m.max_positions for m in self.models)
 
@@ -63,6 +68,7 @@ class Ensemble:
 
     def fill_memory(self, cache: EnsembleCache, memory: EnsembleMemory) -> None:
         for model, c, m in zip(self.models, cache.members, memory.members, strict=True):
+            assert isinstance(model, Seq2SeqTransformer), "only encoder-decoders join running batches"
             model.fill_memory(c, m)
 
     def decode(self, tgt: Tensor, memory: EnsembleMemory, cache: EnsembleCache | None = None) -> Tensor:

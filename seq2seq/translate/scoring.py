@@ -23,6 +23,7 @@ from seq2seq.decoding.scoring import forced_log_probs
 from seq2seq.device import autocast
 from seq2seq.errors import DataError
 from seq2seq.files import check_outputs
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import EOS
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator, clip_sources, run_inputs
@@ -74,13 +75,15 @@ def score_ids(
     max_tokens: int,
 ) -> list[PairScore]:
     """`score_pairs` of token ids (without <eos>/<bos>, each short enough for the model)."""
+    model = translator.model
+    assert not isinstance(model, EncoderOnlyTransformer), "a reader writes no target to score"
     costs = [max(len(s), len(t)) + 1 for s, t in zip(sources, targets, strict=True)]
     found: dict[int, PairScore] = {}  # by pair index
     min_len = translator.config.decode.min_len
     for batch in token_batches(costs, max_tokens):
         src = pad([[*sources[i], EOS] for i in batch]).to(translator.device)
         with autocast(translator.device, translator.autocast_to):
-            logp = forced_log_probs(translator.model, src, [targets[i] for i in batch], min_len)
+            logp = forced_log_probs(model, src, [targets[i] for i in batch], min_len)
         rows = logp.cpu().tolist()
         for row, i in zip(rows, batch, strict=True):
             found[i] = PairScore(row[: len(targets[i]) + 1])

@@ -21,6 +21,7 @@ from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import autocast_dtype, faster_cpu_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.run.layout import RunDir
@@ -160,12 +161,12 @@ class Translator:
             if placement.quantize is not None:
                 model, dtype = quantize_model(model, placement.quantize, torch_device), None
             models.append(model.to(torch_device))
-        model = models[0] if len(models) == 1 else Ensemble(models)
-        translator = cls(model, tokenizers, cfg, torch_device, dtype, placement.quantize, paths)
-        if len(models) > 1 and not translator.answers.averages_ensembles:
+        if len(models) > 1 and not ANSWERS[cfg.model.task].averages_ensembles:
             raise Seq2SeqError(
                 f"an ensemble of several checkpoints decodes translations, not task {cfg.model.task}"
             )
+        one = models[0] if len(models) == 1 else _ensemble(models)
+        translator = cls(one, tokenizers, cfg, torch_device, dtype, placement.quantize, paths)
         if torch_device.type == "cpu" and placement.precision == "auto" and placement.quantize is None:
             # measured at every start, not stored: bf16 must win clearly, or outputs could flip
             translator.dtype, reason = faster_cpu_dtype(translator._probe, repeats=1, margin=0.15)
@@ -273,7 +274,8 @@ class Translator:
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         forced = None
         if prefixes is not None:
-            forced = target_prefixes(self.tokenizers.tgt, [prefixes[i] for i in todo], self.max_source_tokens)
+            tgt = self.tokenizers.tgt_tokenizer
+            forced = target_prefixes(tgt, [prefixes[i] for i in todo], self.max_source_tokens)
         return todo, sources, forced
 
     def translations(
@@ -286,6 +288,13 @@ class Translator:
             texts = self.tokenizers.tgt.decode([h.tokens for h in found], keep_unk)
             out[i] = Translation(texts, [h.score for h in found])
         return out
+
+
+def _ensemble(models: Sequence[Model]) -> Ensemble:
+    """Several checkpoints' models decoding as one: a translation's, of a family that decodes."""
+    members = [model for model in models if not isinstance(model, EncoderOnlyTransformer)]
+    assert len(members) == len(models), "a reader's answers are not averaged (`Answers.averages_ensembles`)"
+    return Ensemble(members)
 
 
 def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Path]:
