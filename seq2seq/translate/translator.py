@@ -25,6 +25,7 @@ from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.run.layout import RunDir
+from seq2seq.translate.attention import AttentionMap, attention_map
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.source_tokens import SourceTokens
@@ -233,6 +234,10 @@ class Translator:
     @property
     def max_source_tokens(self) -> int:
         return self.model.max_positions - 1
+
+    def attention_map(self, source: str, hypothesis: str) -> AttentionMap:
+        """Where the last decoder layer looks writing `hypothesis` for `source` (`translate.attention`)."""
+        return attention_map(self, source, hypothesis)
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
         """The run's decode config with what the command line asks on top (`decode_options`)."""
