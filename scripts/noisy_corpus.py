@@ -122,7 +122,7 @@ def make_corpora(data: Path, work: Path) -> None:
     targets = {i: en[i] for i in crawl}
     misaligned = [i for i in crawl if labels[i] == "misaligned"]
     shuffled = misaligned[1:] + misaligned[:1]  # a rotation: no target stays in place
-    for i, j in zip(misaligned, shuffled):
+    for i, j in zip(misaligned, shuffled, strict=True):
         targets[i] = en[j]
     for i in crawl:
         if labels[i] == "copy":
@@ -195,7 +195,7 @@ def dual_filter(work: Path, data: Path) -> None:
     threshold = float(np.quantile(val, VAL_QUANTILE))
     (work / "dual_threshold.txt").write_text(f"{threshold:.4f}\n")
     with gzip.open(work / ".crawl_dual.tsv.gz", "wt", encoding="utf-8") as f:
-        f.writelines(f"{s}\t{t}\n" for (s, t), score in zip(rows, crawl) if score <= threshold)
+        f.writelines(f"{s}\t{t}\n" for (s, t), score in zip(rows, crawl, strict=True) if score <= threshold)
     os.replace(work / ".crawl_dual.tsv.gz", work / "crawl_dual.tsv.gz")
 
 

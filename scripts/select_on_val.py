@@ -72,14 +72,16 @@ def choose_mean(out: Path, folders: list[Path]) -> dict:
     candidates), recorded in OUT/selection.json beside a table of all of them."""
     by_folder = [{(row["checkpoint"], row["length_penalty"]): row for row in candidates(f)} for f in folders]
     settings = set(by_folder[0])
-    for folder, rows in zip(folders, by_folder):
+    for folder, rows in zip(folders, by_folder, strict=True):
         if set(rows) != settings:
             fail(
                 f"{folder} holds other candidates than {folders[0]}: decode the same ones for every direction"
             )
     means = []
     for checkpoint, lp in settings:
-        scores = {f.name: rows[checkpoint, lp]["val_bleu"] for f, rows in zip(folders, by_folder)}
+        scores = {
+            f.name: rows[checkpoint, lp]["val_bleu"] for f, rows in zip(folders, by_folder, strict=True)
+        }
         mean = round(sum(scores.values()) / len(scores), 2)
         means.append(
             {
@@ -88,7 +90,8 @@ def choose_mean(out: Path, folders: list[Path]) -> dict:
                 "length_penalty": lp,
                 "val_bleu": mean,
                 "val_record": [
-                    str(f / rows[checkpoint, lp]["val_record"]) for f, rows in zip(folders, by_folder)
+                    str(f / rows[checkpoint, lp]["val_record"])
+                    for f, rows in zip(folders, by_folder, strict=True)
                 ],
                 "val_bleu_by_direction": scores,
             }

@@ -7,6 +7,7 @@ costs only, never text or models.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 import numpy as np
 import torch
@@ -42,7 +43,7 @@ def token_batches(
     rng = np.random.default_rng([seed, epoch]) if seed is not None else None
     if rng is not None:  # ties broken at random: shuffle each run of equal costs in place
         ties = np.flatnonzero(np.diff(ordered)) + 1
-        for start, end in zip([0, *ties], [*ties, len(order)]):
+        for start, end in pairwise([0, *ties, len(order)]):
             rng.shuffle(order[start:end])
     bounds = [0]
     while bounds[-1] < len(order):

@@ -224,7 +224,9 @@ def check_same_tensors(weights: Sequence[tuple[Path, dict[str, Tensor]]]) -> Non
     for name in names:
         shapes = [tuple(w[name].shape) if name in w else "missing" for _, w in weights]
         if len(set(shapes)) > 1:
-            found = ", ".join(f"{shape} in {path.name}" for shape, (path, _) in zip(shapes, weights))
+            found = ", ".join(
+                f"{shape} in {path.name}" for shape, (path, _) in zip(shapes, weights, strict=True)
+            )
             differing.append(f"{name}: {found}")
     if differing:
         raise RunDirError(

@@ -152,7 +152,7 @@ def _direct(spec: dict[str, Any]) -> Any:
             pending.append((rows, results))
         out = [""] * len(lines)
         for rows, results in pending:
-            for i, result in zip(rows, results):
+            for i, result in zip(rows, results, strict=True):
                 out[i] = sp.decode_pieces(result.result().hypotheses[0])
         return out
 

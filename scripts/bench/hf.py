@@ -119,7 +119,7 @@ def _transformers(spec: dict[str, Any]) -> Any:
             limit = int(output_limits(lengths, settings, model.config.max_position_embeddings).max())
             with torch.no_grad():
                 made = model.generate(**batch, num_beams=spec["beam"], max_new_tokens=limit - 1)
-            for i, text in zip(rows, tokenizer.batch_decode(made, skip_special_tokens=True)):
+            for i, text in zip(rows, tokenizer.batch_decode(made, skip_special_tokens=True), strict=True):
                 out[i] = text
         return out
 

@@ -199,7 +199,7 @@ def load(
                 latencies.append((time.perf_counter() - start) * 1000)
                 if status == 200:
                     answered += 1
-                    answers.update(zip(request, texts))
+                    answers.update(zip(request, texts, strict=True))
         connection.close()
 
     threads = [threading.Thread(target=client) for _ in range(clients)]

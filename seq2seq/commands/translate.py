@@ -72,7 +72,7 @@ def translate(
         )
     if resumes:  # what an interrupted run leaves is written too
         assert output is not None
-        outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output))
+        outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output), strict=True)
     placement = _placement(job, output if resumes else None)
     prefixes = prefix_lines(job.prefix, input, outputs)
     translator, options = load_translator(job.run_dir, job.engine, job.asked, placement, input, outputs)

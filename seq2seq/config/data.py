@@ -197,7 +197,7 @@ class DataConfig:
             return self.corpora
         return tuple(
             CorpusConfig(name=f"train.{i}" if i else "train", src=src, tgt=tgt)
-            for i, (src, tgt) in enumerate(zip(self.train_src, self.train_tgt))
+            for i, (src, tgt) in enumerate(zip(self.train_src, self.train_tgt, strict=True))
         )
 
     def corpus_keys(self) -> list[dict[str, str]]:

@@ -54,7 +54,7 @@ def data_files(cfg: Config) -> dict[str, str]:
     """
     files = {
         key: corpus.files()[role]
-        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys())
+        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys(), strict=True)
         for role, key in keys.items()
     }
     for valid in cfg.data.validation_sets():  # a multilingual run's by direction: valid_src.de-en

@@ -73,7 +73,7 @@ class CT2Translator:
         self.export_dir = export_dir
         self.task = config.model.task  # an export translates: `s2s export` writes encoder-decoders only
         self.answers = ANSWERS[self.task]  # what a server may ask of it, as of a run's `Translator`
-        pieces = vocabulary(tokenizers.tgt)  # the target vocabulary as the export wrote it
+        pieces = vocabulary(tokenizers.tgt_tokenizer)  # the target vocabulary as the export wrote it
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
@@ -182,11 +182,12 @@ class CT2Translator:
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         forced = None
         if prefixes is not None:
-            ids = target_prefixes(self.tokenizers.tgt, [prefixes[i] for i in todo], self.max_source_tokens)
-            forced = [self.tokenizers.tgt.id_pieces(prefix) for prefix in ids]
+            tgt = self.tokenizers.tgt_tokenizer
+            ids = target_prefixes(tgt, [prefixes[i] for i in todo], self.max_source_tokens)
+            forced = [tgt.id_pieces(prefix) for prefix in ids]
         found = self.search(sources, settings, max_tokens, scores, forced)
         texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))
-        for i, nbest in zip(todo, found):
+        for i, nbest in zip(todo, found, strict=True):
             out[i] = Translation([next(texts) for _ in nbest], [h.score for h in nbest])
         return out
 
@@ -194,7 +195,7 @@ class CT2Translator:
         """Cross-attention of the last decoder layer (the mean over its heads: `s2s export` makes them
         CTranslate2's alignment heads), teacher-forced on `hypothesis`, as `attention_map` gives it for
         a run: the source with its control tokens, then </s>; the target pieces, then </s>."""
-        src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt
+        src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
         src = [*src_tok.id_pieces(self.source_prefix), *src_tok.pieces(source)][: self.max_source_tokens]
         tgt = tgt_tok.pieces(hypothesis)[: self.config.model.max_positions - 1]
         result = self.engine.translate_batch(
@@ -246,7 +247,7 @@ class CT2Translator:
             pending.append((rows, results, limit - 1))
         found: list[list[Hypothesis]] = [[] for _ in sources]
         for rows, results, most in pending:
-            for i, result in zip(rows, results):
+            for i, result in zip(rows, results, strict=True):
                 found[i] = self._hypotheses(result.result(), settings, most)
         return found
 
@@ -260,7 +261,9 @@ class CT2Translator:
         """
         alpha = self._alpha(settings)
         hyps = []
-        for pieces, score in zip(result.hypotheses, result.scores or [math.nan] * len(result.hypotheses)):
+        for pieces, score in zip(
+            result.hypotheses, result.scores or [math.nan] * len(result.hypotheses), strict=True
+        ):
             chose_end = len(pieces) < most
             total = score * (len(pieces) + chose_end) ** alpha
             normalizer = length_normalizer(len(pieces), settings, chose_end)

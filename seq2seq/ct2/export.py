@@ -32,7 +32,12 @@ from seq2seq.translate.translator import Translator
 log = logging.getLogger(__name__)
 
 EXPORT_INFO = "s2s.json"
-INFO_FIELDS = {"run_dir": str, "checkpoint": str, "quantize": (str, type(None)), "config": dict}
+INFO_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "run_dir": str,
+    "checkpoint": str,
+    "quantize": (str, type(None)),
+    "config": dict,
+}
 MAX_INFO_BYTES = 1 << 20  # one is about 3 KB
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
 # int8 weights in [-63, 63] (7 bits), like PyTorch's and ONNX Runtime's reduce_range: a CPU without
@@ -120,6 +125,7 @@ def export_ctranslate2(
     family = model_family(cfg.model)
     if not family.exports:
         raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {family.name}")
+    assert isinstance(model, Seq2SeqTransformer)  # the family exports: an encoder-decoder
     lexicon = (
         None if shortlist is None else run_shortlist(Path(run_dir), cfg, translator.tokenizers, shortlist)
     )
@@ -137,9 +143,11 @@ def export_ctranslate2(
             "config": config_to_dict(cfg),
             "shortlist": None,
         }
-        if lexicon is not None:
+        if shortlist is not None and lexicon is not None:  # counted when asked for
             tokenizers = translator.tokenizers
-            write_vmap(scratch / VMAP_FILE, lexicon, vocabulary(tokenizers.src), vocabulary(tokenizers.tgt))
+            write_vmap(
+                scratch / VMAP_FILE, lexicon, vocabulary(tokenizers.src), vocabulary(tokenizers.tgt_tokenizer)
+            )
             info["shortlist"] = {**dataclasses.asdict(shortlist), "pairs_counted": lexicon.pairs}
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     log.info("exported %s to %s (%s)", translator.checkpoints[0], out_dir, quantize or "float32")
@@ -179,7 +187,7 @@ def model_spec(
     model: Seq2SeqTransformer, tokenizers: TokenizerPair, quantize: str | None, int8_range: int = REDUCED_INT8
 ) -> Any:
     """`model` as a CTranslate2 spec in `quantize`, int8 weights (int8*) in [-`int8_range`, `int8_range`]."""
-    spec = _spec(model, tokenizers.src, tokenizers.tgt)
+    spec = _spec(model, tokenizers.src, tokenizers.tgt_tokenizer)
     spec.validate()
     weights = _quantized_weights(spec) if is_int8(quantize) and int8_range != FULL_INT8 else []
     spec.optimize(quantization=quantize)
@@ -267,7 +275,7 @@ def _first(embeddings: Any) -> Any:
 
 
 def _attention(spec: Any, w: dict[str, Any], prefix: str, inputs: list[str], norm: str) -> None:
-    for linear, name in zip(spec.linear, [*inputs, "out"]):
+    for linear, name in zip(spec.linear, [*inputs, "out"], strict=True):
         linear.weight, linear.bias = w[f"{prefix}{name}.weight"], w[f"{prefix}{name}.bias"]
     _norm(spec.layer_norm, w, norm)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +88,7 @@ def build_shortlist(
     s, t = s[order], t[order]
     # where each source id's run begins and ends; each keeps its first `per_source`
     bounds = np.flatnonzero(np.r_[True, s[1:] != s[:-1], True]) if len(s) else np.zeros(1, np.int64)
-    runs = zip(bounds[:-1], bounds[1:])
+    runs = pairwise(bounds)
     candidates = {int(s[a]): t[a : min(b, a + per_source)] for a, b in runs} if per_source else {}
     frequent = np.argsort(-tgt_count, kind="stable")[:common]
     return Shortlist(frequent[tgt_count[frequent] > 0], candidates, pairs)

@@ -58,7 +58,7 @@ def text_reasons(
     """
     expected = tuple(_REGION.split(code, maxsplit=1)[0] for code in languages)
     codes = np.zeros(len(src), np.uint8)
-    for i, (s, t) in enumerate(zip(src, tgt)):
+    for i, (s, t) in enumerate(zip(src, tgt, strict=True)):
         if not (s.strip() and t.strip()):
             codes[i] = CODE["empty"]
         elif clean.copies and s.split() == t.split():
@@ -106,7 +106,7 @@ def pair_hashes(src: Sequence[str], tgt: Sequence[str]) -> np.ndarray:
     hashes = np.fromiter(
         (
             int.from_bytes(hashlib.blake2b(f"{s}\t{t}".encode(), digest_size=8).digest(), "little")
-            for s, t in zip(src, tgt)
+            for s, t in zip(src, tgt, strict=True)
         ),
         np.uint64,
         len(src),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from seq2seq.config.data import CleanConfig, CorpusConfig
 from seq2seq.data.cleaning import CODE, KEEP, REASONS, SeenPairs, pair_hashes, text_reasons
@@ -136,6 +137,7 @@ def _finish_sides(
         writers[f"{side}.offsets"].write(offsets)
         stats[side] = _length_stats(side_lengths, unknown[side])
         costs = side_lengths if costs is None else np.maximum(costs, side_lengths)
+    assert costs is not None  # set by the first side
     writers["costs"] = _ArrayWriter(out_dir / "train.costs", np.int32)
     writers["costs"].write(costs + 1)
     return stats
@@ -277,7 +279,7 @@ def _length_stats(lengths: np.ndarray, unknown: int) -> dict[str, Any]:
 class _ArrayWriter:
     """Appends arrays to a raw binary file, keeping its size and sha256 as it goes."""
 
-    def __init__(self, path: Path, dtype: np.dtype) -> None:
+    def __init__(self, path: Path, dtype: DTypeLike) -> None:
         self.file = path.open("wb")
         self.sha = hashlib.sha256()
         self.bytes = 0

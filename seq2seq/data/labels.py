@@ -87,12 +87,16 @@ def check_targets(kind: LabelTargets, src_path: str | Path, tgt_path: str | Path
 
 
 def build_labels(
-    kind: LabelTargets, src_files: Sequence[Path], tgt_files: Sequence[Path], path: Path, words: Words
+    kind: LabelTargets,
+    src_files: Sequence[str | Path],
+    tgt_files: Sequence[str | Path],
+    path: Path,
+    words: Words,
 ) -> Labels:
     """Check the training targets (tags against the words of `words`, the run's source tokenizer) and
     store their label set at `path`; one streamed pass over each file."""
     names: set[str] = set()
-    for src, tgt in zip(src_files, tgt_files):
+    for src, tgt in zip(src_files, tgt_files, strict=True):
         names |= kind.names_of(_file_pairs(src, tgt), src, tgt, words)
     if not names:
         raise DataError(f"{', '.join(map(str, tgt_files))}: no labels")
@@ -111,4 +115,4 @@ def _file_pairs(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[st
             "each source line needs its label line"
         )
     src_lines, tgt_lines = (chain.from_iterable(iter_line_chunks(p)) for p in (src_path, tgt_path))
-    return zip(src_lines, tgt_lines)
+    return zip(src_lines, tgt_lines, strict=True)

@@ -49,7 +49,7 @@ class Mixture:
             return None
         rng = np.random.default_rng([seed, epoch, 0x6D6978])  # its own stream: not the batch shuffle's
         drawn, start = [], 0
-        for size, count in zip(self.sizes, self.counts()):
+        for size, count in zip(self.sizes, self.counts(), strict=True):
             whole, rest = divmod(int(count), size) if size else (0, 0)
             drawn += [np.arange(start, start + size)] * whole
             if rest:
@@ -62,7 +62,8 @@ class Mixture:
         if self.plain:
             return ""
         weights = ", ".join(
-            f"{n} {w:g}" for n, w in zip(self.names or map(str, range(len(self.sizes))), self.weights)
+            f"{n} {w:g}"
+            for n, w in zip(self.names or map(str, range(len(self.sizes))), self.weights, strict=True)
         )
         return f"weights {weights}" + (f", temperature {self.temperature:g}" if self.temperature != 1 else "")
 

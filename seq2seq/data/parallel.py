@@ -34,7 +34,7 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str]
             f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: "
             "parallel files must align line by line"
         )
-    if not any(s.strip() and t.strip() for s, t in zip(src, tgt)):
+    if not any(s.strip() and t.strip() for s, t in zip(src, tgt, strict=True)):
         raise DataError(f"{src_path} / {tgt_path}: no sentence pair with text on both sides")
     return src, tgt
 

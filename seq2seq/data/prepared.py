@@ -88,7 +88,7 @@ def ensure_prepared_corpus(
     manifests = {}
     with _locked(top):
         _drop_single_layout(top)
-        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys()):
+        for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys(), strict=True):
             directory = top / corpus.name
             sums = {role: data_sums[key] for role, key in keys.items()}
             prefix = source_prefix(
@@ -156,7 +156,7 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def load_prepared(top: Path, corpora: Sequence[CorpusConfig]) -> ParallelData:
+def load_prepared(top: Path, corpora: Sequence[CorpusConfig]) -> ParallelData | JoinedCorpus:
     """The prepared training corpora as one corpus: pairs numbered corpus after corpus, in order.
 
     One corpus is its `MappedCorpus` itself (what a run with one corpus always trained on).

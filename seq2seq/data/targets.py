@@ -45,8 +45,13 @@ class Words(Protocol):
 class Targets(Protocol):
     """A task's targets, as the data pipeline meets them; each method is the work that differs."""
 
-    task: Task
-    piece_sides: tuple[str, ...]  # the sides of a pair that are SentencePiece pieces (may be <unk>)
+    @property
+    def task(self) -> Task: ...
+
+    @property
+    def piece_sides(self) -> tuple[str, ...]:
+        """The sides of a pair that are SentencePiece pieces (may be <unk>)."""
+        ...
 
     def files(self, directory: Path) -> dict[str, Path]:
         """What a tokenizer directory holds for them besides the SentencePiece models, by name."""
@@ -145,6 +150,10 @@ class LabelTargets(ABC):
     ) -> set[str]:
         """The names of (line number, source, target) triples with text on both sides, each checked."""
 
+    @abstractmethod
+    def layout(self, tgt: TokenArrays, rows: np.ndarray) -> tuple[Tensor, Tensor]:
+        """(tgt_in, tgt_out), each (B, T): what the model reads and what it must predict for `rows`."""
+
     def files(self, directory: Path) -> dict[str, Path]:
         return {"labels": directory / LABELS_FILE}
 
@@ -162,7 +171,7 @@ class LabelTargets(ABC):
         tgt_path: str | Path,
     ) -> None:
         """Also count, in a warning, the labels never seen in training (left out of loss and accuracy)."""
-        self.names_of(zip(src_lines, tgt_lines), src_path, tgt_path)
+        self.names_of(zip(src_lines, tgt_lines, strict=True), src_path, tgt_path)
         if unseen := tokenizers.labels.unseen(tgt_lines):
             log.warning(
                 "%s: %d labels never seen in training; they are not scored in validation", tgt_path, unseen
@@ -249,7 +258,7 @@ class WordTags(LabelTargets):
         a word, as `Tokenizer.words` counts them), PAD on every other piece, so the loss ignores it.
         A blank tag line is all PAD: a pair with an empty side teaches nothing (training drops it)."""
         out = []
-        for source, tags, line in zip(sources, ids, lines):
+        for source, tags, line in zip(sources, ids, lines, strict=True):
             if not line.strip():
                 out.append([PAD] * len(source))
                 continue
@@ -269,9 +278,10 @@ class WordTags(LabelTargets):
     ) -> set[str]:
         names: set[str] = set()
         counts = words.word_counts([src for _, src, _ in kept]) if words else [None] * len(kept)
-        for (number, src, tgt), count in zip(kept, counts):
+        for (number, src, tgt), count in zip(kept, counts, strict=True):
             tags = tgt.split()
             if count is not None and len(tags) != count:
+                assert words is not None  # counts come from `words`
                 found = " ".join(repr(w) for w in words.words(src)[:12])
                 raise DataError(
                     f"{tgt_name}:{number}: {len(tags)} tags for the {count} words of {src_name}:{number} "

@@ -11,6 +11,7 @@ import random
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import cast
 
@@ -94,14 +95,14 @@ class Tokenizer:
     def word_counts(self, lines: Sequence[str], threads: int = -1) -> list[int]:
         """len(self.words(line)) of each line, in one batched encoding."""
         counts = [len(self._word_spans(ids)) for ids in self.encode(lines, threads)]
-        return [count if line.strip() else 0 for count, line in zip(counts, lines)]
+        return [count if line.strip() else 0 for count, line in zip(counts, lines, strict=True)]
 
     def _word_spans(self, ids: Sequence[int]) -> list[range]:
         """Where each word's pieces are in `ids`: from a word-start piece up to the next (pieces
         before the first start belong to no word and get no tag)."""
         begins = self.word_starts()
         starts = [i for i, token in enumerate(ids) if begins[token]]
-        return [range(a, b) for a, b in zip(starts, [*starts[1:], len(ids)])]
+        return [range(a, b) for a, b in pairwise([*starts, len(ids)])]
 
     def word_starts(self) -> np.ndarray:
         """(vocab,) bool: which pieces begin a whitespace-separated word (SentencePiece marks them ▁).
@@ -137,6 +138,12 @@ class TokenizerPair:
     def labels(self) -> Labels:
         """A reader's label set (its target side)."""
         return cast(Labels, self.tgt)
+
+    @property
+    def tgt_tokenizer(self) -> Tokenizer:
+        """A translation's target tokenizer (its target side): what pieces and prefixes need."""
+        assert "tgt" in self.targets.piece_sides, "a reader's target side is its label set"
+        return cast(Tokenizer, self.tgt)
 
     def target_ids(
         self, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int = -1
@@ -225,7 +232,7 @@ def train_or_load_tokenizers(
             )
         directory.mkdir(parents=True, exist_ok=True)
         if side == "labels":  # after the SentencePiece model, whose words the tags must fit
-            tokenizer = Tokenizer(files.get("joint", files.get("src")))
+            tokenizer = Tokenizer(files["joint"] if cfg.joint else files["src"])
             kind = cast(LabelTargets, targets)  # only a reader's targets have a label set
             build_labels(kind, [c.src for c in corpora], [c.tgt for c in corpora], path, tokenizer)
         else:
@@ -289,7 +296,7 @@ def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     if any(corpus.weight != 1 or corpus.direction for corpus, _ in sides):
         taken = []
-        for (corpus, side), expected in zip(sides, expected_takes(sides, limit)):
+        for (corpus, side), expected in zip(sides, expected_takes(sides, limit), strict=True):
             whole, part = int(expected), expected - int(expected)
             for chunk in side_chunks(corpus, side):
                 for line in chunk:
@@ -327,6 +334,10 @@ def expected_takes(sides: Sequence[Side], limit: int) -> list[float]:
     if not any(corpus.direction for corpus, _ in sides):
         return [c.weight * budget / max(sum(mass), 1) for c, _ in sides]
     language = [c.src_lang if side == "src" else c.tgt_lang for c, side in sides]
-    per_language = {code: sum(m for m, lang in zip(mass, language) if lang == code) for code in set(language)}
+    per_language = {
+        code: sum(m for m, lang in zip(mass, language, strict=True) if lang == code) for code in set(language)
+    }
     share = budget / len(per_language)
-    return [c.weight * share / max(per_language[lang], 1) for (c, _), lang in zip(sides, language)]
+    return [
+        c.weight * share / max(per_language[lang], 1) for (c, _), lang in zip(sides, language, strict=True)
+    ]

@@ -3,23 +3,30 @@ read in one pass.
 
 The way is chosen once from the run's task (`ANSWERS`) and handed to whatever decodes; what a
 caller may ask beyond the answers (a forced start, n-best lists, an ensemble, an attention map) is
-a property of the way, not a question about the task.
+a property of the way, not a question about the task. Each way says what model it answers with;
+the run's task and its model's family go together (the config's rules), so the chooser holds ways
+of any model.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from torch import Tensor
 
 from seq2seq.config.task import Task
+from seq2seq.decoding.decodable import Decodable
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.reading import read
-from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings, search
+from seq2seq.decoding.search import Hypothesis, SearchSettings, search
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
+
+ModelT = TypeVar("ModelT", contravariant=True)  # what a way answers with
+Answerable = Decodable[Any, Any] | EncoderOnlyTransformer  # a model that is searched, or read
 
 
-class Answers(Protocol):
+class Answers(Protocol[ModelT]):
     """What turns a batch of sources into hypotheses, and what else it can be asked for."""
 
     takes_prefixes: bool  # each output can be forced to start with given target tokens
@@ -28,7 +35,7 @@ class Answers(Protocol):
     draws_attention: bool  # the output was written looking at the source: an attention map to draw
 
     def __call__(
-        self, model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None
+        self, model: ModelT, src: Tensor, settings: SearchSettings, prefix: Forced | None
     ) -> list[list[Hypothesis]]:
         """Hypotheses for each row of src (B, S) (ids ending in <eos>, right-padded)."""
         ...
@@ -44,7 +51,7 @@ class Searched:
     draws_attention = True
 
     def __call__(
-        self, model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None
+        self, model: Decodable[Any, Any], src: Tensor, settings: SearchSettings, prefix: Forced | None
     ) -> list[list[Hypothesis]]:
         return search(model, src, settings, prefix)
 
@@ -60,10 +67,10 @@ class Read:
     draws_attention = False
 
     def __call__(
-        self, model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None
+        self, model: EncoderOnlyTransformer, src: Tensor, settings: SearchSettings, prefix: Forced | None
     ) -> list[list[Hypothesis]]:
         return read(model, src)
 
 
 SEARCHED = Searched()  # what decoding does when no task says otherwise
-ANSWERS: dict[Task, Answers] = {Task.TRANSLATE: SEARCHED, Task.CLASSIFY: Read(), Task.TAG: Read()}
+ANSWERS: dict[Task, Answers[Any]] = {Task.TRANSLATE: SEARCHED, Task.CLASSIFY: Read(), Task.TAG: Read()}

@@ -8,27 +8,28 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import torch
 
 from seq2seq.batching import pad, token_batches
 from seq2seq.config import DecodeConfig
-from seq2seq.decoding.answers import SEARCHED, Answers
+from seq2seq.decoding.answers import SEARCHED, Answerable, Answers
 from seq2seq.decoding.ladder import held_size_within
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import Decodable, Hypothesis, SearchSettings
+from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import autocast
 from seq2seq.special import EOS
 
 
 def decode_ids(
-    model: Decodable,
+    model: Answerable,
     sources: Sequence[Sequence[int]],
     settings: SearchSettings,
     max_tokens: int,
     device: torch.device,
     dtype: torch.dtype | None = None,
-    answers: Answers = SEARCHED,
+    answers: Answers[Any] = SEARCHED,
     at_once: int = 0,
     prefixes: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Hypothesis]]:
@@ -60,8 +61,8 @@ def decode_ids(
     cores = torch.get_num_threads()
     workers = min(at_once or cores, cores, len(batches)) if device.type == "cpu" else 1
     with _shared_cores(workers, cores // max(workers, 1)) as mapper:
-        for batch, hyps in zip(batches, mapper(decode, batches)):
-            for i, h in zip(batch, hyps):
+        for batch, hyps in zip(batches, mapper(decode, batches), strict=True):
+            for i, h in zip(batch, hyps, strict=True):
                 results[i] = h
     return results
 

@@ -20,28 +20,49 @@ import torch
 from torch import Tensor
 
 from seq2seq.batching import pad
+from seq2seq.decoding.decodable import Decodable, SearchCache, SearchMemory
 from seq2seq.decoding.limits import output_limits_of
 from seq2seq.decoding.prefix import Forced, force_beams
 from seq2seq.decoding.search import (
     NEG_INF,
-    Decodable,
     Hypothesis,
     SearchSettings,
     best_log_probs,
     length_normalizer,
     next_scores,
 )
-from seq2seq.models.encoder_decoder import DecoderCache, Memory
 from seq2seq.special import BOS, EOS, PAD
 
 Key = TypeVar("Key", bound=Hashable)  # what the caller tells its sentences apart by
+Joined = TypeVar("Joined", bound="JoinableMemory")
+Extended = TypeVar("Extended", bound="JoinableCache")
 
 
-class Joinable(Decodable, Protocol):
+class JoinableMemory(SearchMemory, Protocol):
+    """Encoded sources that those of joining sentences can be appended to (`Memory.join`)."""
+
+    def join(self: Joined, other: Joined, length: int) -> Joined: ...
+
+
+class JoinableCache(SearchCache, Protocol):
+    """A cache whose rows can be at different steps, and that joining rows are appended to
+    (`DecoderCache.join`)."""
+
+    @property
+    def length(self) -> int: ...
+
+    def join(self: Extended, other: Extended, beams: int, memory_length: int) -> None: ...
+
+
+MemoryT = TypeVar("MemoryT", bound=JoinableMemory)
+CacheT = TypeVar("CacheT", bound=JoinableCache)
+
+
+class Joinable(Decodable[MemoryT, CacheT], Protocol[MemoryT, CacheT]):
     """A model whose running batch new sentences can join: `fill_memory` computes a new cache's
-    cross-attention keys/values at once (`Seq2SeqTransformer`, `Ensemble`)."""
+    cross-attention keys/values at once (`Seq2SeqTransformer`, an `Ensemble` of them)."""
 
-    def fill_memory(self, cache: DecoderCache, memory: Memory) -> None: ...
+    def fill_memory(self, cache: CacheT, memory: MemoryT) -> None: ...
 
 
 @dataclass
@@ -111,7 +132,7 @@ class _State:
         )
 
 
-class RunningSearch(Generic[Key]):
+class RunningSearch(Generic[Key, MemoryT, CacheT]):
     """A beam search over a batch that sentences join (`join`) and leave (`step` returns them).
 
     All sentences share one `SearchSettings`; each is a block of `beam` consecutive rows. What the
@@ -119,7 +140,9 @@ class RunningSearch(Generic[Key]):
     `_Block`s, so a step syncs with the device only as often as a step of the offline search.
     """
 
-    def __init__(self, model: Joinable, settings: SearchSettings, device: torch.device) -> None:
+    def __init__(
+        self, model: Joinable[MemoryT, CacheT], settings: SearchSettings, device: torch.device
+    ) -> None:
         if settings.sampling or not settings.use_cache:
             raise ValueError("a running batch decodes with the cache, by beam search or greedily")
         self.model, self.settings, self.device, self.k = model, settings, device, settings.beam
@@ -128,12 +151,12 @@ class RunningSearch(Generic[Key]):
     def _empty(self) -> None:
         self.blocks: list[_Block[Key]] = []
         self.clock = 0  # steps the running batch has taken since it was last empty
-        self.memory: Memory | None = None
-        self.cache: DecoderCache | None = None
+        self.memory: MemoryT | None = None
+        self.cache: CacheT | None = None
         self.history = torch.zeros(0, 1, dtype=torch.long, device=self.device)  # (n*K, positions + 1)
         self.state: _State | None = None
 
-    def _running(self) -> tuple[Memory, DecoderCache, _State]:
+    def _running(self) -> tuple[MemoryT, CacheT, _State]:
         """The running batch's memory, cache and search state: the first `join` sets all three."""
         memory, cache, state = self.memory, self.cache, self.state
         assert memory is not None and cache is not None and state is not None, "no sentence runs"
@@ -161,7 +184,7 @@ class RunningSearch(Generic[Key]):
         state = _State.start(limits, prefix, self.settings)
         # the joining rows' <bos> is fed at the next step, at the cache's next position
         start = 0 if self.cache is None else self.cache.length
-        for s, limit in zip(sentences, limits.tolist()):
+        for s, limit in zip(sentences, limits.tolist(), strict=True):
             deadline, forced_until = self.clock + limit - 1, self.clock + len(s.prefix)
             self.blocks.append(_Block(s.key, len(s.source), start, deadline, forced_until))
         length = max(b.source_length for b in self.blocks)
@@ -229,7 +252,9 @@ class RunningSearch(Generic[Key]):
         rows = block * self.k + from_beam[block, col]
         penalty = length_normalizer(state.steps[block], self.settings, chose[block])
         history = self.history[rows].tolist()
-        for b, seq, score in zip(block.tolist(), history, (top_scores[block, col] / penalty).tolist()):
+        for b, seq, score in zip(
+            block.tolist(), history, (top_scores[block, col] / penalty).tolist(), strict=True
+        ):
             self.blocks[b].finished.append(Hypothesis(seq[self.blocks[b].start + 1 :], score))
         state.num_finished += ended.sum(1)
         for b in ended.any(1).nonzero().squeeze(1).tolist():  # only the blocks that finished one

@@ -24,4 +24,6 @@ def read(model: EncoderOnlyTransformer, src: Tensor) -> list[list[Hypothesis]]:
     best, ids = model.best_labels(src)  # (B, T)
     keep = model.answered(src)  # (B, T): the label, or each word's first piece
     scores = best.masked_fill(~keep, 0.0).sum(1).exp().tolist()
-    return [[Hypothesis(row[mask].tolist(), score)] for row, mask, score in zip(ids, keep, scores)]
+    return [
+        [Hypothesis(row[mask].tolist(), score)] for row, mask, score in zip(ids, keep, scores, strict=True)
+    ]

@@ -10,17 +10,20 @@ as log 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from seq2seq.batching import pad
-from seq2seq.decoding.search import Decodable
+from seq2seq.decoding.decodable import Decodable
 from seq2seq.special import BOS, EOS, PAD
 
 
 @torch.no_grad()
-def forced_log_probs(model: Decodable, src: Tensor, targets: Sequence[Sequence[int]], min_len: int) -> Tensor:
+def forced_log_probs(
+    model: Decodable[Any, Any], src: Tensor, targets: Sequence[Sequence[int]], min_len: int
+) -> Tensor:
     """(B, T) float32: the log-probability of each token of `targets` (ids without bos/eos) followed
     by <eos>, given the sources `src` (B, S) (ending in <eos>, right-padded); 0 past each target's end.
     """

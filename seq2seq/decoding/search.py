@@ -1,4 +1,4 @@
-"""Batched greedy and beam search over the model interface only: `encode`, `decode`, `new_cache`.
+"""Batched greedy and beam search over the model interface only (`seq2seq.decoding.decodable`).
 
 The source is encoded once per batch. With `use_cache=True` (the default) each step feeds only the
 newest token and the decoder keeps its keys/values; `use_cache=False` re-decodes the whole prefix
@@ -11,31 +11,18 @@ How long each output may grow is `seq2seq.decoding.limits`' rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import overload
 
 import torch
 from torch import Tensor
 
+from seq2seq.decoding.decodable import CacheT, Decodable, MemoryT
 from seq2seq.decoding.ladder import held_after_drop, pad_rows
 from seq2seq.decoding.limits import output_limits_of
 from seq2seq.decoding.prefix import Forced, force_beams, force_greedy
-from seq2seq.models.encoder_decoder import DecoderCache, Memory
 from seq2seq.special import BOS, EOS, PAD
 
 NEG_INF = float("-inf")
-
-
-class Decodable(Protocol):
-    """What search needs of a model. `decode` may get fewer memory rows than target rows: beam
-    search passes one memory row per sentence and its K beams as K consecutive target rows."""
-
-    max_positions: int
-
-    def encode(self, src: Tensor) -> Memory: ...
-
-    def decode(self, tgt: Tensor, memory: Memory, cache: DecoderCache | None = None) -> Tensor: ...
-
-    def new_cache(self) -> DecoderCache: ...
 
 
 @dataclass
@@ -62,6 +49,14 @@ class SearchSettings:
     use_cache: bool = True
 
 
+@overload
+def length_normalizer(
+    tokens: Tensor, settings: SearchSettings, chose_end: Tensor | bool = True
+) -> Tensor: ...
+@overload
+def length_normalizer(tokens: int, settings: SearchSettings, chose_end: bool = True) -> float: ...
+@overload
+def length_normalizer(tokens: int, settings: SearchSettings, chose_end: Tensor) -> Tensor | float: ...
 def length_normalizer(
     tokens: Tensor | int, settings: SearchSettings, chose_end: Tensor | bool = True
 ) -> Tensor | float:
@@ -80,10 +75,10 @@ def length_normalizer(
 
 
 def next_scores(
-    model: Decodable,
+    model: Decodable[MemoryT, CacheT],
     tokens: Tensor,
-    memory: Memory,
-    cache: DecoderCache | None,
+    memory: MemoryT,
+    cache: CacheT | None,
     t: int | Tensor,
     at_limit: Tensor | None,
     settings: SearchSettings,
@@ -154,7 +149,7 @@ def _ban_repeated_ngrams(logp: Tensor, prefix: Tensor, n: int) -> Tensor:
 
 @torch.no_grad()
 def greedy_search(
-    model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None = None
+    model: Decodable[MemoryT, CacheT], src: Tensor, settings: SearchSettings, prefix: Forced | None = None
 ) -> list[list[Hypothesis]]:
     """Most likely next token at each step, for a batch of sources `src` (B, S); each output starts
     with its sentence's `prefix`, given instead of chosen (`decoding.prefix`)."""
@@ -197,7 +192,8 @@ def greedy_search(
             if cache is not None:
                 cache.reorder(kept, kept)
         tokens = torch.cat([tokens, token[:, None]], dim=1)
-    return [[Hypothesis(_strip(seq), score)] for seq, score in zip(out_tokens.tolist(), out_scores.tolist())]
+    found = zip(out_tokens.tolist(), out_scores.tolist(), strict=True)
+    return [[Hypothesis(_strip(seq), score)] for seq, score in found]
 
 
 def _sample(
@@ -227,7 +223,7 @@ def _strip(seq: list[int]) -> list[int]:
 
 @torch.no_grad()
 def beam_search(
-    model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None = None
+    model: Decodable[MemoryT, CacheT], src: Tensor, settings: SearchSettings, prefix: Forced | None = None
 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S),
     each starting with its sentence's `prefix` (`decoding.prefix`).
@@ -324,15 +320,13 @@ def _finalize(
     those only); `chose` (n,): whether a block's <eos> was chosen (False: forced at its limit)."""
     block, col = ended.nonzero().unbind(1)
     rows = block * k + from_beam[block, col]
-    penalty = length_normalizer(length, settings, chose[block])
-    for sid, seq, score in zip(
-        sent[block].tolist(), tokens[rows, 1:].tolist(), (top_scores[block, col] / penalty).tolist()
-    ):
+    scores = (top_scores[block, col] / length_normalizer(length, settings, chose[block])).tolist()
+    for sid, seq, score in zip(sent[block].tolist(), tokens[rows, 1:].tolist(), scores, strict=True):
         finished[sid].append(Hypothesis(seq, score))
 
 
 def search(
-    model: Decodable, src: Tensor, settings: SearchSettings, prefix: Forced | None = None
+    model: Decodable[MemoryT, CacheT], src: Tensor, settings: SearchSettings, prefix: Forced | None = None
 ) -> list[list[Hypothesis]]:
     """Greedy (or sampling) for beam 1 with a single hypothesis, beam search otherwise; each output
     starts with its sentence's `prefix` when one is given."""

@@ -39,7 +39,7 @@ class MetricOptions:
 
     def report_body(self, report: ReportBody) -> list[str]:
         """What a report shows of translations (`ReaderMetricOptions` score a reader's answers)."""
-        return report.translations()
+        return report.translations(self)
 
     def bleu(self, references: Sequence[Sequence[str]] | None = None, sentence: bool = False) -> BLEU:
         """Corpus BLEU, or sentence BLEU (effective n-gram order) when `sentence` is True."""
@@ -154,16 +154,18 @@ def paired_bootstrap(
     signatures, table = PairedTest(named, metrics, None, test_type="bs", n_samples=samples)()
     names = list(table)[1:]  # sacrebleu's metric names, in the order of `metrics`
     results: dict[str, list[BootstrapScore]] = {}
-    for key, name in zip(metrics, names):
+    for key, name in zip(metrics, names, strict=True):
         results[key] = []
-        for hyps, r in zip(systems, table[name]):
+        for hyps, r in zip(systems, table[name], strict=True):
             # a metric's column holds a Result per system, with the bootstrap's mean and interval
             assert isinstance(r, Result) and r.mean is not None and r.ci is not None
             same = r.p_value is not None and list(hyps) == list(systems[0])
             results[key].append(
                 BootstrapScore(r.score, float(r.mean), float(r.ci), 1.0 if same else r.p_value)
             )
-    return PairedBootstrap(samples, {k: str(signatures[n]) for k, n in zip(metrics, names)}, results)
+    return PairedBootstrap(
+        samples, {k: str(signatures[n]) for k, n in zip(metrics, names, strict=True)}, results
+    )
 
 
 def system_names(paths: Sequence[Path]) -> list[str]:

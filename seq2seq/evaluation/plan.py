@@ -121,11 +121,12 @@ def scoring_options(
 ) -> MetricOptions | ReaderMetricOptions:
     """BLEU, chrF and TER for translations; a reader's scores, over the first reference's labels."""
     classes = tuple(sorted({r.strip() for r in references[0].lines} - {""}))
-    return {
+    options: dict[Task, MetricOptions | ReaderMetricOptions] = {
         Task.TRANSLATE: metrics,
         Task.CLASSIFY: LabelMetricOptions(Task.CLASSIFY, classes),
         Task.TAG: TagMetricOptions(Task.TAG, classes),
-    }[task]
+    }
+    return options[task]
 
 
 def run_evaluation(

@@ -86,7 +86,7 @@ class MacroF1(_CountMetric):
         self.index = {c: i for i, c in enumerate(classes)}
         super().__init__(task, references)
 
-    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> np.ndarray:
+    def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[float]:
         """Per class: true positives, false positives, false negatives (3 x classes, flat)."""
         counts = np.zeros((3, self.classes))
         ref, predicted = self.index.get(ref_kwargs["ref"]), self.index.get(hyp)
@@ -97,7 +97,7 @@ class MacroF1(_CountMetric):
                 counts[1, predicted] = 1
             if ref is not None:
                 counts[2, ref] = 1
-        return counts.ravel()
+        return counts.ravel().tolist()
 
     def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
         tp, fp, fn = np.asarray(stats).reshape(3, self.classes)
@@ -113,7 +113,9 @@ class TokenAccuracy(_CountMetric):
 
     def _compute_segment_statistics(self, hyp: str, ref_kwargs: dict) -> list[int]:
         ref = ref_kwargs["ref"].split()
-        return [sum(h == r for h, r in zip(hyp.split(), ref)), len(ref)]
+        # a prediction may have more or fewer tags than its reference: the words past the shorter
+        # one are simply not right
+        return [sum(h == r for h, r in zip(hyp.split(), ref, strict=False)), len(ref)]
 
     def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
         right, total = stats
@@ -139,15 +141,15 @@ class SpanF1(_CountMetric):
 def bio_spans(tags: Sequence[str]) -> set[tuple[int, int, str]]:
     """(start, end, type) of each span in BIO tags; end is exclusive. Tags without B-/I- are outside."""
     spans: set[tuple[int, int, str]] = set()
-    start, kind = None, None
+    span: tuple[int, str] | None = None  # the open span's start and type
     for i, tag in enumerate([*tags, "O"]):
         prefix, _, label = tag.partition("-")
-        inside = prefix == "I" and label == kind and start is not None
-        if start is not None and not inside:
-            spans.add((start, i, kind))
-            start, kind = None, None
+        inside = prefix == "I" and span is not None and label == span[1]
+        if span is not None and not inside:
+            spans.add((span[0], i, span[1]))
+            span = None
         if prefix in ("B", "I") and label and not inside:
-            start, kind = i, label
+            span = (i, label)
     return spans
 
 
@@ -167,7 +169,7 @@ class LabelMetricOptions:
 
     def confusion_pairs(self, references: Sequence[str], hypotheses: Sequence[str]) -> list[tuple[str, str]]:
         """(reference, predicted) label of each line."""
-        return [(r.strip(), h.strip()) for r, h in zip(references, hypotheses)]
+        return [(r.strip(), h.strip()) for r, h in zip(references, hypotheses, strict=True)]
 
     def report_body(self, report: ReportBody) -> list[str]:
         """Where the labels go wrong (confusion matrices), not BLEU or attention."""
@@ -195,7 +197,7 @@ class TagMetricOptions:
         reference) is predicted as "(none)"."""
         return [
             (r, h)
-            for ref, hyp in zip(references, hypotheses)
+            for ref, hyp in zip(references, hypotheses, strict=True)
             for r, h in itertools.zip_longest(
                 ref.split(), hyp.split()[: len(ref.split())], fillvalue="(none)"
             )

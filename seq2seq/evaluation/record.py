@@ -98,7 +98,7 @@ def evaluate_files(
     ref_lines = [r.lines for r in references]
     systems = [
         System(name, f, corpus_scores(f.lines, ref_lines, options))
-        for name, f in zip(system_names(hyps), files)
+        for name, f in zip(system_names(hyps), files, strict=True)
     ]
     bootstrap = (
         paired_bootstrap([f.lines for f in files], ref_lines, options, samples) if len(files) > 1 else None
@@ -162,7 +162,8 @@ def format_table(evaluation: Evaluation) -> str:
     widths = [max(len(row[j]) for row in rows) for j in range(len(header))]
     lines = [
         "  ".join(
-            c.ljust(w) if j == 0 or e.bootstrap else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))
+            c.ljust(w) if j == 0 or e.bootstrap else c.rjust(w)
+            for j, (c, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in rows
     ]

@@ -83,11 +83,12 @@ def learning_curves_figure(records: Sequence[dict[str, Any]]) -> Figure | None:
     )
     for direction in directions:  # a multilingual run's, each on its own
         steps = [(r["step"], r[f"valid_bleu.{direction}"]) for r in bleu if f"valid_bleu.{direction}" in r]
-        bleu_ax.plot(*zip(*steps), ".-", linewidth=1, label=direction)
+        bleu_ax.plot(*zip(*steps, strict=True), ".-", linewidth=1, label=direction)
     if directions:
         bleu_ax.legend(fontsize="small")
     lr_ax.plot([r["step"] for r in train], [r["lr"] for r in train], color="tab:purple")
-    for ax, title in zip((loss_ax, bleu_ax, lr_ax), ("loss", "validation BLEU", "learning rate")):
+    titles = {loss_ax: "loss", bleu_ax: "validation BLEU", lr_ax: "learning rate"}
+    for ax, title in titles.items():
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
@@ -105,15 +106,17 @@ def length_buckets(lengths: Sequence[int], count: int = 5) -> list[LengthBucket]
     """Up to `count` length ranges holding about the same number of lines each (quantile edges)."""
     ordered = sorted(lengths)
     edges = sorted({ordered[(i * len(ordered)) // count] for i in range(1, count)} - {ordered[0]})
-    bounds = zip([ordered[0], *edges], [*(e - 1 for e in edges), ordered[-1]])
+    bounds = zip([ordered[0], *edges], [*(e - 1 for e in edges), ordered[-1]], strict=True)
     return [LengthBucket(lo, hi, [i for i, n in enumerate(lengths) if lo <= n <= hi]) for lo, hi in bounds]
 
 
-def length_figure(evaluation: Evaluation, lengths: Sequence[int], unit: str) -> Figure:
+def length_figure(
+    evaluation: Evaluation, options: MetricOptions, lengths: Sequence[int], unit: str
+) -> Figure:
     """Corpus BLEU of each system per length bucket; `lengths` has one entry per line, in `unit`s."""
     e = evaluation
     buckets = length_buckets(lengths)
-    bleu = e.options.bleu()
+    bleu = options.bleu()
     figure = new_figure(max(5.0, 1.2 * len(buckets) * len(e.systems)), 3.5)
     ax = figure.subplots()
     width = 0.8 / len(e.systems)
@@ -217,10 +220,12 @@ def scores_section(evaluation: Evaluation) -> str:
     return "\n".join(parts)
 
 
-def sentences_section(evaluation: Evaluation, count: int, seed: int) -> tuple[str, list[int]]:
+def sentences_section(
+    evaluation: Evaluation, options: MetricOptions, count: int, seed: int
+) -> tuple[str, list[int]]:
     """Best, worst and random lines of the first system; also returns the random lines."""
     e, system = evaluation, evaluation.systems[0]
-    scores = sentence_scores(system.file.lines, [r.lines for r in e.references], e.options)
+    scores = sentence_scores(system.file.lines, [r.lines for r in e.references], options)
     picked = pick_examples(scores, count, seed)
     source = e.source.lines if e.source else ["" for _ in system.file.lines]
     refs = e.references[0].lines
@@ -264,13 +269,13 @@ class ReportBody:
     examples: int
     seed: int
 
-    def translations(self) -> list[str]:
+    def translations(self, options: MetricOptions) -> list[str]:
         e = self.evaluation
-        sentences, random_lines = sentences_section(e, self.examples, self.seed)
+        sentences, random_lines = sentences_section(e, options, self.examples, self.seed)
         lengths, unit = line_lengths(e, self.translator)
         parts = [
             "<h2>BLEU by length</h2>",
-            image(length_figure(e, lengths, unit), "BLEU by length"),
+            image(length_figure(e, options, lengths, unit), "BLEU by length"),
             sentences,
         ]
         if self.translator is not None and e.source is not None:

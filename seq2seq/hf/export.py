@@ -159,7 +159,7 @@ def _split(w: dict[str, Tensor], s2s: str, hf: list[str]) -> dict[str, Tensor]:
     weights, biases = w[f"{s2s}.weight"].chunk(len(hf)), w[f"{s2s}.bias"].chunk(len(hf))
     return {
         k: v
-        for name, a, b in zip(hf, weights, biases)
+        for name, a, b in zip(hf, weights, biases, strict=True)
         for k, v in ((f"{name}.weight", a), (f"{name}.bias", b))
     }
 

@@ -37,7 +37,8 @@ class Family:
 
 def reader_head(cfg: ModelConfig) -> ReaderHead:
     """What an encoder-only reader of `cfg.task` reads its answers from."""
-    return {Task.CLASSIFY: LabelHead(cfg.pooling), Task.TAG: TagHead()}[cfg.task]
+    heads: dict[Task, ReaderHead] = {Task.CLASSIFY: LabelHead(cfg.pooling), Task.TAG: TagHead()}
+    return heads[cfg.task]
 
 
 FAMILIES = {

@@ -80,7 +80,7 @@ class DecoderCache:
         assert filled is not None, "a joining cache has its memory keys/values (fill_memory)"
         memory_keys, _ = filled  # (B', H, S', Dh)
         count = memory_keys.size(0) * beams
-        for mine, theirs in zip(self.layers, other.layers):
+        for mine, theirs in zip(self.layers, other.layers, strict=True):
             mine.self_kv.add_rows(count)
             mine.memory_kv.join(theirs.memory_kv, memory_length)
         new = torch.full((count,), self.length, dtype=torch.long, device=memory_keys.device)
@@ -156,7 +156,9 @@ class Seq2SeqTransformer(nn.Module):
     def fill_memory(self, cache: DecoderCache, memory: Memory) -> None:
         """Compute the cross-attention keys/values of `memory` into `cache` now, not at its first step:
         what `DecoderCache.join` needs of a joining batch."""
-        for layer, layer_cache in zip(cast("list[DecoderLayer]", list(self.decoder)), cache.layers):
+        for layer, layer_cache in zip(
+            cast("list[DecoderLayer]", list(self.decoder)), cache.layers, strict=True
+        ):
             kv = layer_cache.memory_kv
             kv.k, kv.v = layer.cross_attn.memory_keys(memory.states)
 

@@ -65,6 +65,8 @@ class TagHead:
 
 
 class EncoderOnlyTransformer(nn.Module):
+    word_start: Tensor  # (src_vocab,) bool: a buffer
+
     def __init__(
         self,
         cfg: ModelConfig,

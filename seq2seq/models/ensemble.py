@@ -1,7 +1,9 @@
 """Several models decoding as one: each step averages their next-token log-probabilities.
 
 `Ensemble` has the interface search needs (`encode`, `decode`, `new_cache`, `max_positions`), so
-greedy and beam search run on it unchanged; each member keeps its own encoder output and cache.
+greedy and beam search run on it unchanged; each member keeps its own encoder output and cache. The
+members are of one family that decodes: encoder-decoders, which can also join running batches
+(`fill_memory`), or decoder-only models.
 """
 
 from __future__ import annotations
@@ -9,24 +11,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from seq2seq.models.encoder_decoder import DecoderCache, Memory, Seq2SeqTransformer
+from seq2seq.models.decoder_only import DecoderOnlyTransformer
+from seq2seq.models.encoder_decoder import DecoderCache, Seq2SeqTransformer
 
 
 @dataclass
 class EnsembleMemory:
     """One encoder output per member."""
 
-    members: list[Memory]
+    # each of its member's family's kind (a `Memory`, a decoder-only `Prefix`): only that member reads it
+    members: list[Any]
 
     def select(self, rows: Tensor) -> EnsembleMemory:
         return EnsembleMemory([m.select(rows) for m in self.members])
 
     def join(self, other: EnsembleMemory, length: int) -> EnsembleMemory:
-        return EnsembleMemory([m.join(o, length) for m, o in zip(self.members, other.members)])
+        return EnsembleMemory([m.join(o, length) for m, o in zip(self.members, other.members, strict=True)])
 
 
 @dataclass
@@ -44,14 +49,14 @@ class EnsembleCache:
             cache.reorder(rows, memory_rows, drop)
 
     def join(self, other: EnsembleCache, beams: int, memory_length: int) -> None:
-        for cache, theirs in zip(self.members, other.members):
+        for cache, theirs in zip(self.members, other.members, strict=True):
             cache.join(theirs, beams, memory_length)
 
 
 class Ensemble:
     """Models with one vocabulary that decode together: log(mean_i p_i) of the next token."""
 
-    def __init__(self, models: Sequence[Seq2SeqTransformer]) -> None:
+    def __init__(self, models: Sequence[Seq2SeqTransformer | DecoderOnlyTransformer]) -> None:
         self.models = list(models)
         self.max_positions = min(m.max_positions for m in self.models)
 
@@ -62,7 +67,8 @@ class Ensemble:
         return EnsembleCache([m.new_cache() for m in self.models])
 
     def fill_memory(self, cache: EnsembleCache, memory: EnsembleMemory) -> None:
-        for model, c, m in zip(self.models, cache.members, memory.members):
+        for model, c, m in zip(self.models, cache.members, memory.members, strict=True):
+            assert isinstance(model, Seq2SeqTransformer), "only encoder-decoders join running batches"
             model.fill_memory(c, m)
 
     def decode(self, tgt: Tensor, memory: EnsembleMemory, cache: EnsembleCache | None = None) -> Tensor:
@@ -71,7 +77,7 @@ class Ensemble:
         logp = torch.stack(
             [
                 m.decode(tgt, mem, c).float().log_softmax(-1)
-                for m, mem, c in zip(self.models, memory.members, caches)
+                for m, mem, c in zip(self.models, memory.members, caches, strict=True)
             ]
         )  # (M, B, T, V)
         return logp.logsumexp(0) - math.log(len(self.models))

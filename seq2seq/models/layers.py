@@ -82,7 +82,7 @@ class KVCache:
         n, kept = rows.numel(), self.length - drop
         room = n + spare_rows(n) if spare else n
         stores = _empty_rows(stored, room)  # (B'', H, capacity, Dh)
-        for store, old in zip(stores, stored):
+        for store, old in zip(stores, stored, strict=True):
             torch.index_select(old[:, :, drop : self.length], 0, rows, out=store[:n, :, :kept])
         self._rows, self.k, self.v = stores, stores[0][:n], stores[1][:n]
         self.length = kept
@@ -97,7 +97,7 @@ class KVCache:
         rows = self._rows
         if rows is None or rows[0].size(0) < b + count:
             rows = _empty_rows(stored, b + count + spare_rows(b))
-            for store, old in zip(rows, stored):
+            for store, old in zip(rows, stored, strict=True):
                 store[:b, :, : self.length] = old[:, :, : self.length]
             self._rows = rows
         for store in rows:  # finite under the mask (0 x NaN would not be); the rest is written first

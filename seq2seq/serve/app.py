@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
@@ -38,7 +37,7 @@ from seq2seq.serve.limits import (
     check_lines,
     request_search,
 )
-from seq2seq.translate.attention import attention_map
+from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
 from seq2seq.translate.source_tokens import target_languages
 from seq2seq.translate.translator import Translator
@@ -107,12 +106,12 @@ class AttentionResponse(BaseModel):
 
 
 def create_app(
-    translator: Translator, settings: ServerSettings, run_name: str, decode_thread: bool = True
+    translator: Engine, settings: ServerSettings, run_name: str, decode_thread: bool = True
 ) -> FastAPI:
     """The application; its batcher is `app.state.batcher`, drained when the app shuts down.
 
-    `translator` is a run's `Translator`, or with `settings.engine` "ctranslate2" a `CT2Translator`,
-    which offers the same methods and draws its attention maps itself.
+    `translator` is a run's `Translator`, or with `settings.engine` "ctranslate2" a `CT2Translator`:
+    each answers and draws its attention maps its own way (`Engine`).
 
     With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
     the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
@@ -132,10 +131,6 @@ def create_app(
         except Seq2SeqError as e:
             raise ApiError(422, str(e)) from None
 
-    if settings.engine == "ctranslate2":
-        attend = translator.attention_map
-    else:
-        attend = functools.partial(attention_map, translator)
     batcher = batcher_for(translator, settings, defaults.max_tokens)
     info = server_info(translator, settings, defaults, run_name, batcher)
     info["languages"] |= {"targets": targets, "to": default_to}
@@ -211,7 +206,10 @@ def create_app(
         return TranslateResponse(
             translations=[r.texts[0] for r in results],
             scores=[r.scores[0] for r in results] if request.scores else None,
-            nbest=[[HypothesisJSON(text=t, score=s) for t, s in zip(r.texts, r.scores)] for r in results]
+            nbest=[
+                [HypothesisJSON(text=t, score=s) for t, s in zip(r.texts, r.scores, strict=True)]
+                for r in results
+            ]
             if request.nbest > 1
             else None,
         )
@@ -230,7 +228,7 @@ def create_app(
             translation = (await answer(batcher.translate([request.text], defaults.search, to)))[0].texts[0]
         else:
             check_lines([translation], limits, field="translation")
-        found = await answer(batcher.call(lambda: attend(request.text, translation), to))
+        found = await answer(batcher.call(lambda: translator.attention_map(request.text, translation), to))
         return AttentionResponse(
             translation=translation,
             source=found.source,
@@ -242,7 +240,7 @@ def create_app(
 
 
 def server_info(
-    translator: Translator, settings: ServerSettings, defaults: DecodeOptions, run_name: str, batcher: Batcher
+    translator: Engine, settings: ServerSettings, defaults: DecodeOptions, run_name: str, batcher: Batcher
 ) -> dict[str, Any]:
     """What /info reports (and the page shows)."""
     cfg, search = translator.config, defaults.search
@@ -275,7 +273,7 @@ def server_info(
 BATCHINGS = ("auto", "continuous", "static")
 
 
-def batcher_for(translator: Translator, settings: ServerSettings, max_tokens: int) -> Batcher:
+def batcher_for(translator: Engine, settings: ServerSettings, max_tokens: int) -> Batcher:
     """The batcher `settings.batching` asks for: continuous batching needs an s2s run whose family
     joins sentences into a running search (an encoder-decoder's); auto takes it there."""
     if settings.batching not in BATCHINGS:
@@ -289,10 +287,11 @@ def batcher_for(translator: Translator, settings: ServerSettings, max_tokens: in
         raise Seq2SeqError(f"--batching continuous: {what} decodes in static batches; use --batching static")
     if settings.batching == "static" or not joinable:
         return Batcher(translator, settings.window_s, max_tokens)
+    assert isinstance(translator, Translator)  # engine s2s: a run's
     return ContinuousBatcher(translator, max_tokens)
 
 
-def parameter_count(cfg: Config, translator: Translator) -> int:
+def parameter_count(cfg: Config, translator: Engine) -> int:
     """Parameters of one model of the run, counted on an empty copy (int8 layers hide theirs)."""
     with torch.device("meta"):
         model = build_model(

@@ -23,12 +23,15 @@ from collections import deque
 from concurrent.futures import Future, InvalidStateError
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from seq2seq.decoding.continuous import RunningSearch, Sentence
 from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import autocast
+from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.models.ensemble import Ensemble
 from seq2seq.serve.batcher import Batcher, CallJob, TranslateJob, settle
 from seq2seq.special import EOS
 from seq2seq.translate.translator import Translator
@@ -65,7 +68,7 @@ class _Waiting:
 class _Lane:
     """One decoding thread's running batches, one per search setting."""
 
-    running: dict[SearchSettings, RunningSearch[_Key]] = field(default_factory=dict)
+    running: dict[SearchSettings, RunningSearch[_Key, Any, Any]] = field(default_factory=dict)
     joining: int = 0  # source tokens admitted, not yet joined
     stopped: bool = False  # its thread has returned (closing)
 
@@ -168,7 +171,7 @@ class ContinuousBatcher(Batcher):
                 request = _Request(job, len(todo))
                 if not todo:
                     self._answer(request)
-                for n, (line, source) in enumerate(zip(todo, sources)):
+                for n, (line, source) in enumerate(zip(todo, sources, strict=True)):
                     sentence = Sentence([*source, EOS], prefixes[n] if prefixes else [], (request, line))
                     accepted.append(_Waiting(sentence, job.settings))
         with self._ready:
@@ -194,9 +197,9 @@ class ContinuousBatcher(Batcher):
             with self._ready:  # other lanes count this lane's tokens
                 search = lane.running.get(settings)
                 if search is None:
-                    search = lane.running[settings] = RunningSearch(
-                        self.translator.model, settings, self.translator.device
-                    )
+                    model = self.translator.model  # of a family that joins running batches (`batcher_for`)
+                    assert isinstance(model, Seq2SeqTransformer | Ensemble)
+                    search = lane.running[settings] = RunningSearch(model, settings, self.translator.device)
             with self._precision():
                 search.join([w.sentence for w in group])
         except Exception as e:  # the batch may be half joined: it fails whole

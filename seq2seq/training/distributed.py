@@ -108,10 +108,11 @@ def data_parallel(module: nn.Module, device: torch.device) -> DistributedDataPar
     constants, the same on every rank from the start.
     """
     params = inspect.signature(DistributedDataParallel.__init__).parameters
-    # torch 2.13 renamed broadcast_buffers (for a forward's re-send) to forward_sync_buffers
-    no_resend = {"forward_sync_buffers" if "forward_sync_buffers" in params else "broadcast_buffers": False}
     device_ids = [device.index] if device.type == "cuda" else None
-    return DistributedDataParallel(module, device_ids=device_ids, **no_resend)
+    # torch 2.13 renamed broadcast_buffers (for a forward's re-send) to forward_sync_buffers
+    if "forward_sync_buffers" in params:
+        return DistributedDataParallel(module, device_ids=device_ids, forward_sync_buffers=False)
+    return DistributedDataParallel(module, device_ids=device_ids, broadcast_buffers=False)
 
 
 def _host(values: list[float]) -> torch.Tensor:
@@ -123,7 +124,7 @@ def _wait(work: dist.Work, patient: bool) -> None:
     work.wait(HOST_TIMEOUT if patient else COLLECTIVE_TIMEOUT)
 
 
-def _all_reduce(values: list[float], op: dist.ReduceOp, patient: bool) -> list[float]:
+def _all_reduce(values: list[float], op: dist.ReduceOp.RedOpType, patient: bool) -> list[float]:
     t = _host(values)
     _wait(dist.all_reduce(t, op=op, group=_host_group, async_op=True), patient)
     return t.tolist()

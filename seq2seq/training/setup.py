@@ -129,7 +129,7 @@ def check_training_text(cfg: Config) -> None:
     has_text = False
     for corpus in corpora:  # every line decoded (a TSV line's tab counted), naming the first bad one
         for src, tgt in pair_chunks(corpus):
-            has_text = has_text or any(s.strip() and t.strip() for s, t in zip(src, tgt))
+            has_text = has_text or any(s.strip() and t.strip() for s, t in zip(src, tgt, strict=True))
     if not has_text:
         files = ", ".join(path for corpus in corpora for path in corpus.files().values())
         raise DataError(f"{files}: no training pair with text on both sides")

@@ -141,7 +141,7 @@ class TrainingState:
     def _apply_train_config(self, cfg: TrainConfig) -> None:
         """A resumed run follows the config's peak lr and weight decay, not the checkpoint's."""
         self.scheduler.base_lrs = [cfg.lr for _ in self.optimizer.param_groups]
-        for group, factor in zip(self.optimizer.param_groups, self.scheduler.lr_lambdas):
+        for group, factor in zip(self.optimizer.param_groups, self.scheduler.lr_lambdas, strict=True):
             lr = cfg.lr * factor(self.scheduler.last_epoch)
             group.update(lr=lr, initial_lr=cfg.lr, weight_decay=cfg.weight_decay)
 

@@ -12,6 +12,7 @@ import copy
 import logging
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -40,6 +41,7 @@ from seq2seq.training.divergence import check_finite
 from seq2seq.training.interrupt import StopRequest
 from seq2seq.training.log import TrainLog
 from seq2seq.training.loss import TrainingLoss
+from seq2seq.training.optim import WeightAverage
 from seq2seq.training.order import BatchOrder
 from seq2seq.training.plan import RunPlan
 from seq2seq.training.precision import choose_cpu_precision
@@ -81,11 +83,9 @@ class Trainer:
             prefer_safe_attention_kernels()
         self.model = model.to(self.device)
         self.objective = TrainingLoss(self.model, self.tcfg.label_smoothing)  # what DDP/compile wrap
-        self.net: nn.Module = self.objective
-        if info.enabled:
-            self.net = data_parallel(self.net, self.device)
-        if self.tcfg.compile:
-            self.net = torch.compile(self.net, dynamic=True)
+        self.ddp = data_parallel(self.objective, self.device) if info.enabled else None
+        net: nn.Module = self.objective if self.ddp is None else self.ddp
+        self.net: Callable[..., torch.Tensor] = torch.compile(net, dynamic=True) if self.tcfg.compile else net
         self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
         self.order = BatchOrder(train_data.costs(), train_data.target_tokens(), self.tcfg, info, mixture)
         batching = self.order.describe()
@@ -121,7 +121,7 @@ class Trainer:
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             last = i == len(batches) - 1
-            sync = contextlib.nullcontext() if last or not self.info.enabled else self.net.no_sync()
+            sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
             with sync:
                 with autocast(self.device, self.dtype):
                     loss = self.net(batch.src, batch.tgt_in, batch.tgt_out)
@@ -131,11 +131,12 @@ class Trainer:
         if self.tcfg.clip_norm > 0:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg.clip_norm)
         s.scaler.step(s.optimizer)
-        scale = s.scaler._scale.clone() if s.scaler.is_enabled() else None
+        held = s.scaler._scale if s.scaler.is_enabled() else None  # updated in place by `update`
+        scale = None if held is None else held.clone()
         s.scaler.update()
         # fp16: the scaler skipped the step (gradients not finite) where it lowered the scale; read on the
         # device, no host sync (GradScaler only says so through get_scale(), which waits for the GPU)
-        self.skipped = None if scale is None else s.scaler._scale < scale
+        self.skipped = None if scale is None or s.scaler._scale is None else s.scaler._scale < scale
         self.step_lr = s.optimizer.param_groups[0]["lr"]  # what this step used, for the log
         s.scheduler.step()
         s.optimizer.zero_grad(set_to_none=True)
@@ -250,7 +251,7 @@ class Trainer:
         if self.info.is_main:
             results = {"raw": self._validate(self.model)}
             if self.state.ema is not None:
-                results["ema"] = self._validate(self._averaged_model())
+                results["ema"] = self._validate(self._averaged_model(self.state.ema))
             p.inference = min(results, key=lambda weights: self._score(results[weights]))
             score = self._score(results[p.inference])
             improved = p.best is None or score < p.best
@@ -270,12 +271,14 @@ class Trainer:
         result = result.of(self.tcfg.best_direction)
         if self.tcfg.best_metric == "loss":
             return result.loss
-        return -(result.bleu if self.tcfg.best_metric == "bleu" else result.accuracy)
+        score = result.bleu if self.tcfg.best_metric == "bleu" else result.accuracy
+        assert score is not None, f"validation measured no {self.tcfg.best_metric}"  # the config's rules
+        return -score
 
-    def _averaged_model(self) -> Model:
-        """A copy of the model holding the moving-average weights."""
+    def _averaged_model(self, ema: WeightAverage) -> Model:
+        """A copy of the model holding the moving-average weights of `ema`."""
         model = copy.deepcopy(self.model)
-        model.load_state_dict(self.state.ema.model_state(self.model))
+        model.load_state_dict(ema.model_state(self.model))
         return model
 
     # ---- checkpoints ------------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """Validation during training: loss and perplexity, and detokenized sacreBLEU of decoded output (a
-translation's) or the share of labels predicted right (a reader's), as `VALID_SCORES` chooses."""
+translation's) or the share of labels predicted right (a reader's), as `VALID_SCORES` chooses.
+
+Each of those scores says what model it measures; the run's task and its model's family go together
+(the config's rules), so the chooser holds scores of any model."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import sacrebleu
 import torch
@@ -17,12 +20,15 @@ from seq2seq.config import DecodeConfig, Task, TrainConfig
 from seq2seq.data.parallel import ParallelData
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.decoding.batched import config_search, decode_ids
+from seq2seq.decoding.decodable import Decodable
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.models.build import Model
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import PAD
 from seq2seq.training.loss import TrainingLoss
+
+ModelT = TypeVar("ModelT", contravariant=True)  # what a score measures
 
 
 @dataclass
@@ -83,7 +89,7 @@ def validation_accuracy(
 
 
 def validation_bleu(
-    model: Model,
+    model: Decodable[Any, Any],
     valid: ValidSet,
     tokenizers: TokenizerPair,
     settings: SearchSettings,
@@ -103,7 +109,7 @@ def validation_bleu(
 
 
 def bleu_scores(
-    model: Model,
+    model: Decodable[Any, Any],
     valid: ValidSet,
     tokenizers: TokenizerPair,
     cfg: TrainConfig,
@@ -127,7 +133,7 @@ def bleu_scores(
 
 
 def accuracy_scores(
-    model: Model,
+    model: EncoderOnlyTransformer,
     valid: ValidSet,
     tokenizers: TokenizerPair,
     cfg: TrainConfig,
@@ -140,12 +146,12 @@ def accuracy_scores(
     result.accuracy = validation_accuracy(model, valid.data, cfg.max_tokens, device, dtype)
 
 
-class Scores(Protocol):
+class Scores(Protocol[ModelT]):
     """What validation measures besides the loss, written into `result`."""
 
     def __call__(
         self,
-        model: Model,
+        model: ModelT,
         valid: ValidSet,
         tokenizers: TokenizerPair,
         cfg: TrainConfig,
@@ -157,7 +163,7 @@ class Scores(Protocol):
 
 
 # what validation scores besides the loss, by the run's task (`ValidSet.scores`)
-VALID_SCORES: dict[Task, Scores] = {
+VALID_SCORES: dict[Task, Scores[Any]] = {
     Task.TRANSLATE: bleu_scores,
     Task.CLASSIFY: accuracy_scores,
     Task.TAG: accuracy_scores,
@@ -172,7 +178,7 @@ class ValidSet:
     src_lines: list[str]
     ref_lines: list[str]
     direction: str = ""  # a multilingual run's (de-en); its sources start with the language token
-    scores: Scores = bleu_scores  # what is scored besides the loss: `VALID_SCORES` of the run's task
+    scores: Scores[Any] = bleu_scores  # what is scored besides the loss: `VALID_SCORES` of the run's task
 
 
 def validate(
@@ -207,10 +213,10 @@ def validate_sets(
     if len(sets) == 1 and not sets[0].direction:
         return validate(model, sets[0], tokenizers, cfg, decode, device, dtype)
     each = {v.direction: validate(model, v, tokenizers, cfg, decode, device, dtype) for v in sets}
-    bleus = [r.bleu for r in each.values()]
+    bleus = [r.bleu for r in each.values() if r.bleu is not None]
     return ValidResult(
         loss=sum(r.loss for r in each.values()) / len(each),
-        bleu=sum(bleus) / len(bleus) if None not in bleus else None,
+        bleu=sum(bleus) / len(bleus) if len(bleus) == len(each) else None,
         bleu_signature=next(iter(each.values())).bleu_signature,
         samples=[sample for r in each.values() for sample in r.samples[:1]],
         directions=each,

@@ -7,12 +7,16 @@ attention weights explicitly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import torch
 
+from seq2seq.models.decoder_only import DecoderOnlyTransformer
+from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.special import BOS, EOS
-from seq2seq.translate.translator import Translator
+
+if TYPE_CHECKING:
+    from seq2seq.translate.translator import Translator
 
 M = TypeVar("M")  # what a model's `encode` gives its decoder to attend to
 
@@ -38,20 +42,22 @@ class AttentionMap:
 def attention_map(translator: Translator, source: str, hypothesis: str) -> AttentionMap:
     """Cross-attention of the last decoder layer (mean over heads), teacher-forced on `hypothesis`; the
     source starts with the translator's control tokens (a target language, a tag), as when translated."""
-    src_tok, tgt_tok = translator.tokenizers.src, translator.tokenizers.tgt
+    model = translator.first_model  # a translation's, whose answers draw attention: it has a decoder
+    assert isinstance(model, Seq2SeqTransformer | DecoderOnlyTransformer)
+    src_tok, tgt_tok = translator.tokenizers.src, translator.tokenizers.tgt_tokenizer
     prefix = translator.source_prefix  # the control tokens the source was translated with
     src_ids = [*prefix, *src_tok.encode([source])[0]][: translator.max_source_tokens]
-    tgt_ids = tgt_tok.encode([hypothesis])[0][: translator.first_model.max_positions - 1]
+    tgt_ids = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
     src = torch.tensor([[*src_ids, EOS]], device=translator.device)  # (1, S)
     tgt_in = torch.tensor([[BOS, *tgt_ids]], device=translator.device)  # (1, T)
-    weights = cross_attention(translator.first_model, src, tgt_in)[0].float().cpu()  # (T, S)
+    weights = cross_attention(model, src, tgt_in)[0].float().cpu()  # (T, S)
     source_pieces = [*src_tok.id_pieces(prefix), *src_tok.pieces(source)][: len(src_ids)]
     pieces = source_pieces, tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
     return AttentionMap([*pieces[0], "</s>"], [*pieces[1], "</s>"], weights)
 
 
 @torch.no_grad()
-def cross_attention(model: Attending[M], src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+def cross_attention(model: Attending[Any], src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
     """Where the last decoder layer looks, averaged over heads: (B, T, S) for teacher-forced `tgt_in`.
 
     src (B, S) source ids ending in <eos>, right-padded with PAD; tgt_in (B, T) starting with <bos>.

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
 from seq2seq.config import Config, Task
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.decoding.answers import Answers
+from seq2seq.translate.attention import AttentionMap
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
 from seq2seq.translate.source_tokens import SourceTokens
 from seq2seq.translate.streams import LineTranslator
@@ -26,7 +27,7 @@ class Engine(LineTranslator, Protocol):
         """What the run was trained for: what messages name."""
 
     @property
-    def answers(self) -> Answers:
+    def answers(self) -> Answers[Any]:
         """How it answers its sources, and what else can be asked of it."""
 
     @property
@@ -63,3 +64,6 @@ class Engine(LineTranslator, Protocol):
     def options(self, asked: DecodeOverrides = ...) -> DecodeOptions: ...
 
     def identity(self) -> dict[str, object]: ...
+
+    def attention_map(self, source: str, hypothesis: str) -> AttentionMap:
+        """Where the last decoder layer looks writing `hypothesis` for `source`, as each engine finds it."""

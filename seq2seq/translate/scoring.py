@@ -23,6 +23,7 @@ from seq2seq.decoding.scoring import forced_log_probs
 from seq2seq.device import autocast
 from seq2seq.errors import DataError
 from seq2seq.files import check_outputs
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import EOS
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator, clip_sources, run_inputs
@@ -74,15 +75,17 @@ def score_ids(
     max_tokens: int,
 ) -> list[PairScore]:
     """`score_pairs` of token ids (without <eos>/<bos>, each short enough for the model)."""
-    costs = [max(len(s), len(t)) + 1 for s, t in zip(sources, targets)]
+    model = translator.model
+    assert not isinstance(model, EncoderOnlyTransformer), "a reader writes no target to score"
+    costs = [max(len(s), len(t)) + 1 for s, t in zip(sources, targets, strict=True)]
     found: dict[int, PairScore] = {}  # by pair index
     min_len = translator.config.decode.min_len
     for batch in token_batches(costs, max_tokens):
         src = pad([[*sources[i], EOS] for i in batch]).to(translator.device)
         with autocast(translator.device, translator.autocast_to):
-            logp = forced_log_probs(translator.model, src, [targets[i] for i in batch], min_len)
+            logp = forced_log_probs(model, src, [targets[i] for i in batch], min_len)
         rows = logp.cpu().tolist()
-        for row, i in zip(rows, batch):
+        for row, i in zip(rows, batch, strict=True):
             found[i] = PairScore(row[: len(targets[i]) + 1])
     return [found[i] for i in range(len(sources))]
 
@@ -120,13 +123,15 @@ class Scorer:
         forward = score_pairs(self.forward, src, tgt, self.max_tokens, first_line)
         if self.backward is None:
             return [(f, None) for f in forward]
-        return list(zip(forward, score_pairs(self.backward, tgt, src, self.max_tokens, first_line)))
+        return list(
+            zip(forward, score_pairs(self.backward, tgt, src, self.max_tokens, first_line), strict=True)
+        )
 
     def rerank(self, src: Sequence[str], nbest: Sequence[str], first_line: int, where: str) -> list[str]:
         """`translate --nbest` lines re-ranked: each line's hypotheses, best first, with their new
         score (the per-token log-probability, or minus the dual cross-entropy with a reverse run)."""
         lists = [_hypotheses(line, where, first_line + i) for i, line in enumerate(nbest)]
-        flat_src = [s for s, hyps in zip(src, lists) for _ in hyps]
+        flat_src = [s for s, hyps in zip(src, lists, strict=True) for _ in hyps]
         scored = iter(self.pairs(flat_src, [h for hyps in lists for h in hyps], first_line))
         out = []
         for hyps in lists:

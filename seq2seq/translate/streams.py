@@ -72,7 +72,7 @@ def load_run_translator(
 
 def format_translation(result: Translation, with_scores: bool) -> str:
     """One output line: the hypotheses, tab-separated, each followed by its score when asked."""
-    fields = [f"{t}\t{s:.4f}" if with_scores else t for t, s in zip(result.texts, result.scores)]
+    fields = [f"{t}\t{s:.4f}" if with_scores else t for t, s in zip(result.texts, result.scores, strict=True)]
     return "\t".join(fields) + "\n"
 
 

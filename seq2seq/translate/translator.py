@@ -21,9 +21,11 @@ from seq2seq.decoding.search import Hypothesis, SearchSettings
 from seq2seq.device import auto_cpu_dtype, autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.run.layout import RunDir
+from seq2seq.translate.attention import AttentionMap, attention_map
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.source_tokens import SourceTokens
@@ -77,7 +79,7 @@ def clip_sources(
 ) -> None:
     """Cut, in place, each sequence longer than `limit` tokens, warning with its input line number
     and what is `doing` with its first `limit` tokens."""
-    for source, line in zip(sources, line_numbers):
+    for source, line in zip(sources, line_numbers, strict=True):
         if len(source) > limit:
             log.warning("line %d has %d tokens; %s only the first %d", line, len(source), doing, limit)
             del source[limit:]
@@ -160,12 +162,12 @@ class Translator:
             if placement.quantize is not None:
                 model, dtype = quantize_model(model, placement.quantize, torch_device), None
             models.append(model.to(torch_device))
-        model = models[0] if len(models) == 1 else Ensemble(models)
-        translator = cls(model, tokenizers, cfg, torch_device, dtype, placement.quantize, paths)
-        if len(models) > 1 and not translator.answers.averages_ensembles:
+        if len(models) > 1 and not ANSWERS[cfg.model.task].averages_ensembles:
             raise Seq2SeqError(
                 f"an ensemble of several checkpoints decodes translations, not task {cfg.model.task}"
             )
+        one = models[0] if len(models) == 1 else _ensemble(models)
+        translator = cls(one, tokenizers, cfg, torch_device, dtype, placement.quantize, paths)
         if torch_device.type == "cpu" and placement.precision == "auto" and placement.quantize is None:
             # from the CPU's features, as training decides: the same on every start on this machine
             translator.dtype, reason = auto_cpu_dtype()
@@ -221,6 +223,10 @@ class Translator:
     def max_source_tokens(self) -> int:
         return self.model.max_positions - 1
 
+    def attention_map(self, source: str, hypothesis: str) -> AttentionMap:
+        """Where the last decoder layer looks writing `hypothesis` for `source` (`translate.attention`)."""
+        return attention_map(self, source, hypothesis)
+
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
         """The run's decode config with what the command line asks on top (`decode_options`)."""
         return decode_options(asked, self.config.decode)
@@ -246,7 +252,7 @@ class Translator:
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
         todo, sources, forced = self.inputs(lines, first_line, prefixes)
         hyps = self.decode_ids(sources, settings, max_tokens, forced)
-        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps)), keep_unk)
+        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps, strict=True)), keep_unk)
 
     def inputs(
         self, lines: Sequence[str], first_line: int = 1, prefixes: Sequence[str] | None = None
@@ -261,7 +267,8 @@ class Translator:
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         forced = None
         if prefixes is not None:
-            forced = target_prefixes(self.tokenizers.tgt, [prefixes[i] for i in todo], self.max_source_tokens)
+            tgt = self.tokenizers.tgt_tokenizer
+            forced = target_prefixes(tgt, [prefixes[i] for i in todo], self.max_source_tokens)
         return todo, sources, forced
 
     def translations(
@@ -274,6 +281,13 @@ class Translator:
             texts = self.tokenizers.tgt.decode([h.tokens for h in found], keep_unk)
             out[i] = Translation(texts, [h.score for h in found])
         return out
+
+
+def _ensemble(models: Sequence[Model]) -> Ensemble:
+    """Several checkpoints' models decoding as one: a translation's, of a family that decodes."""
+    members = [model for model in models if not isinstance(model, EncoderOnlyTransformer)]
+    assert len(members) == len(models), "a reader's answers are not averaged (`Answers.averages_ensembles`)"
+    return Ensemble(members)
 
 
 def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Path]:
