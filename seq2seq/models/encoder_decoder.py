@@ -10,16 +10,8 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
-from seq2seq.models.layers import (
-    DecoderLayer,
-    Dropout,
-    EncoderLayer,
-    KVCache,
-    LayerCache,
-    MemoryKV,
-    fit_length,
-    sinusoidal_positions,
-)
+from seq2seq.models.cache import KVCache, LayerCache, MemoryKV, fit_length
+from seq2seq.models.layers import DecoderLayer, Dropout, EncoderLayer, sinusoidal_positions
 from seq2seq.special import PAD
 
 
