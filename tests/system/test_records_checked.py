@@ -111,6 +111,10 @@ CASES = {
         resumed_after(rewrite_last(lambda s: s.pop("tokenizer_sha256"))),
         "records no config or tokenizer checksums",
     ),
+    "last.pt: weights only": (
+        resumed_after(lambda r: (r / "checkpoints" / "step_12.pt").replace(r / "checkpoints" / "last.pt")),
+        "holds no optimizer",
+    ),
     "last.pt: records another model": (
         resumed_after(rewrite_last(lambda s: s["config"]["model"].update(heads=4))),
         "model.heads: checkpoint 4, run 2",
