@@ -8,11 +8,12 @@ pivoting through English; and each run's training steps.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 from scripts.select_on_val import bleu, recorded
+from seq2seq.run.finished import read_finished
+from seq2seq.run.layout import RunDir
 
 DIRECTIONS = ("de-en", "fr-en", "cs-en", "en-de", "en-fr", "en-cs")
 
@@ -25,9 +26,9 @@ def cell(val: Path, test: Path) -> str:
 
 
 def steps(run: Path) -> str:
-    """The step a run finished at, from its train.log."""
-    found = re.findall(r"finished at step (\d+)", (run / "train.log").read_text(encoding="utf-8"))
-    return f"{int(found[-1]):,}" if found else "?"
+    """The step a run finished at, as its record says (`seq2seq.run.finished`); ? if it has not."""
+    finished = read_finished(RunDir(run))
+    return f"{finished.step:,}" if finished is not None else "?"
 
 
 def main(runs: Path) -> None:

@@ -2,14 +2,15 @@
 
     python -m scripts.train_once CONFIG RUN [--set KEY=VALUE ...]
 
-RUN finished training (`finished at step` in its train.log) with CONFIG and the overrides: skipped.
+RUN finished training (its record says so: `seq2seq.run.finished`) with CONFIG and the overrides:
+skipped.
 RUN finished with other settings: refused, `error:` naming each (exit 2). The scripts' runs are named
 by role (`student`, `de_en`), so a rerun with other settings (another MINUTES, STUDENT_INIT=teacher)
 would otherwise reuse a run trained for something else and mix it into the table. The run directory
 itself is not compared, nor the decode section (the scripts give their decode settings on the
 command line). Otherwise this becomes `s2s train CONFIG --set run_dir=RUN ...`: with `--resume` when
-RUN was interrupted after a checkpoint, `--overwrite` when RUN holds anything else, so a killed
-script continues where it stopped.
+RUN was interrupted after a checkpoint (or finished before s2s recorded it: resuming records it),
+`--overwrite` when RUN holds anything else, so a killed script continues where it stopped.
 """
 
 from __future__ import annotations
@@ -22,23 +23,18 @@ from pathlib import Path
 from seq2seq.config.loading import config_differences, config_to_dict
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.run.checks import COMPATIBLE_SECTIONS
+from seq2seq.run.finished import read_finished
 from seq2seq.run.layout import RunDir
 from seq2seq.training.plan import checked_config
 
-FINISHED = "finished at step"
 COMPARED = (*COMPATIBLE_SECTIONS, "train")  # what resuming requires, and how the run was trained
-
-
-def finished(run: Path) -> bool:
-    log = run / "train.log"
-    return log.is_file() and FINISHED in log.read_text(encoding="utf-8", errors="replace")
 
 
 def train_command(config: Path, run: Path, overrides: list[str]) -> list[str] | None:
     """The `s2s train` command that trains RUN, or None when it finished with these settings; a run
     finished with others raises RunDirError naming each setting."""
     overrides = [f"run_dir={run}", *overrides]
-    if finished(run):
+    if read_finished(RunDir(run)) is not None:
         asked = config_to_dict(checked_config(config, overrides))
         saved = config_to_dict(RunDir(run).load_config())
         found = [

@@ -36,11 +36,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def changed_files(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
-    """Names whose recorded sha256 differs from today's (a name not checksummed today is unchanged)."""
-    return [name for name, sha in recorded.items() if now.get(name, sha) != sha]
-
-
 def same_file(a: Path, b: Path) -> bool:
     """Whether two paths name one file (same inode when both exist, else the same resolved path)."""
     try:

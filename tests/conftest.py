@@ -18,7 +18,16 @@ from seq2seq.config import ModelConfig, config_from_dict
 from seq2seq.models.build import build_model
 from tests.helpers import ROOT, run_cli
 
-__all__ = ["ROOT", "WORDS", "make_model", "random_ids", "tiny_config_dict", "train_tiny_run", "write_corpus"]
+__all__ = [
+    "ROOT",
+    "WORDS",
+    "make_model",
+    "random_ids",
+    "tiny_config_dict",
+    "train_tiny_run",
+    "write_corpus",
+    "write_reader_corpus",
+]
 
 WORDS = "red blue green cat dog bird runs sleeps eats big small the a on under house tree".split()
 
@@ -34,6 +43,22 @@ def write_corpus(directory: Path, name: str, count: int, seed: int) -> tuple[Pat
     src_path, tgt_path = directory / f"{name}.src", directory / f"{name}.tgt"
     src_path.write_text("\n".join(src) + "\n", encoding="utf-8")
     tgt_path.write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    return src_path, tgt_path
+
+
+ANIMALS = {"cat", "dog", "bird"}
+
+
+def write_reader_corpus(directory: Path, task: str, name: str, count: int, seed: int) -> tuple[Path, Path]:
+    """Source: random words; target: a reader's, `classify` whether the first word is an animal,
+    `tag` one tag per word (B-ANIMAL for an animal, O for the others)."""
+    src_path, tgt_path = write_corpus(directory, name, count, seed)
+    sources = src_path.read_text(encoding="utf-8").splitlines()
+    if task == "classify":
+        labels = ["animal" if line.split()[0] in ANIMALS else "other" for line in sources]
+    else:
+        labels = [" ".join("B-ANIMAL" if w in ANIMALS else "O" for w in line.split()) for line in sources]
+    tgt_path.write_text("\n".join(labels) + "\n", encoding="utf-8")
     return src_path, tgt_path
 
 
@@ -93,6 +118,9 @@ def train_run(
     raw = tiny_config_dict(directory, **changes.get("train", {}))
     for key in drop:
         del raw["data"][key]
+    if (task := changes.get("model", {}).get("task")) in ("classify", "tag"):  # a reader's targets
+        for split, count, seed in (("train", 400, 1), ("valid", 20, 2)):
+            write_reader_corpus(directory / "data", str(task), split, count, seed)
     for section, values in changes.items():
         raw[section] |= values
     config = directory / "config.yaml"
@@ -139,6 +167,15 @@ RUNS: dict[str, dict[str, dict[str, object]]] = {
     "decoder_only": {
         "train": {"max_steps": 30, "valid_every": 15},
         "model": {"arch": "decoder_only", "prefix_lm": True, "max_positions": 72},
+    },
+    # the encoder-only readers through the CLI (`write_reader_corpus`)
+    "classify": {
+        "train": {"max_steps": 12, "valid_every": 6, "best_metric": "accuracy", "label_smoothing": 0.0},
+        "model": {"arch": "encoder_only", "task": "classify"},
+    },
+    "tag": {
+        "train": {"max_steps": 12, "valid_every": 6, "best_metric": "accuracy", "label_smoothing": 0.0},
+        "model": {"arch": "encoder_only", "task": "tag"},
     },
 }
 

@@ -9,15 +9,17 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 from click.testing import Result
 from typer.testing import CliRunner
 
 from seq2seq.cli import app
+from seq2seq.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 
@@ -92,3 +94,19 @@ def endless_fifo(directory: Path, fill: bytes) -> Iterator[tuple[Path, list[int]
                 while f.read(1 << 20):
                     pass
             thread.join()
+
+
+def stopped_before(step: int, killed: bool = False) -> Callable[..., Any]:
+    """`Trainer.train_step`, stopping the training before step `step`: as Ctrl-C does (that step is
+    the last, and saved), or, `killed`, as SIGKILL does (nothing is saved after the last checkpoint).
+    For `monkeypatch.setattr(Trainer, "train_step", stopped_before(...))`."""
+    train_step = Trainer.train_step
+
+    def step_or_stop(self: Trainer, *args: Any, **kwargs: Any) -> Any:
+        if self.progress.step + 1 == step:
+            if killed:
+                raise KeyboardInterrupt  # out of every `finally`, as no signal handler would
+            self.stop.requested = True  # what Ctrl-C's handler sets
+        return train_step(self, *args, **kwargs)
+
+    return step_or_stop

@@ -25,7 +25,13 @@ from typing import Any
 import torch
 
 from seq2seq.config import Config
-from seq2seq.ct2.export import full_range_int8, read_export_info, require_ctranslate2, vocabulary
+from seq2seq.ct2.export import (
+    check_export_files,
+    full_range_int8,
+    read_export_info,
+    require_ctranslate2,
+    vocabulary,
+)
 from seq2seq.ct2.shortlist import VMAP_FILE
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.decoding.answers import ANSWERS
@@ -81,8 +87,9 @@ class CT2Translator:
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
-        # an export with a shortlist (`s2s export --shortlist`) scores only each batch's candidates
-        self.shortlist = (export_dir / VMAP_FILE).is_file()
+        # an export with a shortlist (`s2s export --shortlist`) scores only each batch's candidates:
+        # as its record says (`check_export_files` found the file there)
+        self.shortlist = info.get("shortlist") is not None
 
     def use_source_tokens(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the
@@ -105,6 +112,7 @@ class CT2Translator:
         """
         ctranslate2 = require_ctranslate2()
         info, config = read_export_info(Path(export_dir))
+        check_export_files(Path(export_dir), info)
         tokenizers = load_tokenizers(Path(export_dir) / "tokenizer", config.tokenizer.joint)
         device = placement.device
         device = "cuda" if device == "auto" and ctranslate2.get_cuda_device_count() else device

@@ -2,7 +2,9 @@
 
 An export directory is self-contained: CTranslate2's `model.bin`, vocabularies and `config.json`,
 the run's SentencePiece model(s) in `tokenizer/`, and `s2s.json` (where it came from, the decode
-defaults). `seq2seq.ct2.engine` translates with it. CTranslate2 is an optional dependency (`s2s[ct2]`).
+defaults, the shortlist if there is one, and the sha256 of every other file). `seq2seq.ct2.engine`
+translates with it as its `s2s.json` says, once each file it names is there as the export made it
+(`check_export_files`). CTranslate2 is an optional dependency (`s2s[ct2]`).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import numpy as np
 
 from seq2seq.config import Config, config_from_dict, config_to_dict
 from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, build_shortlist, write_vmap
-from seq2seq.data.prepared import load_prepared_part
-from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
+from seq2seq.data.prepared import load_trained_corpora
+from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_checksums, tokenizer_files
 from seq2seq.errors import ConfigError, Seq2SeqError
-from seq2seq.files import OutputError, atomic_directory
+from seq2seq.files import OutputError, atomic_directory, file_sha256
 from seq2seq.models.build import model_family
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.run.layout import RunDir
 from seq2seq.special import PAD
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -44,6 +47,7 @@ QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
 # VNNI (AVX2 only, as AMD's Zen 3) adds pairs of u8 x s8 products in int16, which 255 * 127 * 2
 # overflows. With MKL held to AVX2, a full-range export agreed with fp32 on 4 of 20 greedy lines.
 REDUCED_INT8, FULL_INT8 = 63, 127
+AGAIN = "make the export again with `s2s export RUN_DIR --to ctranslate2 NEW_DIR`"
 
 
 class ExportError(Seq2SeqError):
@@ -62,7 +66,6 @@ def read_export_info(export_dir: Path) -> tuple[dict[str, Any], Config]:
     """An export's `s2s.json` and the run config it holds, checked before use: a missing, damaged or
     foreign one is an `ExportError` naming the file and how to make the export again."""
     path = Path(export_dir) / EXPORT_INFO
-    again = "make the export again with `s2s export RUN_DIR --to ctranslate2 NEW_DIR`"
     if not path.is_file():
         raise ExportError(
             f"{export_dir} is not an s2s CTranslate2 export (no {EXPORT_INFO}); make one with "
@@ -73,17 +76,49 @@ def read_export_info(export_dir: Path) -> tuple[dict[str, Any], Config]:
             raw = f.read(MAX_INFO_BYTES + 1)
         info = json.loads(raw) if len(raw) <= MAX_INFO_BYTES else None
     except (OSError, ValueError, RecursionError) as e:
-        raise ExportError(f"{path} is unreadable ({e}): {again}") from None
+        raise ExportError(f"{path} is unreadable ({e}): {AGAIN}") from None
     if not isinstance(info, dict):
-        raise ExportError(f"{path} is not what `s2s export` writes (a JSON object): {again}")
+        raise ExportError(f"{path} is not what `s2s export` writes (a JSON object): {AGAIN}")
     wrong = [key for key, kinds in INFO_FIELDS.items() if key not in info or not isinstance(info[key], kinds)]
     if wrong:
         fields = ", ".join(wrong)
-        raise ExportError(f"{path} is not what `s2s export` writes ({fields}: missing or wrong): {again}")
+        raise ExportError(f"{path} is not what `s2s export` writes ({fields}: missing or wrong): {AGAIN}")
     try:
         return info, config_from_dict(info["config"], saved=True)
     except ConfigError as e:
-        raise ExportError(f"{path} holds a config this s2s cannot use ({e}): {again}") from None
+        raise ExportError(f"{path} holds a config this s2s cannot use ({e}): {AGAIN}") from None
+
+
+def export_file_sums(export_dir: Path) -> dict[str, str]:
+    """sha256 of each file of an export but its `s2s.json`, by its path there (`tokenizer/spm.model`)."""
+    files = sorted(p for p in export_dir.rglob("*") if p.is_file() and p.name != EXPORT_INFO)
+    return {p.relative_to(export_dir).as_posix(): file_sha256(p) for p in files}
+
+
+def check_export_files(export_dir: Path, info: dict[str, Any]) -> None:
+    """The files the export's `s2s.json` (`info`) names are there, as the export made them: a vmap.txt
+    where it records a shortlist, and each file with its sha256 (an export made before s2s recorded
+    them names none). An `ExportError` names every file missing or changed."""
+    recorded = info.get("files", {})
+    named = isinstance(recorded, dict) and all(
+        isinstance(k, str) and isinstance(v, str) and ".." not in Path(k).parts for k, v in recorded.items()
+    )
+    if not named or not isinstance(info.get("shortlist"), dict | None):
+        raise ExportError(f"{export_dir / EXPORT_INFO} is not what `s2s export` writes: {AGAIN}")
+    wanted: dict[str, str | None] = dict(recorded)
+    if info.get("shortlist") is not None:  # an older export's record names no files, but this one
+        wanted.setdefault(VMAP_FILE, None)
+    problems = []
+    for name, sha in sorted(wanted.items()):
+        path = export_dir / name
+        if not path.is_file():
+            problems.append(f"{path} is missing")
+        elif sha is not None and file_sha256(path) != sha:
+            problems.append(f"{path} changed since the export was made")
+    if problems:
+        raise ExportError(
+            f"{export_dir} is not the export its {EXPORT_INFO} records ({'; '.join(problems)}): {AGAIN}"
+        )
 
 
 def is_int8(quantize: str | None) -> bool:
@@ -149,6 +184,7 @@ def export_ctranslate2(
                 scratch / VMAP_FILE, lexicon, vocabulary(tokenizers.src), vocabulary(tokenizers.tgt_tokenizer)
             )
             info["shortlist"] = {**dataclasses.asdict(shortlist), "pairs_counted": lexicon.pairs}
+        info["files"] = export_file_sums(scratch)
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     log.info("exported %s to %s (%s)", translator.checkpoints[0], out_dir, quantize or "float32")
 
@@ -162,12 +198,16 @@ class ShortlistSize:
 
 
 def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: ShortlistSize) -> Shortlist:
-    """The shortlist of the run's training pairs, as its prepared corpora hold them (a `DataError`
-    saying how to make them where they are missing)."""
+    """The shortlist of the run's training pairs, as its prepared corpora hold them: those made from the
+    text its inputs.json records and its tokenizer, their arrays checked (a `DataError` saying what
+    differs, or is missing, and how to make them again)."""
     # not `prepared_corpus_dir(cfg)`: the saved config's run_dir is where the run was trained, and a
     # run directory that was moved or copied holds its own prepared corpora
-    top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else Path(run_dir) / "prepared"
-    corpora = [load_prepared_part(top / corpus.name) for corpus in cfg.data.training_corpora()]
+    run = RunDir(run_dir)
+    top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else run.path / "prepared"
+    data_sums = run.read_inputs().get("data", {})
+    tokenizer_sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+    corpora = load_trained_corpora(cfg, top, data_sums, tokenizer_sums, tokenizers.src)
     vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
     return build_shortlist(corpora, *vocab, size.per_source, size.common)
 

@@ -25,7 +25,7 @@ from seq2seq.special import PAD
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LABELS_FILE", "Labels", "build_labels", "check_targets"]
+__all__ = ["LABELS_FILE", "Labels", "build_labels", "check_known_labels", "check_targets"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,20 @@ def build_labels(
     labels.save(path)
     log.info("%d %s: %s", len(names), kind.noun, " ".join(labels.names[:20]))
     return labels
+
+
+def check_known_labels(
+    labels: Labels, src_files: Sequence[str | Path], tgt_files: Sequence[str | Path], words: Words
+) -> None:
+    """The training targets hold no label outside `labels`, a set not built from them (a fine-tuned
+    reader's, copied from the run it starts from): its model has an output for those alone."""
+    for src, tgt in zip(src_files, tgt_files, strict=True):
+        if new := sorted(labels.kind.names_of(_file_pairs(src, tgt), src, tgt, words) - set(labels.names)):
+            shown = " ".join(new[:10]) + (" ..." if len(new) > 10 else "")
+            raise DataError(
+                f"{tgt}: {len(new)} {labels.kind.noun} outside the run's label set {labels.path} ({shown}); "
+                "the model has an output for those alone: drop these lines, or train a new reader"
+            )
 
 
 def _file_pairs(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:

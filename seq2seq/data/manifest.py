@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.config import Config
-from seq2seq.config.data import CorpusConfig
+from seq2seq.config.data import CorpusConfig, language_token
 from seq2seq.data.cleaning import REASON_NAMES, REASONS
+from seq2seq.data.control import source_prefix
 from seq2seq.data.encode import EncodedCorpus
 from seq2seq.data.targets import TARGETS
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import DataError
 from seq2seq.files import file_sha256
 
@@ -56,6 +58,38 @@ def made_from(
         "prefix": list(prefix),
         "task": str(cfg.model.task),
     }
+
+
+def corpus_made_from(
+    cfg: Config,
+    corpus: CorpusConfig,
+    keys: dict[str, str],
+    data_sums: dict[str, str],
+    tokenizer_sums: dict[str, str],
+    tokenizer: Tokenizer,
+) -> dict[str, Any]:
+    """`made_from` of `corpus` (`keys`: its role -> data key): its text as `data_sums` sums it (by data
+    key), the tokenizer of `tokenizer_sums`, its tag and target language as `tokenizer`'s ids."""
+    if missing := [f"data.{key}" for key in keys.values() if key not in data_sums]:
+        raise DataError(
+            f"no sha256 of {', '.join(missing)} is recorded: corpus {corpus.name} cannot be checked"
+        )
+    language = language_token(corpus.tgt_lang) if corpus.tgt_lang else ""
+    prefix = source_prefix(tokenizer, language, corpus.tag)
+    return made_from(
+        cfg, corpus, {role: data_sums[key] for role, key in keys.items()}, tokenizer_sums, prefix
+    )
+
+
+def check_made_from(directory: Path, wanted: dict[str, Any]) -> None:
+    """Refuse the prepared corpus in `directory` unless it is made from `wanted` (`made_from`) and its
+    arrays are whole (their sizes and sha256 as the manifest records them): for a reader after
+    training, which cannot make it again itself (`s2s export --shortlist`)."""
+    if reason := stale_reason(directory, wanted):
+        raise DataError(
+            f"the prepared corpus in {directory} is not the one the run trained on ({reason}): make it "
+            "again with `s2s prepare CONFIG`, the run's config and data"
+        )
 
 
 def length_filter(cfg: Config) -> tuple[int, float]:

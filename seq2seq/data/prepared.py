@@ -37,17 +37,17 @@ from typing import Any
 import numpy as np
 
 from seq2seq.config import Config
-from seq2seq.config.data import CorpusConfig, language_token
-from seq2seq.data.control import source_prefix
+from seq2seq.config.data import CorpusConfig
 from seq2seq.data.corpora import count_pairs
 from seq2seq.data.encode import REASONS_FILE, Rules, encode_corpus
 from seq2seq.data.manifest import (
     ARRAYS,
     DROPPED,
     MANIFEST,
+    check_made_from,
+    corpus_made_from,
     dropped_summary,
     length_filter,
-    made_from,
     new_manifest,
     read_manifest,
     stale_reason,
@@ -55,7 +55,7 @@ from seq2seq.data.manifest import (
 from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData, TokenArrays
 from seq2seq.data.targets import TARGETS
-from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.data.tokenizer import Tokenizer, load_tokenizers
 from seq2seq.errors import DataError
 from seq2seq.files import write_text
 from seq2seq.locks import lock_or_wait
@@ -90,11 +90,7 @@ def ensure_prepared_corpus(
         _drop_single_layout(top)
         for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys(), strict=True):
             directory = top / corpus.name
-            sums = {role: data_sums[key] for role, key in keys.items()}
-            prefix = source_prefix(
-                tokenizer, language_token(corpus.tgt_lang) if corpus.tgt_lang else "", corpus.tag
-            )
-            wanted = made_from(cfg, corpus, sums, tokenizer_sums, prefix)
+            wanted = corpus_made_from(cfg, corpus, keys, data_sums, tokenizer_sums, tokenizer)
             reason = stale_reason(directory, wanted) or inconsistency(directory, read_manifest(directory))
             if reason is None:
                 manifest = read_manifest(directory)
@@ -120,6 +116,20 @@ def ensure_prepared_corpus(
                 "data.max_len, data.max_len_ratio and its clean rules"
             )
     return manifests
+
+
+def load_trained_corpora(
+    cfg: Config, top: Path, data_sums: dict[str, str], tokenizer_sums: dict[str, str], tokenizer: Tokenizer
+) -> list[MappedCorpus]:
+    """The prepared corpora in `top` a run of `cfg` trained on, checked as training checks them: made
+    from the text and tokenizer the run records (`data_sums`, `tokenizer_sums`: its inputs.json's) and
+    its rules, their arrays as their manifests sum them (`check_made_from`)."""
+    parts = []
+    for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys(), strict=True):
+        wanted = corpus_made_from(cfg, corpus, keys, data_sums, tokenizer_sums, tokenizer)
+        check_made_from(top / corpus.name, wanted)
+        parts.append(load_prepared_part(top / corpus.name))
+    return parts
 
 
 def _drop_single_layout(top: Path) -> None:

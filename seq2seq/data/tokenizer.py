@@ -21,7 +21,7 @@ import sentencepiece as spm
 from seq2seq.config import TokenizerConfig
 from seq2seq.config.data import CorpusConfig, language_tokens
 from seq2seq.data.corpora import count_pairs, side_chunks
-from seq2seq.data.labels import LABELS_FILE, Labels, build_labels
+from seq2seq.data.labels import LABELS_FILE, Labels, build_labels, check_known_labels
 from seq2seq.data.targets import TRANSLATION, LabelTargets, Targets
 from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import DataError, RunDirError
@@ -188,11 +188,12 @@ def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
 
 
 def copy_tokenizers(source: Path, target: Path, joint: bool) -> None:
-    """Copy another run's tokenizer model(s) into `target`; one already there must be identical."""
+    """Copy another run's tokenizer model(s) into `target`, a reader's label set too; one already
+    there must be identical."""
     load_tokenizers(source, joint)  # missing or unreadable: a clear error
     target.mkdir(parents=True, exist_ok=True)
-    for name, path in tokenizer_files(source, joint).items():
-        copy = tokenizer_files(target, joint)[name]
+    for path in tokenizer_files(source, joint).values():
+        copy = target / path.name  # what `tokenizer_files(target, joint)` names once it is there
         if copy.is_file() and file_sha256(copy) != file_sha256(path):
             raise RunDirError(f"{copy} differs from {path}, the tokenizer of the weights to start from")
         shutil.copyfile(path, copy)
@@ -221,6 +222,7 @@ def train_or_load_tokenizers(
     }
     languages = language_tokens(corpora)  # they start sources: in the joint or the source model
     controls = {"joint": [*cfg.control_tokens, *languages], "src": [*cfg.control_tokens, *languages]}
+    reused_labels = may_train and any(path.is_file() for path in targets.files(directory).values())
     for side, path in files.items():
         if path.is_file():
             log.info("reusing tokenizer %s", path)
@@ -237,7 +239,10 @@ def train_or_load_tokenizers(
             build_labels(kind, [c.src for c in corpora], [c.tgt for c in corpora], path, tokenizer)
         else:
             _train(cfg, sides[side], path, controls.get(side, list(cfg.control_tokens)))
-    return load_tokenizers(directory, cfg.joint)
+    pair = load_tokenizers(directory, cfg.joint)
+    if reused_labels:  # not built from these targets: a tokenizer stage's, or a fine-tuned reader's
+        check_known_labels(pair.labels, [c.src for c in corpora], [c.tgt for c in corpora], pair.src)
+    return pair
 
 
 Side = tuple[CorpusConfig, str]  # a corpus and one of its sides ("src" or "tgt")

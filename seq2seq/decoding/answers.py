@@ -33,6 +33,7 @@ class Answers(Protocol[ModelT]):
     gives_nbest: bool  # several hypotheses per source, best first
     averages_ensembles: bool  # several checkpoints can answer together, their probabilities averaged
     draws_attention: bool  # the output was written looking at the source: an attention map to draw
+    scores_targets: bool  # a given target has a log-probability, token by token (`s2s score`)
 
     def __call__(
         self, model: ModelT, src: Tensor, settings: SearchSettings, prefix: Forced | None
@@ -49,6 +50,7 @@ class Searched:
     gives_nbest = True
     averages_ensembles = True
     draws_attention = True
+    scores_targets = True
 
     def __call__(
         self, model: Decodable[Any, Any], src: Tensor, settings: SearchSettings, prefix: Forced | None
@@ -65,6 +67,7 @@ class Read:
     gives_nbest = False
     averages_ensembles = False
     draws_attention = False
+    scores_targets = False
 
     def __call__(
         self, model: EncoderOnlyTransformer, src: Tensor, settings: SearchSettings, prefix: Forced | None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from seq2seq.config import Config, config_differences, config_to_dict, data_files
 from seq2seq.errors import RunDirError
-from seq2seq.files import changed_files, file_sha256, same_file
+from seq2seq.files import file_sha256, same_file
 from seq2seq.run.change import Mode
 from seq2seq.run.layout import RunDir
 
@@ -77,7 +77,12 @@ def data_checksums(cfg: Config) -> dict[str, str]:
 
 
 def check_same_inputs(what: str, recorded: dict[str, str], now: dict[str, str], where: str) -> None:
-    """Refuse when a recorded checksum differs from the file's today, listing every changed file."""
-    changed = [f"{name}: changed since {where}" for name in changed_files(recorded, now)]
+    """Refuse when a recorded checksum differs from the file's today, listing every file changed or
+    missing (a recorded name `now` has no checksum of)."""
+    changed = [
+        f"{name}: {'changed' if name in now else 'missing'} since {where}"
+        for name in sorted(recorded)
+        if now.get(name) != recorded[name]
+    ]
     if changed:
         raise RunDirError(f"the {what} no longer matches {where}:\n  " + "\n  ".join(changed))

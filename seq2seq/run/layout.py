@@ -10,6 +10,7 @@
       checkpoints/step_N.pt  the last train.keep_checkpoints numbered states
       train.log              the training log
       metrics.jsonl          one JSON object per log interval and per validation
+      finished.json          how the training finished, while it has (`seq2seq.run.finished`)
       tensorboard/           the same metrics as TensorBoard events (train.tensorboard: true)
       .s2s-run               marks the directory as s2s's own (only such a directory is ever replaced);
                              `s2s train` holds an OS lock on it, so a run has one trainer at a time
@@ -78,6 +79,10 @@ class RunDir:
         return self.path / "metrics.jsonl"
 
     @property
+    def finished_file(self) -> Path:
+        return self.path / "finished.json"
+
+    @property
     def tensorboard_dir(self) -> Path:
         return self.path / "tensorboard"
 
@@ -101,6 +106,7 @@ class RunDir:
     def own_files(self) -> dict[str, Path]:
         """The files that make up the run (no command may write over them except `s2s train`)."""
         files = [self.config_file, self.inputs_file, self.marker_file, self.log_file, self.metrics_file]
+        files.append(self.finished_file)
         files += sorted(self.tokenizer_dir.glob("*")) if self.tokenizer_dir.is_dir() else []
         files += [self.checkpoint_dir / f"{name}.pt" for name in CHECKPOINT_NAMES]
         files += self.numbered_checkpoints()

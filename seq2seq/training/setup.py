@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seq2seq.checkpoint import check_fits_run, load_checkpoint
+from seq2seq.checkpoint import RESUME_ONLY, check_fits_run, load_checkpoint
 from seq2seq.config import Config, save_config
 from seq2seq.config.data import language_token
 from seq2seq.config.schema import is_training_file
@@ -262,10 +262,21 @@ def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str
     tokenizer: dict[str, str] = {}
     if resume:
         load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)  # missing or corrupt: a clear error
-        last = load_checkpoint(run.checkpoint_path("last"), mmap=True)  # Trainer.resume reads the tensors
+        path = run.checkpoint_path("last")
+        last = load_checkpoint(path, mmap=True)  # Trainer.resume reads the tensors
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-        check_same_inputs("tokenizer", last.get("tokenizer_sha256", {}), tokenizer, "the run's checkpoints")
-        train_data = {k: v for k, v in recorded.get("data", {}).items() if is_training_file(k)}
+        check_fits_run(last, path, cfg, tokenizer)  # what it records of its model and tokenizer
+        if missing := [key for key in (*RESUME_ONLY, "progress") if key not in last]:
+            raise RunDirError(
+                f"{path} holds no {', '.join(missing)}: it is weights only, not a state training can "
+                "continue from; start a new run from it with train.init_from"
+            )
+        if not isinstance(recorded.get("data"), dict):
+            raise RunDirError(
+                f"{run.inputs_file} is missing or records no sha256 of the training data, so the run "
+                "cannot be checked before it continues: restore it, or start over with --overwrite"
+            )
+        train_data = {k: v for k, v in recorded["data"].items() if is_training_file(k)}
         check_same_inputs("training data", train_data, data, "the start of the run")
     elif stage := recorded.get("tokenizer", {}):  # an earlier `--tokenizer-only` recorded its tokenizer
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)

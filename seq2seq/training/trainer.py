@@ -27,6 +27,7 @@ from seq2seq.data.prepared import corpus_mixture, load_prepared, read_manifests
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.device import autocast, autocast_dtype, prefer_safe_attention_kernels
 from seq2seq.models.build import Model
+from seq2seq.run.finished import Ending, clear_finished, record_finished
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import (
     DistInfo,
@@ -97,6 +98,7 @@ class Trainer:
         self.step_lr = self.state.optimizer.param_groups[0]["lr"]
         self.origin = checkpoint_inputs(cfg, tokenizer_sums)  # the same in every checkpoint of the run
         self.stop = StopRequest()
+        self.ending: Ending | None = None  # the limit that ended `fit` (None: interrupted, or not yet)
         torch.manual_seed(self.tcfg.seed + info.rank)
 
     @property
@@ -165,7 +167,7 @@ class Trainer:
         validated_at = -1
         clock = time.perf_counter() - p.train_seconds
         with self.stop.installed():
-            while not self._finished():
+            while (ending := self._ending()) is None:
                 step = self.order.next_step(p)
                 group = [self.data.batch(indices) for indices in step.batches]
                 if self.device.type == "cuda":
@@ -186,6 +188,7 @@ class Trainer:
                     self.stop.requested = interrupted  # on every rank, so all save together
                     if out_of_time:
                         log.info("train.max_minutes (%g) reached at step %d", t.max_minutes, p.step)
+                    ending = None if interrupted else "max_minutes"
                     break
             bar.close()
             if self.stop.requested:
@@ -193,18 +196,20 @@ class Trainer:
                 log.warning("stopped at step %d; continue with: s2s train CONFIG --resume", p.step)
             elif validated_at != p.step:
                 self._validate_and_save()
+        self.ending = ending
         return p
 
-    def _finished(self) -> bool:
+    def _ending(self) -> Ending | None:
+        """The limit that ends training now, if one does."""
         t, p = self.tcfg, self.progress
         if t.max_steps and p.step >= t.max_steps:
-            return True
+            return "max_steps"
         if t.max_epochs and p.epoch >= t.max_epochs:
-            return True
+            return "max_epochs"
         if t.patience and p.bad_validations >= t.patience:
             log.info("no improvement in %d validations: stopping early", p.bad_validations)
-            return True
-        return False
+            return "patience"
+        return None
 
     def _count(self, loss: torch.Tensor, tokens: int) -> None:
         """Add the last step's summed loss and its (this rank's) target tokens to the interval, on the device.
@@ -319,17 +324,17 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device
     """Build the model and train it on the prepared inputs, on `device` (the plan's, `plan_training`);
     a `resume` plan continues from last.pt.
 
-    Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished.
+    Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished: what
+    rank 0 records in the run (`seq2seq.run.finished`), whose record is removed first.
     """
     cfg, run, tokenizers = plan.cfg, plan.run, inputs.tokenizers
+    if info.is_main:
+        clear_finished(run)
     corpora = cfg.data.training_corpora()
     train_data = load_prepared(inputs.corpus_dir, corpora)
     manifests = read_manifests(inputs.corpus_dir, corpora)
-    log.info(
-        "training corpus, memory-mapped from %s:\n%s",
-        inputs.corpus_dir,
-        describe(manifests, {c.name: c.weight for c in corpora}),
-    )
+    weights = {c.name: c.weight for c in corpora}
+    log.info("training corpus, memory-mapped from %s:\n%s", inputs.corpus_dir, describe(manifests, weights))
     model = initial_model(cfg.model, cfg.train.seed, tokenizers, inputs.init)
     mixture = corpus_mixture(manifests, corpora, cfg.data.temperature)
     trainer = Trainer(
@@ -338,6 +343,9 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device
     if plan.mode == "resume":
         trainer.resume()
     try:
-        return trainer.fit(), trainer.stop.requested
+        progress = trainer.fit()
     finally:
         trainer.records.close()
+    if info.is_main and trainer.ending is not None:
+        record_finished(run, progress.step, progress.epoch, trainer.ending)
+    return progress, trainer.stop.requested

@@ -21,7 +21,7 @@ from seq2seq.config.data import CorpusConfig
 from seq2seq.data.corpora import count_pairs, pair_chunks
 from seq2seq.decoding.scoring import forced_log_probs
 from seq2seq.device import autocast
-from seq2seq.errors import DataError
+from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import EOS
@@ -162,10 +162,17 @@ def load_scorer(
     max_tokens: int | None,
     tag: str,
 ) -> Scorer:
-    """The runs `s2s score` scores with; the reverse run takes no tag (a tag belongs to a direction)."""
+    """The runs `s2s score` scores with; the reverse run takes no tag (a tag belongs to a direction).
+    A run that gives no target a log-probability (a reader's) is refused."""
     forward = Translator.load(run_dir, checkpoints or ("best",), placement)
     forward.use_source_tokens(tag=tag)
     backward = Translator.load(reverse_dir, ("best",), placement) if reverse_dir is not None else None
+    for translator, path in ((forward, run_dir), (backward, reverse_dir)):
+        if translator is not None and not translator.answers.scores_targets:
+            raise Seq2SeqError(
+                f"s2s score gives translations their log-probability; {path} is a {translator.task} "
+                "run, which reads its answers: score its predictions with `s2s evaluate`"
+            )
     return Scorer(forward, backward, max_tokens or forward.config.decode.max_tokens)
 
 

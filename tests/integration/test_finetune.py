@@ -10,7 +10,7 @@ import yaml
 
 from seq2seq.checkpoint import inference_weights, load_checkpoint
 from seq2seq.run.layout import RunDir
-from tests.conftest import TrainedRun, tiny_config_dict, write_corpus
+from tests.conftest import TrainedRun, tiny_config_dict, write_corpus, write_reader_corpus
 from tests.helpers import run_cli
 
 
@@ -74,3 +74,28 @@ def test_resuming_a_fine_tuned_run_continues_it(general, tmp_path):
     assert result.exit_code == 0, result.output
     assert load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["progress"]["step"] == 4
     assert "initialized from" not in (tmp_path / "run" / "train.log").read_text().split("resumed from")[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["classify", "tag"])
+def test_a_reader_fine_tunes_on_its_own_labels_and_refuses_new_ones(trained_run, tmp_path, task):
+    """A fine-tuned reader keeps the label set of the run it starts from (its model has an output for
+    those alone): targets of those labels train, a label outside it is refused, naming it."""
+    source = trained_run(task)
+    src, tgt = write_reader_corpus(tmp_path, task, "domain", 50, seed=9)
+    args = ["--set", f"run_dir={tmp_path / 'run'}", "--set", f"train.init_from={source.run}"]
+    args += ["--set", f"data.train_src={src}", "--set", f"data.train_tgt={tgt}", "--set", "train.max_steps=1"]
+    result = run_cli("train", str(source.config), *args)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run/tokenizer/labels.json").read_bytes() == (
+        source.run / "tokenizer/labels.json"
+    ).read_bytes()
+
+    lines = tgt.read_text(encoding="utf-8").splitlines()
+    lines[3] = "plant" if task == "classify" else " ".join(["B-PLANT"] * len(lines[3].split()))
+    tgt.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args[1] = f"run_dir={tmp_path / 'other'}"
+    result = run_cli("train", str(source.config), *args)
+    assert result.exit_code == 2 and "error: " in result.output
+    assert "outside the run's label set" in result.output and "PLANT" in result.output.upper()
+    assert not (tmp_path / "other").exists()

@@ -22,6 +22,7 @@ def test_train_writes_a_self_contained_run_directory(tiny_run):
         "checkpoints/best.pt",
         "train.log",
         "metrics.jsonl",
+        "finished.json",
     ):
         assert (run / name).is_file(), name
     saved = yaml.safe_load((run / "config.yaml").read_text())

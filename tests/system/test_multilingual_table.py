@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from scripts.multilingual_table import DIRECTIONS
+from seq2seq.run.finished import record_finished
+from seq2seq.run.layout import RunDir
 from tests.conftest import ROOT
 
 
@@ -17,6 +19,15 @@ def record(path: Path, bleu: float) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     score = {"score": bleu, "signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"}
     path.write_text(json.dumps({"systems": [{"scores": {"bleu": score}}]}), encoding="utf-8")
+
+
+def finished(run: Path, step: int) -> None:
+    """A run whose training finished at `step`, as far as its record goes (its log says nothing)."""
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.pt").write_bytes(b"weights")
+    (run / "config.yaml").write_text("run_dir: run\n", encoding="utf-8")
+    (run / "train.log").write_text("... finished at step 1 (epoch 0); ...\n", encoding="utf-8")
+    record_finished(RunDir(run), step, 4, "max_steps")
 
 
 def test_the_table_has_every_direction_of_both_systems(tmp_path):
@@ -28,14 +39,14 @@ def test_the_table_has_every_direction_of_both_systems(tmp_path):
         (run / "eval" / "selection.json").write_text(
             json.dumps(choice | {"val_record": "val_best_lp1.0.json"})
         )
-        (run / "train.log").write_text(f"... finished at step {500 + n} (epoch 4); ...\n")
+        finished(run, 500 + n)
     ml = tmp_path / "multilingual"
     for n, direction in enumerate([*DIRECTIONS, "fr-de", "fr-en-de"]):
         record(ml / "eval" / direction / "val.json", 40.0 + n)
         record(ml / "eval" / direction / "test_2016_flickr.json", 10.0 + n)
     choice = {"checkpoint": "averaged", "length_penalty": "0.6", "val_bleu": 42.5, "val_record": []}
     (ml / "eval" / "selection.json").write_text(json.dumps(choice))
-    (ml / "train.log").write_text("... finished at step 3400 (epoch 4); ...\n")
+    finished(ml, 3400)
     done = subprocess.run(
         [sys.executable, "-m", "scripts.multilingual_table", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=60,

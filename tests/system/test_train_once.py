@@ -1,6 +1,7 @@
 """The pipeline scripts' training step (scripts/train_once.py) skips a run only when it finished with
-the settings asked for now: a run finished with others stops the script, naming what differs; an
-unfinished one is trained, continued when it was interrupted after a checkpoint."""
+the settings asked for now, as the run records it (never as its log reads): a run finished with others
+stops the script, naming what differs; an unfinished one is trained, continued when it was interrupted
+after a checkpoint."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from scripts.train_once import main, train_command
+from seq2seq.checkpoint import atomic_save, load_checkpoint
+from seq2seq.run.finished import clear_finished
+from seq2seq.run.layout import RunDir
+from seq2seq.training.trainer import Trainer
 from tests.conftest import ROOT, TrainedRun
+from tests.helpers import run_cli, stopped_before
 
 
 def test_a_run_finished_with_these_settings_is_skipped(tiny_run: TrainedRun) -> None:
@@ -51,12 +57,36 @@ def test_an_absent_or_interrupted_run_is_trained(tiny_run: TrainedRun, tmp_path:
     ]
     interrupted = tmp_path / "interrupted"
     shutil.copytree(tiny_run.run, interrupted)
-    log = interrupted / "train.log"
-    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
-    log.write_text("".join(line for line in lines if "finished at step" not in line), encoding="utf-8")
+    clear_finished(RunDir(interrupted))  # what a training that was then stopped leaves
     assert train_command(tiny_run.config, interrupted, ["train.lr=0.5"])[-1] == "--resume"
     shutil.rmtree(interrupted / "checkpoints")  # interrupted before its first checkpoint
     assert train_command(tiny_run.config, interrupted, ["train.lr=0.5"])[-1] == "--overwrite"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("killed", [False, True])
+def test_a_run_resumed_after_it_finished_and_stopped_is_trained_on(
+    run_copy: TrainedRun, monkeypatch: pytest.MonkeyPatch, killed: bool
+) -> None:
+    """The run finished at step 12 (its log says so), was resumed to 60 and stopped at step 17, by
+    Ctrl-C or a kill: it has not finished, and is continued."""
+    monkeypatch.setattr(Trainer, "train_step", stopped_before(17, killed))
+    more = ["--set", "train.max_steps=60"]
+    assert run_cli("train", str(run_copy.config), "--resume", *more).exit_code == 130
+    assert "finished at step 12" in (run_copy.run / "train.log").read_text(encoding="utf-8")
+    command = train_command(run_copy.config, run_copy.run, ["train.max_steps=60"])
+    assert command is not None and command[-1] == "--resume"
+
+
+def test_a_finished_run_whose_checkpoint_changed_since_is_trained_on(run_copy: TrainedRun) -> None:
+    """A last.pt written after the run recorded that it finished (by an s2s that did not remove the
+    record) is not the finished training's: the run is continued, which records it again."""
+    last = run_copy.run / "checkpoints" / "last.pt"
+    state = load_checkpoint(last)
+    state["progress"]["train_seconds"] += 1.0
+    atomic_save(state, last)
+    command = train_command(run_copy.config, run_copy.run, [])
+    assert command is not None and command[-1] == "--resume"
 
 
 @pytest.mark.slow

@@ -97,7 +97,7 @@ def test_the_vocabulary_map_lists_common_pieces_then_each_source_piece_s_candida
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator  # noqa: E402
-from seq2seq.ct2.export import vocabulary  # noqa: E402
+from seq2seq.ct2.export import ExportError, vocabulary  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +151,19 @@ def test_a_shortlist_needs_the_run_s_prepared_pairs_and_a_refused_export_leaves_
         "export", str(confident.run), str(tmp_path / "hf"), "--to", "huggingface", "--shortlist", "20"
     )
     assert result.exit_code == 2 and "--shortlist is for --to ctranslate2" in result.output
+
+
+def test_the_engine_decodes_with_a_shortlist_as_the_export_s_record_says(confident, tmp_path):
+    """Also an export made before s2s recorded its files' sha256: its record's shortlist is used, and
+    its vmap.txt then needed; a vmap.txt its record does not name is not used."""
+    out = export(confident.run, tmp_path / "short", "--shortlist", "1")
+    info = json.loads((out / "s2s.json").read_text(encoding="utf-8"))
+    del info["files"]
+    (out / "s2s.json").write_text(json.dumps(info), encoding="utf-8")
+    assert CT2Translator.load(out, Placement("cpu")).shortlist
+    (out / VMAP_FILE).rename(tmp_path / VMAP_FILE)
+    with pytest.raises(ExportError, match=f"{VMAP_FILE} is missing"):
+        CT2Translator.load(out, Placement("cpu"))
+    (tmp_path / VMAP_FILE).rename(out / VMAP_FILE)
+    (out / "s2s.json").write_text(json.dumps(info | {"shortlist": None}), encoding="utf-8")
+    assert not CT2Translator.load(out, Placement("cpu")).shortlist

@@ -1,0 +1,69 @@
+"""Whether a run's training finished, and how: the record `RUN/finished.json`.
+
+`s2s train` writes it when a training ends by itself (train.max_steps, max_epochs, patience or
+max_minutes reached) and removes it when a training starts or resumes, so a training that was
+stopped, crashed or is still going has none. The record names the checkpoint and the config it
+finished with (their sha256): a last.pt or config.yaml written since, by a command that did not
+remove it, shows the record out of date, and it then says nothing. Whatever asks whether a run
+finished (`scripts/train_once.py`, the tables) reads this record, never the log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Literal, get_args
+
+from seq2seq.errors import RunDirError
+from seq2seq.files import file_sha256, write_text
+from seq2seq.run.layout import RunDir
+
+AGAIN = "delete it; `s2s train CONFIG --resume` records how the run finished again"
+Ending = Literal["max_steps", "max_epochs", "patience", "max_minutes"]  # the train.* limit reached
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a run's training finished: where, why, and the files it left (their sha256)."""
+
+    step: int
+    epoch: int
+    by: Ending
+    checkpoint_sha256: str  # of checkpoints/last.pt
+    config_sha256: str  # of config.yaml
+
+
+def record_finished(run: RunDir, step: int, epoch: int, by: Ending) -> Finished:
+    """Record that the run's training finished at `step` (`by`: the limit it reached), its last.pt
+    and config.yaml as they are now."""
+    last = run.checkpoint_file("last")
+    finished = Finished(step, epoch, by, file_sha256(last), file_sha256(run.config_file))
+    write_text(run.finished_file, json.dumps(asdict(finished), indent=1) + "\n")
+    return finished
+
+
+def clear_finished(run: RunDir) -> None:
+    """A training starts or resumes in the run: it has not finished (until it records so again)."""
+    run.finished_file.unlink(missing_ok=True)
+
+
+def read_finished(run: RunDir) -> Finished | None:
+    """How the run's training finished, or None: no record (it never finished, or a training started
+    since), or one that no longer describes the run's last.pt and config.yaml. A damaged record is a
+    `RunDirError` naming it."""
+    path = run.finished_file
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        finished = Finished(**raw)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as e:
+        raise RunDirError(f"{path} is unreadable ({e}): {AGAIN}") from None
+    fields = (finished.step, finished.epoch, finished.checkpoint_sha256, finished.config_sha256)
+    if finished.by not in get_args(Ending) or [type(f) for f in fields] != [int, int, str, str]:
+        raise RunDirError(f"{path} is not what `s2s train` writes: {AGAIN}")
+    last, config = run.checkpoint_file("last"), run.config_file
+    if not (last.is_file() and config.is_file()):
+        return None
+    now = (file_sha256(last), file_sha256(config))
+    return finished if now == (finished.checkpoint_sha256, finished.config_sha256) else None
