@@ -325,8 +325,7 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device
     a `resume` plan continues from last.pt.
 
     Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished: what
-    rank 0 records in the run (`seq2seq.run.finished`), whose record is removed first.
-    """
+    rank 0 records in the run (`seq2seq.run.finished`), whose record is removed first."""
     cfg, run, tokenizers = plan.cfg, plan.run, inputs.tokenizers
     if info.is_main:
         clear_finished(run)
