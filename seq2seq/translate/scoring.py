@@ -21,7 +21,7 @@ from seq2seq.config.data import CorpusConfig
 from seq2seq.data.corpora import count_pairs, pair_chunks
 from seq2seq.decoding.scoring import forced_log_probs
 from seq2seq.device import autocast
-from seq2seq.errors import DataError
+from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.special import EOS
 from seq2seq.translate.placement import Placement
@@ -155,12 +155,24 @@ def load_scorer(
     checkpoints: tuple[str, ...],
     placement: Placement,
     max_tokens: int | None,
-    tag: str,
+    tag: str = "",
+    to: str = "",
+    reverse_to: str = "",
 ) -> Scorer:
-    """The runs `s2s score` scores with; the reverse run takes no tag (a tag belongs to a direction)."""
+    """The runs `s2s score` scores with: the forward run into `to` (a multilingual run's target
+    language) with the tag `tag`, the reverse run into `reverse_to`; the reverse run takes no tag (a
+    tag belongs to a direction)."""
+    if reverse_to and reverse_dir is None:
+        raise Seq2SeqError(
+            f"--reverse-to {reverse_to} is the target language of a --reverse run: add --reverse RUN, "
+            "or leave it out"
+        )
     forward = Translator.load(run_dir, checkpoints or ("best",), placement)
-    forward.use_source_tokens(tag=tag)
-    backward = Translator.load(reverse_dir, ("best",), placement) if reverse_dir is not None else None
+    forward.use_source_tokens(to, tag)
+    backward = None
+    if reverse_dir is not None:
+        backward = Translator.load(reverse_dir, ("best",), placement)
+        backward.source_tokens.use(reverse_to, option="--reverse-to")
     return Scorer(forward, backward, max_tokens or forward.config.decode.max_tokens)
 
 

@@ -30,9 +30,10 @@ class SourceTokens:
         if len(target_languages(data)) <= 1:
             self.use()
 
-    def use(self, to: str = "", tag: str = "") -> None:
-        """Translate into `to` (a multilingual run's language code), with the corpus tag `tag`."""
-        self.to, self.tag = self.language(to), tag
+    def use(self, to: str = "", tag: str = "", option: str = "--to") -> None:
+        """Translate into `to` (a multilingual run's language code), with the corpus tag `tag`;
+        `option` names where `to` came from in the errors (`language`)."""
+        self.to, self.tag = self.language(to, option), tag
         language = language_token(self.to) if self.to else ""
         self._prefix = source_prefix(self.tokenizer, language, tag)
 
