@@ -77,7 +77,7 @@ class CT2Translator:
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
-        self.source_tokens = SourceTokens(tokenizers.src, config.data)  # put before every source
+        self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type

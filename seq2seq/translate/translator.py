@@ -113,7 +113,7 @@ class Translator:
         self.checkpoints = list(checkpoints)  # the files the weights came from
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
-        self.source_tokens = SourceTokens(tokenizers.src, config.data)  # put before every source
+        self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
 
     def use_source_tokens(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the

@@ -121,7 +121,7 @@ def test_nbest_lists_are_reranked_by_the_per_token_score(tiny_run, tmp_path):
 @pytest.mark.slow
 def test_a_tagged_run_translates_and_evaluates_with_its_tag(tmp_path):
     """A run trained on a tagged gzip TSV corpus: `evaluate --tag` translates as `translate --tag`
-    does, records the tag, and refuses one the tokenizer lacks, listing its own."""
+    does, records the tag, and refuses one the config does not declare, listing its own."""
     from tests.conftest import train_run
 
     (tmp_path / "data").mkdir()
@@ -151,4 +151,4 @@ def test_a_tagged_run_translates_and_evaluates_with_its_tag(tmp_path):
     assert (tmp_path / "eval.hyp").read_text(encoding="utf-8") == translated.stdout
     assert json.loads(record.read_text())["decode"]["tag"] == "<bt>"
     refused = run_cli("translate", str(run.run), "--tag", "<2fr>", input="red cat\n")
-    assert refused.exit_code == 2 and "its control tokens: <bt>" in refused.output
+    assert refused.exit_code == 2 and "tokenizer.control_tokens declares: <bt>" in refused.output
