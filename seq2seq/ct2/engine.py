@@ -186,8 +186,8 @@ class CT2Translator:
             forced = [self.tokenizers.tgt.id_pieces(prefix) for prefix in ids]
         found = self.search(sources, settings, max_tokens, scores, forced)
         texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))
-        for i, nbest in zip(todo, found):
-            out[i] = Translation([next(texts) for _ in nbest], [h.score for h in nbest])
+        for i, nbest in zip(todo, found, strict=True):
+            out[i] = Translation.scored([next(texts) for _ in nbest], [h.score for h in nbest])
         return out
 
     def attention_map(self, source: str, hypothesis: str) -> AttentionMap:

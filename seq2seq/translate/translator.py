@@ -50,17 +50,28 @@ def quantize_model(model: Model, kind: str, device: torch.device) -> Model:
         return quantize_dynamic(model.eval(), {nn.Linear}, dtype=torch.qint8)
 
 
+# What a score field says of a pair with a blank side (a blank source line, whose translation is
+# empty, or a blank hypothesis): it has no score, in every verb (`s2s score` too, `scoring`).
+BLANK = "blank"
+
+
 @dataclass
 class Translation:
-    """The n-best translations of one input line, best first (empty for an empty line)."""
+    """The n-best translations of one input line, best first (empty for an empty line), each with
+    its score: None for a blank one, which has none (`BLANK`)."""
 
     texts: list[str]
-    scores: list[float]
+    scores: list[float | None]
+
+    @classmethod
+    def scored(cls, texts: list[str], scores: Sequence[float]) -> Translation:
+        """Hypotheses and the scores their search gave them, but none for a blank hypothesis."""
+        return cls(texts, [s if t.strip() else None for t, s in zip(texts, scores, strict=True)])
 
 
 def blank_translations(count: int, nbest: int) -> list[Translation]:
-    """What `count` empty lines translate to: `nbest` empty hypotheses each."""
-    return [Translation([""] * nbest, [0.0] * nbest) for _ in range(count)]
+    """What `count` empty lines translate to: `nbest` empty hypotheses each, without scores."""
+    return [Translation([""] * nbest, [None] * nbest) for _ in range(count)]
 
 
 def file_stamps(paths: Sequence[Path]) -> list[str]:
@@ -77,7 +88,7 @@ def clip_sources(
 ) -> None:
     """Cut, in place, each sequence longer than `limit` tokens, warning with its input line number
     and what is `doing` with its first `limit` tokens."""
-    for source, line in zip(sources, line_numbers):
+    for source, line in zip(sources, line_numbers, strict=True):
         if len(source) > limit:
             log.warning("line %d has %d tokens; %s only the first %d", line, len(source), doing, limit)
             del source[limit:]
@@ -258,7 +269,7 @@ class Translator:
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
         todo, sources, forced = self.inputs(lines, first_line, prefixes)
         hyps = self.decode_ids(sources, settings, max_tokens, forced)
-        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps)), keep_unk)
+        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps, strict=True)), keep_unk)
 
     def inputs(
         self, lines: Sequence[str], first_line: int = 1, prefixes: Sequence[str] | None = None
@@ -284,7 +295,7 @@ class Translator:
         out = blank_translations(count, nbest)
         for i, found in hyps.items():
             texts = self.tokenizers.tgt.decode([h.tokens for h in found], keep_unk)
-            out[i] = Translation(texts, [h.score for h in found])
+            out[i] = Translation.scored(texts, [h.score for h in found])
         return out
 
 
