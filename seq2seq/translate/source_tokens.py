@@ -65,7 +65,7 @@ class SourceTokens:
         if to in (codes := self._codes()):
             raise Seq2SeqError(
                 f"{option} {to} is the language token of {codes[to]}: ask for the language by its code, "
-                f"{option} {codes[to]}"
+                f"with {option} {codes[to]}"
             )
         if to not in languages:
             raise Seq2SeqError(

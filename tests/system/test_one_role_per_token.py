@@ -49,7 +49,7 @@ def test_a_language_token_is_asked_for_by_its_code_only(multilingual_run, tmp_pa
     refused, message = refusal(verb, multilingual_run, tmp_path / "out", *asked)
     assert refused, message
     assert "<2de> is the language token of de" in message
-    assert ("to de" if verb == "serve" else "choose the language with --to de") in message
+    assert ("by its code, with to de" if verb == "serve" else "choose the language with --to de") in message
     assert not (tmp_path / "out").exists()
 
 
