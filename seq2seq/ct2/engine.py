@@ -246,7 +246,7 @@ class CT2Translator:
             pending.append((rows, results, limit - 1))
         found: list[list[Hypothesis]] = [[] for _ in sources]
         for rows, results, most in pending:
-            for i, result in zip(rows, results):
+            for i, result in zip(rows, results, strict=True):
                 found[i] = self._hypotheses(result.result(), settings, most)
         return found
 
@@ -260,7 +260,9 @@ class CT2Translator:
         """
         alpha = self._alpha(settings)
         hyps = []
-        for pieces, score in zip(result.hypotheses, result.scores or [math.nan] * len(result.hypotheses)):
+        for pieces, score in zip(
+            result.hypotheses, result.scores or [math.nan] * len(result.hypotheses), strict=True
+        ):
             chose_end = len(pieces) < most
             total = score * (len(pieces) + chose_end) ** alpha
             normalizer = length_normalizer(len(pieces), settings, chose_end)
