@@ -335,6 +335,8 @@ def score(
     reverse: opt.Reverse = None,
     tokens: opt.TokenScores = False,
     tag: opt.Tag = "",
+    to: opt.To = "",
+    reverse_to: opt.ReverseTo = "",
     max_tokens: opt.MaxTokens = None,
     checkpoint: opt.CheckpointName = None,
     device: opt.DecodeDevice = "auto",
@@ -350,9 +352,10 @@ def score(
 
     setup_logging(logging.INFO if verbose else logging.WARNING)
     with user_errors():
-        placement = Placement(device, precision, None)
-        checkpoints = tuple(checkpoint or ())
-        job = ScoreJob(run_dir, src, tgt, nbest, reverse, tokens, tag, max_tokens, checkpoints, placement)
+        placement, checkpoints = Placement(device, precision, None), tuple(checkpoint or ())
+        job = ScoreJob(
+            run_dir, src, tgt, nbest, reverse, tokens, tag, to, reverse_to, max_tokens, checkpoints, placement
+        )
         run_score(job, output)
 
 

@@ -198,3 +198,10 @@ Reverse = Annotated[
 TokenScores = Annotated[
     bool, Option("--tokens", help="Append each target piece's log-probability (and </s>).")
 ]
+ReverseTo = Annotated[
+    str,
+    Option(
+        "--reverse-to",
+        help="A multilingual --reverse run: the language it translates into (that of --src, e.g. de).",
+    ),
+]

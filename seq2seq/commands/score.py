@@ -28,6 +28,8 @@ class ScoreJob:
     reverse: Path | None = None  # a run of the reverse direction: the dual cross-entropy
     tokens: bool = False  # each target token's score too
     tag: str = ""
+    to: str = ""  # a multilingual run's target language
+    reverse_to: str = ""  # a multilingual reverse run's target language (the language of `src`)
     max_tokens: int | None = None
     checkpoints: tuple[str, ...] = ()
     placement: Placement = AUTO
@@ -47,7 +49,10 @@ def score(job: ScoreJob, output: Path | None = None, stdout: TextIO | None = Non
     targets = {"--tgt": job.tgt} if job.tgt is not None else {"--nbest": job.nbest}
     files = {"--src": job.src, **targets}
     pairs = check_score_files(job.run_dir, job.reverse, job.checkpoints, files, output)  # type: ignore[arg-type]
-    scorer = load_scorer(job.run_dir, job.reverse, job.checkpoints, job.placement, job.max_tokens, job.tag)
+    scorer = load_scorer(
+        job.run_dir, job.reverse, job.checkpoints, job.placement, job.max_tokens, job.tag, job.to,
+        job.reverse_to,
+    )  # fmt: skip
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(atomic_output(output)) if output else stdout or sys.stdout
         bar = stack.enter_context(tqdm(disable=output is None, unit=" pairs", file=sys.stderr))

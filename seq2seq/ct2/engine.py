@@ -83,7 +83,7 @@ class CT2Translator:
         self._ids = {piece: i for i, piece in enumerate(pieces)}
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
-        self.source_tokens = SourceTokens(tokenizers.src, config.data)  # put before every source
+        self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
@@ -196,7 +196,7 @@ class CT2Translator:
         found = self.search(sources, settings, max_tokens, scores, forced)
         texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))
         for i, nbest in zip(todo, found, strict=True):
-            out[i] = Translation([next(texts) for _ in nbest], [h.score for h in nbest])
+            out[i] = Translation.scored([next(texts) for _ in nbest], [h.score for h in nbest])
         return out
 
     def attention_map(self, source: str, hypothesis: str) -> AttentionMap:

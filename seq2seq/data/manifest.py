@@ -225,7 +225,7 @@ def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
             changed.append(f"data.{key} changed: {have['filter'].get(key)} -> {value}")
     if changed:
         return ", ".join(changed)
-    return _array_damage(directory, arrays)
+    return _array_damage(directory, arrays) or _dropped_damage(directory)
 
 
 def _array_damage(directory: Path, arrays: dict[str, dict[str, Any]]) -> str | None:
@@ -239,6 +239,16 @@ def _array_damage(directory: Path, arrays: dict[str, dict[str, Any]]) -> str | N
             return f"{path.name} is truncated or changed ({size} bytes, the manifest says {expected})"
         if file_sha256(path) != arrays[name]["sha256"]:
             return f"{path.name} is corrupt (its checksum differs from the manifest's)"
+    return None
+
+
+def _dropped_damage(directory: Path) -> str | None:
+    """Why the dropped pairs beside the manifest cannot be read, if they cannot: `s2s prepare` then
+    makes the corpus again, as `dropped_pairs`'s error advises."""
+    try:
+        dropped_pairs(directory.parent, directory.name)
+    except DataError:
+        return f"{DROPPED} is missing or unreadable"
     return None
 
 
@@ -301,6 +311,9 @@ def dropped_pairs(top: Path, name: str) -> dict[str, list[list[Any]]]:
     """A few of the pairs each rule dropped from corpus `name`: reason -> [[line, source, target]]."""
     path = top / name / DROPPED
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        dropped = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise DataError(f"{path} is missing or unreadable: run `s2s prepare CONFIG` again") from None
+        dropped = None
+    if not isinstance(dropped, dict):
+        raise DataError(f"{path} is missing or unreadable: run `s2s prepare CONFIG` again")
+    return dropped

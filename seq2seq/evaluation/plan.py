@@ -88,7 +88,7 @@ def plan_evaluation(
 def check_evaluate_mode(files: EvaluateFiles) -> Config | None:
     """Scores given hypotheses (--hyp), or translates --src with RUN_DIR, then scores; the run's config."""
     if files.hyps and files.out is not None:
-        raise EvaluateError("--out names the translations of --src; with --hyp nothing is translated")
+        raise EvaluateError("--out names the translations of --src; --hyp files are already translated")
     if not files.hyps and files.run_dir is None:
         raise EvaluateError("give --hyp FILE to score hypotheses, or RUN_DIR --src FILE to translate them")
     if not files.hyps and files.src is None:

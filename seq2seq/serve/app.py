@@ -40,7 +40,7 @@ from seq2seq.serve.limits import (
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
 from seq2seq.translate.source_tokens import target_languages
-from seq2seq.translate.translator import Translator
+from seq2seq.translate.translator import Translation, Translator
 
 # the page may run its own inline script and style and talk to this server, and nothing else
 PAGE_POLICY = (
@@ -82,12 +82,12 @@ class TranslateRequest(BaseModel):
 
 class HypothesisJSON(BaseModel):
     text: str
-    score: float
+    score: float | None  # null for a blank hypothesis, which has no score
 
 
 class TranslateResponse(BaseModel):
     translations: list[str]  # the best translation of each line ("" for an empty line)
-    scores: list[float] | None = None  # with "scores": true
+    scores: list[float | None] | None = None  # with "scores": true (null for a blank line: it has none)
     nbest: list[list[HypothesisJSON]] | None = None  # with "nbest" > 1
 
 
@@ -185,7 +185,7 @@ def create_app(
         """The run, checkpoints, model size, languages, decode defaults, limits and versions."""
         return info
 
-    @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True)
+    @app.post("/translate", response_model=TranslateResponse, response_model_exclude_unset=True)
     async def translate(request: TranslateRequest) -> TranslateResponse:
         """Translate lines: one translation per line, in order; an empty line gives ""."""
         search = request_search(settings.asked, translator.config.decode, request.beam, request.nbest, limits)
@@ -203,16 +203,7 @@ def create_app(
             check_lines(request.prefix, limits, field="prefix")
         to = language(request.to)
         results = await answer(batcher.translate(request.text, search, to, request.prefix))
-        return TranslateResponse(
-            translations=[r.texts[0] for r in results],
-            scores=[r.scores[0] for r in results] if request.scores else None,
-            nbest=[
-                [HypothesisJSON(text=t, score=s) for t, s in zip(r.texts, r.scores, strict=True)]
-                for r in results
-            ]
-            if request.nbest > 1
-            else None,
-        )
+        return translate_response(results, request.scores, request.nbest)
 
     @app.post("/attention", response_model=AttentionResponse)
     async def attention(request: AttentionRequest) -> AttentionResponse:
@@ -237,6 +228,19 @@ def create_app(
         )
 
     return app
+
+
+def translate_response(results: list[Translation], scores: bool, nbest: int) -> TranslateResponse:
+    """The answer to /translate: each line's best translation, and its score (`scores`) and n-best list
+    (`nbest` > 1) when asked for, a field only then; a blank translation's score is null: it has none."""
+    response = TranslateResponse(translations=[r.texts[0] for r in results])
+    if scores:
+        response.scores = [r.scores[0] for r in results]
+    if nbest > 1:
+        response.nbest = [
+            [HypothesisJSON(text=t, score=s) for t, s in zip(r.texts, r.scores, strict=True)] for r in results
+        ]
+    return response
 
 
 def server_info(

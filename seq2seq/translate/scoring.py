@@ -5,6 +5,11 @@ teacher-forced pass each (`seq2seq.decoding.scoring`); results come back in inpu
 second, reverse-direction run, the dual conditional cross-entropy of Junczys-Dowmunt (2018):
 |H_fwd - H_rev| + (H_fwd + H_rev) / 2, where H is a direction's cross-entropy per target token
 (<eos> included); low means both models find the pair likely and agree, what corpus filtering keeps.
+
+Every score printed is a finite number, or a word saying why the pair has none, in each of its
+fields: `blank` when a side of the pair is blank (as `s2s translate` scores no blank line, nor a blank
+hypothesis; the dual cross-entropy reads the target as the reverse run's source), `short` when the
+target is shorter than the run's `decode.min_len` (the search never ends it there: probability 0).
 """
 
 from __future__ import annotations
@@ -26,16 +31,20 @@ from seq2seq.files import check_outputs
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import EOS
 from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import Translator, clip_sources, run_inputs
+from seq2seq.translate.translator import BLANK, Translator, clip_sources, run_inputs
 
 log = logging.getLogger(__name__)
+
+SHORT = "short"  # the score field of a target shorter than decode.min_len (BLANK: of a blank pair)
 
 
 @dataclass(frozen=True)
 class PairScore:
-    """A pair's target log-probabilities, one per target piece and one for <eos>."""
+    """A pair's target log-probabilities, one per target piece and one for <eos>; or none, and why
+    (`missing`: BLANK or SHORT)."""
 
     tokens: list[float]
+    missing: str = ""
 
     @property
     def total(self) -> float:
@@ -57,7 +66,8 @@ def score_pairs(
     """The score of each (source, target) pair under `translator`'s model, in input order.
 
     Sources get the translator's source prefix (a tag) as when translating; a source or target over
-    the model's positions is cut with a warning naming its line, as `translate` cuts sources.
+    the model's positions is cut with a warning naming its line, as `translate` cuts sources. A pair
+    with a blank side, or a target shorter than `decode.min_len`, is not scored (`PairScore.missing`).
     """
     tokenizers = translator.tokenizers
     sources = [[*translator.source_prefix, *ids] for ids in tokenizers.src.encode(list(src_lines))]
@@ -65,7 +75,14 @@ def score_pairs(
     lines = range(first_line, first_line + len(sources))
     clip_sources(sources, translator.max_source_tokens, lines, "scoring")
     clip_sources(targets, translator.max_source_tokens, lines, "scoring")  # <bos> + target fits
-    return score_ids(translator, sources, targets, max_tokens)
+    min_len = translator.config.decode.min_len
+    missing = [
+        BLANK if not (src.strip() and tgt.strip()) else SHORT if len(ids) < min_len else ""
+        for src, tgt, ids in zip(src_lines, tgt_lines, targets, strict=True)
+    ]
+    todo = [i for i, why in enumerate(missing) if not why]
+    found = iter(score_ids(translator, [sources[i] for i in todo], [targets[i] for i in todo], max_tokens))
+    return [PairScore([], why) if why else next(found) for why in missing]
 
 
 def score_ids(
@@ -96,9 +113,16 @@ def dual_cross_entropy(forward: PairScore, reverse: PairScore) -> float:
     return abs(h_fwd - h_rev) + (h_fwd + h_rev) / 2
 
 
+def missing(forward: PairScore, reverse: PairScore | None) -> str:
+    """Why the pair has no score (BLANK, SHORT), in either direction; "" when it has one."""
+    return forward.missing or (reverse.missing if reverse is not None else "")
+
+
 def format_score(forward: PairScore, reverse: PairScore | None, with_tokens: bool) -> str:
     """One output line: `log-prob<TAB>log-prob per token[<TAB>token scores]`, or with a reverse run
-    `dual cross-entropy<TAB>H_fwd<TAB>H_rev`."""
+    `dual cross-entropy<TAB>H_fwd<TAB>H_rev`; a pair without a score has why in each field."""
+    if why := missing(forward, reverse):
+        return "\t".join([why] * (3 if reverse is not None else 2 + with_tokens)) + "\n"
     if reverse is not None:
         fields = [dual_cross_entropy(forward, reverse), forward.cross_entropy, reverse.cross_entropy]
         return "\t".join(f"{x:.4f}" for x in fields) + "\n"
@@ -123,26 +147,38 @@ class Scorer:
         forward = score_pairs(self.forward, src, tgt, self.max_tokens, first_line)
         if self.backward is None:
             return [(f, None) for f in forward]
-        return list(
-            zip(forward, score_pairs(self.backward, tgt, src, self.max_tokens, first_line), strict=True)
-        )
+        backward = score_pairs(self.backward, tgt, src, self.max_tokens, first_line)
+        return list(zip(forward, backward, strict=True))
 
     def rerank(self, src: Sequence[str], nbest: Sequence[str], first_line: int, where: str) -> list[str]:
         """`translate --nbest` lines re-ranked: each line's hypotheses, best first, with their new
-        score (the per-token log-probability, or minus the dual cross-entropy with a reverse run)."""
+        score (the per-token log-probability, or minus the dual cross-entropy with a reverse run);
+        hypotheses without a score last, in their order, with why (`missing`)."""
         lists = [_hypotheses(line, where, first_line + i) for i, line in enumerate(nbest)]
         flat_src = [s for s, hyps in zip(src, lists, strict=True) for _ in hyps]
         scored = iter(self.pairs(flat_src, [h for hyps in lists for h in hyps], first_line))
         out = []
         for hyps in lists:
-            ranked = sorted(((_value(*next(scored)), h) for h in hyps), key=lambda pair: -pair[0])
-            out.append("\t".join(f"{h}\t{value:.4f}" for value, h in ranked) + "\n")
+            pairs = [next(scored) for _ in hyps]
+            order = sorted(range(len(hyps)), key=lambda i: _rank(*pairs[i]))
+            out.append("\t".join(f"{hyps[i]}\t{_shown(*pairs[i])}" for i in order) + "\n")
         return out
 
 
 def _value(forward: PairScore, reverse: PairScore | None) -> float:
     """Higher is better: the per-token log-probability, or minus the dual cross-entropy."""
     return -forward.cross_entropy if reverse is None else -dual_cross_entropy(forward, reverse)
+
+
+def _rank(forward: PairScore, reverse: PairScore | None) -> tuple[bool, float]:
+    """Best first, and a pair without a score after every scored one."""
+    why = missing(forward, reverse)
+    return bool(why), 0.0 if why else -_value(forward, reverse)
+
+
+def _shown(forward: PairScore, reverse: PairScore | None) -> str:
+    """A re-ranked hypothesis' score, or why it has none."""
+    return missing(forward, reverse) or f"{_value(forward, reverse):.4f}"
 
 
 def _hypotheses(line: str, where: str, number: int) -> list[str]:
@@ -160,13 +196,25 @@ def load_scorer(
     checkpoints: tuple[str, ...],
     placement: Placement,
     max_tokens: int | None,
-    tag: str,
+    tag: str = "",
+    to: str = "",
+    reverse_to: str = "",
 ) -> Scorer:
-    """The runs `s2s score` scores with; the reverse run takes no tag (a tag belongs to a direction).
-    A run that gives no target a log-probability (a reader's) is refused."""
+    """The runs `s2s score` scores with: the forward run into `to` (a multilingual run's target
+    language) with the tag `tag`, the reverse run into `reverse_to`; the reverse run takes no tag (a
+    tag belongs to a direction). A run that gives no target a log-probability (a reader's) is
+    refused."""
+    if reverse_to and reverse_dir is None:
+        raise Seq2SeqError(
+            f"--reverse-to {reverse_to} is the target language of a --reverse run: add --reverse RUN, "
+            "or leave it out"
+        )
     forward = Translator.load(run_dir, checkpoints or ("best",), placement)
-    forward.use_source_tokens(tag=tag)
-    backward = Translator.load(reverse_dir, ("best",), placement) if reverse_dir is not None else None
+    forward.use_source_tokens(to, tag)
+    backward = None
+    if reverse_dir is not None:
+        backward = Translator.load(reverse_dir, ("best",), placement)
+        backward.source_tokens.use(reverse_to, option="--reverse-to")
     for translator, path in ((forward, run_dir), (backward, reverse_dir)):
         if translator is not None and not translator.answers.scores_targets:
             raise Seq2SeqError(

@@ -5,10 +5,15 @@ target-language token (`--to`), then a corpus tag (`--tag`), in the order traini
 A bilingual run puts nothing before its sources, or the tag asked for. A multilingual run needs a
 target language: the one it was trained to translate into, if there is one, else `--to`; any language
 of the run may be asked for, a direction it never trained included (zero-shot).
+
+A token has one role: a language token comes only from a language code (`--to`, a request's `to`),
+and a tag only from the control tokens the run's config declares (`tokenizer.control_tokens`), never
+a language token, though the tokenizer holds both as control symbols.
 """
 
 from __future__ import annotations
 
+from seq2seq.config import Config
 from seq2seq.config.data import DataConfig, language_token
 from seq2seq.data.control import source_prefix
 from seq2seq.data.tokenizer import Tokenizer
@@ -23,16 +28,18 @@ def target_languages(data: DataConfig) -> list[str]:
 class SourceTokens:
     """The control ids an engine puts before every source, chosen once per command (`use`)."""
 
-    def __init__(self, tokenizer: Tokenizer, data: DataConfig) -> None:
-        self.tokenizer, self.data = tokenizer, data
+    def __init__(self, tokenizer: Tokenizer, config: Config) -> None:
+        self.tokenizer, self.data = tokenizer, config.data
+        self.tags = config.tokenizer.control_tokens  # what --tag may be: the declared control tokens
         self.to, self.tag = "", ""  # the target language (a multilingual run's) and the tag in use
         self._prefix: tuple[int, ...] | None = None  # None: a multilingual run waiting for --to
-        if len(target_languages(data)) <= 1:
+        if len(target_languages(self.data)) <= 1:
             self.use()
 
-    def use(self, to: str = "", tag: str = "") -> None:
-        """Translate into `to` (a multilingual run's language code), with the corpus tag `tag`."""
-        self.to, self.tag = self.language(to), tag
+    def use(self, to: str = "", tag: str = "", option: str = "--to") -> None:
+        """Translate into `to` (a multilingual run's language code), with the corpus tag `tag`;
+        `option` names where `to` came from in the errors (`language`)."""
+        self.to, self.tag = self.language(to, option), self.checked_tag(tag)
         language = language_token(self.to) if self.to else ""
         self._prefix = source_prefix(self.tokenizer, language, tag)
 
@@ -55,11 +62,36 @@ class SourceTokens:
             if len(targets) > 1:
                 raise self._choose(option)
             return targets[0]
+        if to in (codes := self._codes()):
+            raise Seq2SeqError(
+                f"{option} {to} is the language token of {codes[to]}: ask for the language by its code, "
+                f"with {option} {codes[to]}"
+            )
         if to not in languages:
             raise Seq2SeqError(
                 f"{option} {to}: not a language of this run (its languages: {', '.join(languages)})"
             )
         return to
+
+    def checked_tag(self, tag: str) -> str:
+        """`tag` if the run's config declares it (`tokenizer.control_tokens`); a language token, or a
+        token it does not declare, is an error saying what to ask for instead."""
+        if not tag or tag in self.tags:
+            return tag
+        if tag in (codes := self._codes()):
+            raise Seq2SeqError(
+                f"--tag {tag} is the language token of {codes[tag]}, which s2s puts first itself: "
+                f"choose the language with --to {codes[tag]}"
+            )
+        declared = ", ".join(self.tags) or "none"
+        raise Seq2SeqError(
+            f"--tag {tag}: not a corpus tag of this run (the tags its tokenizer.control_tokens declares: "
+            f"{declared})"
+        )
+
+    def _codes(self) -> dict[str, str]:
+        """The run's language tokens, each to its language code ({"<2de>": "de"}; none if bilingual)."""
+        return {language_token(code): code for code in self.data.languages()}
 
     def _choose(self, option: str = "--to") -> Seq2SeqError:
         return Seq2SeqError(

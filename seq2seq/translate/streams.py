@@ -16,7 +16,7 @@ from seq2seq.files import check_outputs
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import Translation, Translator, run_inputs
+from seq2seq.translate.translator import BLANK, Translation, Translator, run_inputs
 
 
 class LineTranslator(Protocol):
@@ -71,9 +71,12 @@ def load_run_translator(
 
 
 def format_translation(result: Translation, with_scores: bool) -> str:
-    """One output line: the hypotheses, tab-separated, each followed by its score when asked."""
-    fields = [f"{t}\t{s:.4f}" if with_scores else t for t, s in zip(result.texts, result.scores, strict=True)]
-    return "\t".join(fields) + "\n"
+    """One output line: the hypotheses, tab-separated, each followed by its score when asked (`BLANK`
+    for a blank one, which has none)."""
+    if not with_scores:
+        return "\t".join(result.texts) + "\n"
+    scores = (BLANK if s is None else f"{s:.4f}" for s in result.scores)
+    return "\t".join(f"{t}\t{s}" for t, s in zip(result.texts, scores, strict=True)) + "\n"
 
 
 def translate_stream(

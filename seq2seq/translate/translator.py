@@ -52,17 +52,28 @@ def quantize_model(model: Model, kind: str, device: torch.device) -> Model:
         return quantize_dynamic(model.eval(), {nn.Linear}, dtype=torch.qint8)
 
 
+# What a score field says of a pair with a blank side (a blank source line, whose translation is
+# empty, or a blank hypothesis): it has no score, in every verb (`s2s score` too, `scoring`).
+BLANK = "blank"
+
+
 @dataclass
 class Translation:
-    """The n-best translations of one input line, best first (empty for an empty line)."""
+    """The n-best translations of one input line, best first (empty for an empty line), each with
+    its score: None for a blank one, which has none (`BLANK`)."""
 
     texts: list[str]
-    scores: list[float]
+    scores: list[float | None]
+
+    @classmethod
+    def scored(cls, texts: list[str], scores: Sequence[float]) -> Translation:
+        """Hypotheses and the scores their search gave them, but none for a blank hypothesis."""
+        return cls(texts, [s if t.strip() else None for t, s in zip(texts, scores, strict=True)])
 
 
 def blank_translations(count: int, nbest: int) -> list[Translation]:
-    """What `count` empty lines translate to: `nbest` empty hypotheses each."""
-    return [Translation([""] * nbest, [0.0] * nbest) for _ in range(count)]
+    """What `count` empty lines translate to: `nbest` empty hypotheses each, without scores."""
+    return [Translation([""] * nbest, [None] * nbest) for _ in range(count)]
 
 
 def file_stamps(paths: Sequence[Path]) -> list[str]:
@@ -115,7 +126,7 @@ class Translator:
         self.checkpoints = list(checkpoints)  # the files the weights came from
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
-        self.source_tokens = SourceTokens(tokenizers.src, config.data)  # put before every source
+        self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
 
     def use_source_tokens(self, to: str = "", tag: str = "") -> None:
         """Translate into `to` (a multilingual run's target language), starting every source with the
@@ -279,7 +290,7 @@ class Translator:
         out = blank_translations(count, nbest)
         for i, found in hyps.items():
             texts = self.tokenizers.tgt.decode([h.tokens for h in found], keep_unk)
-            out[i] = Translation(texts, [h.score for h in found])
+            out[i] = Translation.scored(texts, [h.score for h in found])
         return out
 
 

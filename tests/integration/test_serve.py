@@ -71,7 +71,7 @@ def test_nbest_and_scores_are_those_of_s2s_translate(client, served_run):
     expected = [line.split("\t") for line in cli_translate(served_run, LINES, "--nbest", "3", *FP32)]
     assert [[h["text"] for h in hyps] for hyps in body["nbest"]] == [row[0::2] for row in expected]
     assert [[h["score"] for h in hyps] for hyps in body["nbest"]] == [
-        pytest.approx([float(s) for s in row[1::2]], abs=1e-3) for row in expected
+        pytest.approx([None if s == "blank" else float(s) for s in row[1::2]], abs=1e-3) for row in expected
     ]
     assert body["translations"] == [row[0] for row in expected]
     assert body["scores"] == [hyps[0]["score"] for hyps in body["nbest"]]
@@ -275,8 +275,8 @@ def test_an_empty_request_and_blank_lines_get_empty_answers_as_the_cli_gives(cli
     assert scored.status_code == 200, scored.text
     assert scored.json() == {
         "translations": expected,
-        "scores": [0.0] * len(text),
-        "nbest": [[{"text": "", "score": 0.0}] * 2 for _ in text],
+        "scores": [None] * len(text),
+        "nbest": [[{"text": "", "score": None}] * 2 for _ in text],
     }
 
 

@@ -94,7 +94,7 @@ def test_translate_gives_one_answer_per_line_with_its_probability(reader_runs, t
     result = run_cli("translate", str(reader_runs[task]), "--scores", input=lines)
     assert result.exit_code == 0, result.output
     rows = result.output.splitlines()
-    assert len(rows) == 3 and rows[1] == "\t0.0000"
+    assert len(rows) == 3 and rows[1] == "\tblank"
     assert all(0 < float(row.split("\t")[1]) <= 1 for row in (rows[0], rows[2]))
     if task == "tag":
         assert [len(row.split("\t")[0].split()) for row in rows] == [4, 0, 4]
