@@ -55,6 +55,10 @@ FOLLOWED = {
     "make one with `s2s export": f"{OTHERS}::test_the_advised_export_is_made_and_translates",
     "no prepared corpus in": f"{OTHERS}::{PREPARED}",
     "is missing or unreadable: run `s2s prepare": f"{OTHERS}::{PREPARED}",
+    "score its predictions with `s2s evaluate`": "tests/system/test_every_family.py::"
+    "test_a_reader_s_score_advises_evaluate_which_scores_its_answers",
+    "is not the one the run trained on": "tests/system/test_records_checked.py::"
+    "test_a_corrupt_prepared_corpus_is_made_again_by_the_advised_command",
     "is unusable (": "tests/system/test_refused_changes_nothing.py::"
     "test_an_inconsistent_prepared_corpus_is_made_again_by_the_advised_command",
 }

@@ -117,3 +117,14 @@ def test_a_verb_works_for_a_family_or_refuses_it_with_an_error_line(
     else:
         assert result.exit_code == 0, result.output
         assert done, result.output
+
+
+@pytest.mark.parametrize("family", ["classify", "tag"])
+def test_a_reader_s_score_advises_evaluate_which_scores_its_answers(
+    trained_run: Callable[[str], TrainedRun], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str
+) -> None:
+    run = trained_run(FAMILIES[family])
+    refused, _ = VERBS["score"](run, tmp_path, monkeypatch)
+    assert refused.exit_code == 2 and "`s2s evaluate`" in refused.output, refused.output
+    result, done = evaluate(run, tmp_path, monkeypatch)
+    assert result.exit_code == 0 and done, result.output

@@ -134,3 +134,15 @@ def test_a_file_missing_or_changed_since_its_record_is_an_error_naming_it(
     result = run_cli(*command(run_copy, shortlisted, tmp_path), input="red cat\n")
     assert result.exit_code == 2, result.output
     assert "error: " in result.output and named in result.output
+
+
+def test_a_corrupt_prepared_corpus_is_made_again_by_the_advised_command(
+    run_copy: TrainedRun, shortlisted: Path, tmp_path: Path
+) -> None:
+    """The refusal's advice (`s2s prepare CONFIG`, the run's config) makes the corpus whole again, and
+    the export it refused then succeeds."""
+    command = corrupt_array(run_copy, shortlisted, tmp_path)
+    refused = run_cli(*command)
+    assert refused.exit_code == 2 and "s2s prepare CONFIG" in refused.output, refused.output
+    assert (prepared := run_cli("prepare", str(run_copy.config))).exit_code == 0, prepared.output
+    assert (done := run_cli(*command)).exit_code == 0, done.output
