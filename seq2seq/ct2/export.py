@@ -155,12 +155,17 @@ class ShortlistSize:
 
 def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: ShortlistSize) -> Shortlist:
     """The shortlist of the run's training pairs, as its prepared corpora hold them (a `DataError`
-    saying how to make them where they are missing)."""
+    saying how to make them where they are missing); at most the target vocabulary per source piece."""
+    vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+    if size.per_source > vocab[1]:
+        raise Seq2SeqError(
+            f"--shortlist {size.per_source}: the run's target vocabulary has {vocab[1]} pieces; ask at "
+            "most that many"
+        )
     # not `prepared_corpus_dir(cfg)`: the saved config's run_dir is where the run was trained, and a
     # run directory that was moved or copied holds its own prepared corpora
     top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else Path(run_dir) / "prepared"
     corpora = [load_prepared_part(top / corpus.name) for corpus in cfg.data.training_corpora()]
-    vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
     return build_shortlist(corpora, *vocab, size.per_source, size.common)
 
 
