@@ -26,6 +26,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
 
 app = typer.Typer(
+    cls=opt.Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -144,7 +145,7 @@ def prepare(
     overrides: Annotated[
         list[str] | None, Option("--set", help="Override a config key: --set data.max_len=200.")
     ] = None,
-    workers: Annotated[int, Option(help="Encoding processes (0 = one per CPU core).", min=0)] = 0,
+    workers: opt.Workers = 0,
     overwrite: Annotated[
         bool, Option(help="Replace the run in run_dir: a new tokenizer and corpus, no checkpoints.")
     ] = False,

@@ -1,4 +1,5 @@
-"""The options and arguments of the `s2s` commands, declared once (typer `Annotated` types).
+"""The options and arguments of the `s2s` commands, declared once (typer `Annotated` types), each
+number with its range, and how a mistake in them is reported (`Commands`).
 
 The command line's vocabulary, kept apart so that `seq2seq.cli` reads as its commands; only
 `seq2seq.cli` imports this module.
@@ -6,15 +7,80 @@ The command line's vocabulary, kept apart so that `seq2seq.cli` reads as its com
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from typer import Argument, Option
+import typer
+from typer import Argument, BadParameter, Option
+from typer.core import TyperGroup
+
+from seq2seq.config.bounds import (
+    MAX_BATCH_TOKENS,
+    MAX_BEAM,
+    MAX_BODY_BYTES,
+    MAX_BOOTSTRAP,
+    MAX_LENGTH_PENALTY,
+    MAX_POSITIONS,
+    MAX_SAMPLING_TEMPERATURE,
+    MAX_SECONDS,
+    MAX_SEED,
+    MAX_SERVE_CHARS,
+    MAX_SERVE_LINES,
+    MAX_THREADS,
+    MAX_VOCAB,
+)
+
+# click's UsageError, the base of every parsing mistake, in whichever copy of click typer runs on
+USAGE_ERROR: Any = typer.BadParameter.__mro__[1]
+
+
+class Commands(TyperGroup):
+    """The commands: a mistake click finds while parsing (an unknown option, a number out of its
+    range, a missing argument) is one `error: ...` line and exit code 2, like every other mistake."""
+
+    def invoke(self, ctx: Any) -> Any:  # click's Context, in whichever copy
+        try:
+            return super().invoke(ctx)
+        except USAGE_ERROR as e:
+            where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+            typer.echo(f"error: {e.format_message()}{where}", err=True)
+            raise typer.Exit(2) from None
+
+
+def between(low: float, high: float, why: str = "") -> Callable[[Any], Any]:
+    """An option's check: a number in [low, high], else a usage error that says what it implies
+    (NaN and the infinities are refused too: every comparison with NaN is false)."""
+
+    def check(value: Any) -> Any:
+        if value is not None and not low <= value <= high:
+            raise BadParameter(
+                f"{value} is not in [{_shown(low)}, {_shown(high)}]" + (f": {why}" if why else "")
+            )
+        return value
+
+    return check
+
+
+def _shown(bound: float) -> str:
+    return f"{bound:g}" if isinstance(bound, float) else str(bound)
+
+
+LONGEST = f"no output is longer than {MAX_POSITIONS} tokens"
 
 # Options shared by `translate` and `evaluate`.
-Beam = Annotated[int | None, Option(help="Beam size (1 = greedy).", min=1)]
+Beam = Annotated[
+    int | None,
+    Option(
+        help="Beam size (1 = greedy).", callback=between(1, MAX_BEAM, "each step scores beam x vocabulary")
+    ),
+]
 LengthPenalty = Annotated[
-    float | None, Option(help="Length normalization alpha (decode.length_penalty; 0 = none).", min=0)
+    float | None,
+    Option(
+        help="Length normalization alpha (decode.length_penalty; 0 = none).",
+        callback=between(0.0, MAX_LENGTH_PENALTY, "length ** alpha must stay a finite number"),
+    ),
 ]
 LengthNorm = Annotated[
     str | None,
@@ -22,22 +88,53 @@ LengthNorm = Annotated[
         help="Beam scores over length**alpha (power) or ((5+length)/6)**alpha (gnmt) [default: the run's]."
     ),
 ]
-MaxTokens = Annotated[int | None, Option(help="Source tokens per batch.", min=1)]
-MaxLenA = Annotated[
-    float | None, Option(help="Longest output = A x source tokens + B (decode.max_len_a).", min=0)
+MaxTokens = Annotated[
+    int | None,
+    Option(help="Source tokens per batch.", callback=between(1, MAX_BATCH_TOKENS, "a batch's memory")),
 ]
-MaxLenB = Annotated[int | None, Option(help="See --max-len-a (decode.max_len_b).", min=0)]
-MinLen = Annotated[int | None, Option(help="Shortest output in tokens (decode.min_len).", min=0)]
+MaxLenA = Annotated[
+    float | None,
+    Option(
+        help="Longest output = A x source tokens + B (decode.max_len_a).",
+        callback=between(0.0, float(MAX_POSITIONS), LONGEST),
+    ),
+]
+MaxLenB = Annotated[
+    int | None,
+    Option(help="See --max-len-a (decode.max_len_b).", callback=between(0, MAX_POSITIONS, LONGEST)),
+]
+MinLen = Annotated[
+    int | None,
+    Option(help="Shortest output in tokens (decode.min_len).", callback=between(0, MAX_POSITIONS, LONGEST)),
+]
 NoRepeatNgram = Annotated[
-    int | None, Option(help="Never repeat an n-gram of this size (decode.no_repeat_ngram).", min=0)
+    int | None,
+    Option(
+        help="Never repeat an n-gram of this size (decode.no_repeat_ngram).",
+        callback=between(0, MAX_POSITIONS, LONGEST),
+    ),
 ]
 Sampling = Annotated[bool, Option(help="Draw each token at random instead of searching (back-translation).")]
-Temperature = Annotated[float, Option(help="Sampling temperature.", min=1e-6)]
-TopK = Annotated[int, Option(help="Sample among the k most likely tokens (0 = all).", min=0)]
-TopP = Annotated[
-    float, Option(help="Sample among the smallest set of tokens with mass p.", min=1e-6, max=1.0)
+Temperature = Annotated[
+    float,
+    Option(
+        help="Sampling temperature.",
+        callback=between(1e-6, MAX_SAMPLING_TEMPERATURE, "above it every token is about as likely"),
+    ),
 ]
-Seed = Annotated[int | None, Option(help="Seed for --sampling (same seed, same output).", min=0)]
+TopK = Annotated[
+    int,
+    Option(
+        help="Sample among the k most likely tokens (0 = all).",
+        callback=between(0, MAX_VOCAB, "no vocabulary is larger"),
+    ),
+]
+TopP = Annotated[
+    float, Option(help="Sample among the smallest set of tokens with mass p.", callback=between(1e-6, 1.0))
+]
+Seed = Annotated[
+    int | None, Option(help="Seed for --sampling (same seed, same output).", callback=between(0, MAX_SEED))
+]
 Quantize = Annotated[
     str | None, Option(help="int8: dynamic int8 linear layers on the CPU (faster, -0.1 BLEU).")
 ]
@@ -85,7 +182,13 @@ Prefix = Annotated[
 ]
 Input = Annotated[Path | None, Option("-i", "--input", help="Source text (default: stdin).")]
 Output = Annotated[Path | None, Option("-o", "--output", help="Translations (default: stdout).")]
-NBest = Annotated[int, Option(help="Hypotheses per line, tab-separated, each with its score.", min=1)]
+NBest = Annotated[
+    int,
+    Option(
+        help="Hypotheses per line, tab-separated, each with its score.",
+        callback=between(1, MAX_BEAM, "the beam is at least as wide"),
+    ),
+]
 Scores = Annotated[bool, Option(help="Append each hypothesis' score after a tab.")]
 KeepUnk = Annotated[bool, Option(help="Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")]
 Engine = Annotated[
@@ -113,11 +216,15 @@ Shortlist = Annotated[
     Option(
         help="ctranslate2: a lexical shortlist of this many target pieces per source piece, counted "
         "from the run's training pairs; CTranslate2 then scores only a batch's candidates (0: none).",
-        min=0,
+        callback=between(0, MAX_VOCAB, "no vocabulary is larger"),
     ),
 ]
 ShortlistCommon = Annotated[
-    int, Option(help="With --shortlist: the most frequent target pieces, always scored.", min=0)
+    int,
+    Option(
+        help="With --shortlist: the most frequent target pieces, always scored.",
+        callback=between(0, MAX_VOCAB, "no vocabulary is larger"),
+    ),
 ]
 
 # `s2s evaluate`
@@ -143,7 +250,13 @@ ReportDir = Annotated[
 Tokenize = Annotated[str, Option(help="BLEU tokenizer: 13a, intl, char, zh, spm, flores200, none...")]
 Lowercase = Annotated[bool, Option(help="Case-insensitive BLEU and chrF (TER always is, as in sacrebleu).")]
 ChrfPlus = Annotated[bool, Option("--chrf-plus", help="Score chrF++ (with word bigrams) instead of chrF.")]
-Bootstrap = Annotated[int, Option(help="Paired bootstrap resamples when comparing systems.", min=1)]
+Bootstrap = Annotated[
+    int,
+    Option(
+        help="Paired bootstrap resamples when comparing systems.",
+        callback=between(1, MAX_BOOTSTRAP, "sacrebleu holds resamples x lines in memory"),
+    ),
+]
 Task = Annotated[
     str | None,
     Option(
@@ -152,14 +265,22 @@ Task = Annotated[
     ),
 ]
 
+# `s2s prepare`
+Workers = Annotated[
+    int, Option(help="Encoding processes (0 = one per CPU core).", callback=between(0, MAX_THREADS))
+]
+
 # `s2s serve`
 Host = Annotated[str, Option(help="Address to listen on (0.0.0.0: every interface).")]
-Port = Annotated[int, Option(help="Port (0: a free one, named in the log).", min=0, max=65535)]
-Threads = Annotated[int, Option(help="CPU threads for torch (0 = torch's default).", min=0)]
+Port = Annotated[int, Option(help="Port (0: a free one, named in the log).", callback=between(0, 65535))]
+Threads = Annotated[
+    int, Option(help="CPU threads for torch (0 = torch's default).", callback=between(0, MAX_THREADS))
+]
 BatchWindow = Annotated[
     float,
     Option(
-        help="--batching static: decode once no request came for this long (10 such windows at most).", min=0
+        help="--batching static: decode once no request came for this long (10 such windows at most).",
+        callback=between(0.0, MAX_SECONDS * 1000, "a time in milliseconds"),
     ),
 ]
 Batching = Annotated[
@@ -170,12 +291,20 @@ Batching = Annotated[
         "encoder-decoder translation run), else static."
     ),
 ]
-MaxLines = Annotated[int, Option(help="Lines per request.", min=1)]
-MaxChars = Annotated[int, Option(help="Characters per line.", min=1)]
-MaxBodyBytes = Annotated[int, Option(help="Bytes per request body.", min=1)]
-MaxBeam = Annotated[int, Option(help="Largest beam or n-best a request may ask for.", min=1)]
+MaxLines = Annotated[int, Option(help="Lines per request.", callback=between(1, MAX_SERVE_LINES))]
+MaxChars = Annotated[int, Option(help="Characters per line.", callback=between(1, MAX_SERVE_CHARS))]
+MaxBodyBytes = Annotated[
+    int, Option(help="Bytes per request body.", callback=between(1, MAX_BODY_BYTES, "held in memory whole"))
+]
+MaxBeam = Annotated[
+    int, Option(help="Largest beam or n-best a request may ask for.", callback=between(1, MAX_BEAM))
+]
 Timeout = Annotated[
-    float, Option(help="Seconds a request may wait and decode before it gets 408.", min=0.001)
+    float,
+    Option(
+        help="Seconds a request may wait and decode before it gets 408.",
+        callback=between(0.001, MAX_SECONDS, "a day at most"),
+    ),
 ]
 CorsOrigins = Annotated[
     list[str] | None,

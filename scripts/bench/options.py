@@ -6,9 +6,12 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SECONDS, MAX_THREADS, MAX_VOCAB
+
 SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs", "hf")
 MODEL_NAMES = ("recipe", "base")
 BATCHINGS = ("static", "continuous")
+MAX_CLIENTS = 1024  # concurrent clients of the serve section
 
 
 class UsageError(ValueError):
@@ -119,6 +122,45 @@ def _numbers(value: str, option: str, kind: type[int] | type[float]) -> tuple:
         raise UsageError(f"{option}: {value!r} is not a comma-separated list of numbers") from None
 
 
+SERVER_TIMEOUT_MS = 60_000.0  # `s2s serve --timeout`'s default, which the serve section keeps
+# option -> (field, lowest, highest, what the range implies); a list option's every number is checked
+NUMBERS: dict[str, tuple[str, float, float, str]] = {
+    "--shortlist": ("shortlist", 0, MAX_VOCAB, "no vocabulary is larger"),
+    "--limit": ("limit", 0, 2**31 - 1, "0 = all"),
+    "--beams": ("beams", 1, MAX_BEAM, "each step scores beam x vocabulary"),
+    "--grid-tokens": ("grid_tokens", 1, MAX_BATCH_TOKENS, "a batch's memory"),
+    "--repeat": ("repeat", 1, 1000, "rounds over each setting"),
+    "--fairseq-steps": ("fairseq_steps", 8, 1_000_000, "its timing skips the first steps"),
+    "--threads": ("threads", 0, MAX_THREADS, "0 = torch's default"),
+    "--warmup": ("warmup", 0, 1_000_000, "steps"),
+    "--steps": ("steps", 1, 1_000_000, "steps"),
+    "--matmul-size": ("matmul_size", 1, 32_768, "three n x n fp32 matrices: 12 GiB at the most"),
+    "--pairs": ("pairs", 1, 100_000_000, "a corpus written to disk and trained on"),
+    "--clients": ("clients", 1, MAX_CLIENTS, "a thread and a connection each"),
+    "--mixed-clients": ("mixed_clients", 1, MAX_CLIENTS, "a thread and a connection each"),
+    "--serve-beam": ("serve_beam", 1, MAX_BEAM, "each step scores beam x vocabulary"),
+    "--window-ms": ("window_ms", 0, SERVER_TIMEOUT_MS - 1, "below the server's 60 s --timeout"),
+    "--rounds": ("rounds", 1, 1000, "offline then server, each round"),
+    "--time-limit": ("time_limit", 1e-3, MAX_SECONDS, "seconds per load phase"),
+    "--fractions": ("fractions", 1e-6, 1 - 1e-6, "shares of the sentences, in (0, 1)"),
+}
+
+
+def check_numbers(opts: Options) -> None:
+    """Every number of `NUMBERS` in its range (NaN and the infinities are not), else a `UsageError`."""
+    for option, (field, low, high, why) in NUMBERS.items():
+        value = getattr(opts, field)
+        for number in value if isinstance(value, tuple) else (value,):
+            if not low <= number <= high:
+                raise UsageError(f"{option} {number}: must be in [{_shown(low)}, {_shown(high)}] ({why})")
+    if not opts.beams or not opts.grid_tokens or not opts.clients:
+        raise UsageError("--beams, --grid-tokens and --clients: one number or more each")
+
+
+def _shown(bound: float) -> str:
+    return f"{bound:g}" if isinstance(bound, float) else str(bound)
+
+
 def parse(argv: list[str] | None) -> Options:
     """Parse and check the command line; a mistake raises `UsageError` before any work."""
     a = _parser().parse_args(argv)
@@ -157,20 +199,11 @@ def parse(argv: list[str] | None) -> Options:
         time_limit=a.time_limit,
         json=a.json,
     )
-    if opts.warmup < 0 or opts.steps < 1 or opts.limit < 0 or opts.threads < 0 or opts.matmul_size < 1:
-        raise UsageError("--warmup, --limit, --threads must be >= 0; --steps, --matmul-size >= 1")
-    if opts.repeat < 1 or opts.fairseq_steps < 8 or not opts.beams or min(opts.beams) < 1:
-        raise UsageError("--repeat must be >= 1, --fairseq-steps >= 8, --beams each >= 1")
-    if not opts.grid_tokens or min(opts.grid_tokens) < 1:
-        raise UsageError("--grid-tokens: one or more batch sizes, each >= 1")
-    if not all(0 < f < 1 for f in opts.fractions) or min(opts.pairs, default=0) < 1:
-        raise UsageError("--fractions must each be in (0, 1) and --pairs each >= 1")
-    if not opts.clients or min(opts.clients) < 1 or opts.serve_beam < 1 or opts.rounds < 1:
-        raise UsageError("--clients (each), --serve-beam, --rounds must be >= 1")
-    if opts.time_limit <= 0 or opts.serve_precision not in ("auto", "fp32", "bf16"):
-        raise UsageError("--time-limit must be > 0 and --serve-precision auto, fp32 or bf16")
-    if opts.mixed_clients and (len(opts.mixed_clients) != 2 or min(opts.mixed_clients) < 1):
-        raise UsageError("--mixed-clients: two numbers >= 1, short,long (or '' for no mixed load)")
+    check_numbers(opts)
+    if opts.serve_precision not in ("auto", "fp32", "bf16"):
+        raise UsageError("--serve-precision: auto, fp32 or bf16")
+    if opts.mixed_clients and len(opts.mixed_clients) != 2:
+        raise UsageError("--mixed-clients: two numbers, short,long (or '' for no mixed load)")
     if {"decode", "engines", "serve", "hf"} & set(opts.sections) and not opts.run_dir:
         raise UsageError("--sections decode/engines/serve/hf need --run-dir RUN (a trained run directory)")
     if "runs" in opts.sections and not opts.runs:

@@ -16,6 +16,7 @@ from scripts.gpu_check.check import MULTI30K, RECIPE, Check, StepResult, UsageEr
 from scripts.gpu_check.process import run_step
 from scripts.gpu_check.steps import DRY_MAX_TOKENS, STEP_NAMES, STEPS
 from scripts.gpu_check.summary import write_results
+from seq2seq.config.bounds import MAX_SECONDS
 
 DRY_LINES = {"train": 1000, "val": 16, "test_2016_flickr": 4}  # the dry run's share of each file
 OUT_FILES = ("summary.md", "steps.json", "gpu_check.log", "cuda_tests.xml", "bench_train.json")
@@ -43,8 +44,8 @@ def parse(argv: list[str] | None) -> Check:
     steps = tuple(s.strip() for s in a.steps.split(",") if s.strip())
     if not steps or set(steps) - set(STEP_NAMES):
         raise UsageError(f"--steps: {a.steps!r}; choose from {','.join(STEP_NAMES)}")
-    if a.budget <= 0:
-        raise UsageError("--budget must be > 0 seconds")
+    if not 0 < a.budget <= MAX_SECONDS:  # NaN too: a deadline of NaN never comes
+        raise UsageError(f"--budget {a.budget}: seconds for the whole check, in (0, {MAX_SECONDS:g}]")
     data = a.data_option or a.data
     if not data:
         raise UsageError("give the Multi30k directory: bash scripts/gpu_check.sh --data data/multi30k")

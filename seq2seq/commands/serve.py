@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.commands.engines import load_translator
+from seq2seq.errors import ServeError
 from seq2seq.serve.app import ServerSettings, create_app
 from seq2seq.serve.server import listen, url
 from seq2seq.serve.server import run as run_server
@@ -32,6 +33,11 @@ class ServeJob:
 def serve(job: ServeJob, host: str, port: int, access_log: bool = False) -> None:
     """Load JOB's run, then serve it on host:port (port 0: a free one) until asked to stop."""
     s = job.settings
+    if s.batching != "continuous" and s.window_s >= s.limits.timeout_s:
+        raise ServeError(
+            f"--batch-window-ms {s.window_s * 1000:g}: a request waits a window for others, so every one "
+            f"would outlast --timeout {s.limits.timeout_s:g} s; shorten the window"
+        )
     if job.threads:
         torch.set_num_threads(job.threads)  # before loading: CTranslate2 takes its threads then
     translator, _ = load_translator(job.run_dir, s.engine, s.asked, job.placement, input=None, outputs={})

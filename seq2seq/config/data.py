@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from seq2seq.config.bounds import MAX_CORPUS_WEIGHT, MAX_TEMPERATURE, MIN_TEMPERATURE
 from seq2seq.config.rules import Rule, broken
 from seq2seq.config.task import Task
 
@@ -104,7 +105,11 @@ class CorpusConfig:
                     not self.tsv and not (self.src and self.tgt),
                     f"{where}: give src and tgt (two aligned files) or tsv (one source<TAB>target file)",
                 ),
-                (self.weight <= 0, f"{where}.weight: must be > 0"),
+                (
+                    not 0 < self.weight <= MAX_CORPUS_WEIGHT,
+                    f"{where}.weight: must be > 0 and at most {MAX_CORPUS_WEIGHT:g} (each pair drawn "
+                    "that many times an epoch)",
+                ),
                 (
                     bool(self.tag) and self.tag not in control_tokens,
                     f"{where}.tag: {self.tag} is not declared in tokenizer.control_tokens "
@@ -264,12 +269,7 @@ class DataConfig:
                     ),
                     (self.max_len < 1, "data.max_len: must be >= 1"),
                     (self.max_len_ratio < 0, "data.max_len_ratio: must be >= 0"),
-                    (self.temperature <= 0, "data.temperature: must be > 0 (1 samples directions by size)"),
-                    (
-                        self.temperature != 1 and not self.multilingual,
-                        "data.temperature: samples across the directions of a multilingual run: give each "
-                        "corpus its src_lang and tgt_lang, or leave it out",
-                    ),
+                    *self._temperature_rules(),
                     *(
                         (
                             self.multilingual and token in control_tokens,
@@ -293,6 +293,21 @@ class DataConfig:
                 for problem in valid.problems(f"data.valid[{i}]", self.languages())
             ]
         )
+
+    def _temperature_rules(self) -> list[Rule]:
+        """What the temperature implies: each direction's share ** (1 / T), of a multilingual run."""
+        return [
+            (
+                not MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE,
+                f"data.temperature: must be in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}] (1 samples "
+                "directions by size, 100 about evenly; below, the smaller shares vanish)",
+            ),
+            (
+                self.temperature != 1 and not self.multilingual,
+                "data.temperature: samples across the directions of a multilingual run: give each "
+                "corpus its src_lang and tgt_lang, or leave it out",
+            ),
+        ]
 
     def _task_rules(self, task: Task) -> list[Rule]:
         """A reader's examples are one source file and its label file (data.train_src/train_tgt)."""

@@ -6,6 +6,7 @@ import typing
 from dataclasses import dataclass
 from typing import Literal
 
+from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_LENGTH_PENALTY, MAX_POSITIONS
 from seq2seq.config.rules import broken
 
 # how beam search divides a hypothesis' log-probability by its length (search.length_normalizer):
@@ -32,17 +33,35 @@ class DecodeConfig:
         """Every broken rule of this section; `max_positions` is model.max_positions."""
         return broken(
             [
-                (self.beam < 1, "decode.beam: must be >= 1"),
-                (self.length_penalty < 0, "decode.length_penalty: must be >= 0"),
+                (not 1 <= self.beam <= MAX_BEAM, f"decode.beam: must be in [1, {MAX_BEAM}]"),
+                (
+                    not 0 <= self.length_penalty <= MAX_LENGTH_PENALTY,
+                    f"decode.length_penalty: must be in [0, {MAX_LENGTH_PENALTY:g}] (length ** alpha must "
+                    "stay a finite number)",
+                ),
                 (
                     self.max_len_a < 0 or self.max_len_b < 0,
                     "decode.max_len_a: max_len_a and max_len_b must be >= 0",
+                ),
+                *(
+                    (
+                        value > MAX_POSITIONS,
+                        f"decode.{key}: must be <= {MAX_POSITIONS} (no output is longer)",
+                    )
+                    for key, value in (
+                        ("max_len_a", self.max_len_a),
+                        ("max_len_b", self.max_len_b),
+                        ("no_repeat_ngram", self.no_repeat_ngram),
+                    )
                 ),
                 (
                     not 0 <= self.min_len < max_positions - 1,
                     "decode.min_len: must be >= 0 and < model.max_positions - 1",
                 ),
-                (self.max_tokens < 1, "decode.max_tokens: must be >= 1"),
+                (
+                    not 1 <= self.max_tokens <= MAX_BATCH_TOKENS,
+                    f"decode.max_tokens: must be in [1, {MAX_BATCH_TOKENS}]",
+                ),
                 (self.no_repeat_ngram < 0, "decode.no_repeat_ngram: must be >= 0"),
             ]
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from seq2seq.config.bounds import MAX_LAYERS, MAX_PARAMETERS, MAX_POSITIONS
 from seq2seq.config.rules import Rule, broken
 from seq2seq.config.task import Task
 
@@ -34,10 +35,11 @@ class ModelConfig:
     share_all_embeddings: bool = True  # source = target embedding = output (needs a joint vocabulary)
     tie_output: bool = True  # target embedding = output projection
 
-    def problems(self, *, max_len: int, joint_vocab: bool, best_metric: str) -> list[str]:
+    def problems(self, *, max_len: int, joint_vocab: bool, best_metric: str, vocab_size: int) -> list[str]:
         """Every broken rule of this section.
 
-        `max_len` is data.max_len, `joint_vocab` tokenizer.joint, `best_metric` train.best_metric.
+        `max_len` is data.max_len, `joint_vocab` tokenizer.joint, `best_metric` train.best_metric,
+        `vocab_size` tokenizer.vocab_size.
         """
         return broken(
             [
@@ -50,13 +52,14 @@ class ModelConfig:
                     "model.d_model: d_model / heads must be even",
                 ),
                 (self.d_model % 2 != 0, "model.d_model: must be even (sinusoidal positions)"),
-                (self.encoder_layers < 1, "model.encoder_layers: must be >= 1"),
+                *self._size_rules(vocab_size),
                 *self._decoder_only_rules(max_len, joint_vocab),
                 *self._task_rules(joint_vocab, best_metric),
-                (self.decoder_layers < 1, "model.decoder_layers: must be >= 1"),
-                (self.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
                 (self.max_positions < max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
-                (self.max_positions > 65536, "model.max_positions: must be <= 65536"),
+                (
+                    self.max_positions > MAX_POSITIONS,
+                    f"model.max_positions: must be <= {MAX_POSITIONS}",
+                ),
                 (
                     self.share_all_embeddings and not joint_vocab,
                     "model.share_all_embeddings: needs tokenizer.joint: true "
@@ -72,6 +75,42 @@ class ModelConfig:
                 ],
             ]
         )
+
+    def _size_rules(self, vocab_size: int) -> list[Rule]:
+        """Sizes that a machine can hold: the layers counted, the weights estimated."""
+        rules = [
+            (not 1 <= layers <= MAX_LAYERS, f"model.{key}: must be in [1, {MAX_LAYERS}]")
+            for key, layers in (
+                ("encoder_layers", self.encoder_layers),
+                ("decoder_layers", self.decoder_layers),
+            )
+        ]
+        rules += [
+            (self.d_model < 2, "model.d_model: must be >= 2"),
+            (self.ffn_dim < 1, "model.ffn_dim: must be >= 1"),
+        ]
+        if not any(is_broken for is_broken, _ in rules):
+            weights = self.parameters(vocab_size)
+            rules.append(
+                (
+                    weights > MAX_PARAMETERS,
+                    f"model.d_model: with model.ffn_dim, the layers and the vocabulary, about {weights:.2g} "
+                    f"weights; at most {MAX_PARAMETERS:.0e} (16 bytes each to train: weights, gradients, "
+                    "AdamW's moments)",
+                )
+            )
+        return rules
+
+    def parameters(self, vocab_size: int) -> int:
+        """About how many weights the model holds: embeddings, attention and feed-forward matrices."""
+        d, layer = self.d_model, 4 * self.d_model**2 + 2 * self.d_model * self.ffn_dim
+        tables = 1 if self.share_all_embeddings else 2 if self.tie_output else 3
+        stacks = {
+            "encoder_decoder": self.encoder_layers * layer + self.decoder_layers * (layer + 4 * d * d),
+            "decoder_only": self.decoder_layers * layer,
+            "encoder_only": self.encoder_layers * layer,
+        }
+        return tables * vocab_size * d + stacks[self.arch]
 
     def _decoder_only_rules(self, max_len: int, joint_vocab: bool) -> list[Rule]:
         """A decoder-only model reads source and target as one sequence of one vocabulary."""

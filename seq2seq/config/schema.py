@@ -40,6 +40,7 @@ class Config:
                 max_len=self.data.max_len,
                 joint_vocab=self.tokenizer.joint,
                 best_metric=self.train.best_metric,
+                vocab_size=self.tokenizer.vocab_size,
             ),
             *self.train.problems(directions=[v.direction for v in self.data.validation_sets()]),
             *self.decode.problems(max_positions=self.model.max_positions),

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from seq2seq.config.bounds import MAX_VOCAB
 from seq2seq.config.rules import broken
 
 CONTROL_TOKEN = re.compile(r"<[^\s<>]+>")
@@ -31,7 +32,10 @@ class TokenizerConfig:
         """Every broken rule of this section; the ranges are SentencePiece's, refused here, before a run."""
         return broken(
             [
-                (not 8 <= self.vocab_size <= 1_000_000, "tokenizer.vocab_size: must be in [8, 1000000]"),
+                (
+                    not 8 <= self.vocab_size <= MAX_VOCAB,
+                    f"tokenizer.vocab_size: must be in [8, {MAX_VOCAB}] (SentencePiece's range)",
+                ),
                 (
                     self.byte_fallback and self.vocab_size <= 260,
                     "tokenizer.vocab_size: byte_fallback needs more than 260 (256 byte pieces, "

@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SEED, MAX_THREADS
 from seq2seq.config.rules import Rule, broken
+
+MAX_ACCUM_STEPS = 1024  # batches summed into one update
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,23 @@ class TrainConfig:
     def _optimizer_rules(self) -> list[Rule]:
         """Batches, the learning-rate schedule and the update (AdamW refuses some of these itself)."""
         return [
-            (self.max_tokens < 1, "train.max_tokens: must be >= 1"),
-            (self.accum_steps < 1, "train.accum_steps: must be >= 1"),
-            (not 0 <= self.seed < 2**31, "train.seed: must be in [0, 2147483647]"),
-            (self.lr <= 0, "train.lr: must be > 0"),
+            (
+                not 1 <= self.max_tokens <= MAX_BATCH_TOKENS,
+                f"train.max_tokens: must be in [1, {MAX_BATCH_TOKENS}] (a batch's activations and logits "
+                "grow with it)",
+            ),
+            (
+                not 1 <= self.accum_steps <= MAX_ACCUM_STEPS,
+                f"train.accum_steps: must be in [1, {MAX_ACCUM_STEPS}] (batches summed into one update)",
+            ),
+            (not 0 <= self.seed <= MAX_SEED, f"train.seed: must be in [0, {MAX_SEED}]"),
+            (not 0 < self.lr <= 1, "train.lr: must be in (0, 1] (AdamW moves each weight about lr a step)"),
             (self.weight_decay < 0, "train.weight_decay: must be >= 0"),
+            (
+                self.lr * self.weight_decay > 1,
+                "train.weight_decay: train.lr x weight_decay must be <= 1 (AdamW shrinks each weight by "
+                "that share a step: more would flip its sign)",
+            ),
             (self.warmup_steps < 0, "train.warmup_steps: must be >= 0"),
             (
                 self.schedule == "inverse_sqrt" and self.warmup_steps == 0,
@@ -129,10 +144,13 @@ class TrainConfig:
             (self.valid_every < 1, "train.valid_every: must be >= 1"),
             (self.keep_checkpoints < 0, "train.keep_checkpoints: must be >= 0"),
             (self.patience < 0, "train.patience: must be >= 0"),
-            (self.valid_beam < 1, "train.valid_beam: must be >= 1"),
+            (not 1 <= self.valid_beam <= MAX_BEAM, f"train.valid_beam: must be in [1, {MAX_BEAM}]"),
             (self.valid_subset < 0, "train.valid_subset: must be >= 0"),
             (self.valid_samples < 0, "train.valid_samples: must be >= 0"),
-            (not 0 <= self.num_threads <= 1024, "train.num_threads: must be in [0, 1024]"),
+            (
+                not 0 <= self.num_threads <= MAX_THREADS,
+                f"train.num_threads: must be in [0, {MAX_THREADS}]",
+            ),
             (
                 self.best_metric == "bleu" and not self.valid_bleu,
                 "train.best_metric: 'bleu' needs train.valid_bleu: true",

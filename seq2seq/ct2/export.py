@@ -209,6 +209,11 @@ def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: S
     tokenizer_sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
     corpora = load_trained_corpora(cfg, top, data_sums, tokenizer_sums, tokenizers.src)
     vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
+    if size.per_source > vocab[1]:
+        raise Seq2SeqError(
+            f"--shortlist {size.per_source}: the run's target vocabulary has {vocab[1]} pieces; ask at "
+            "most that many"
+        )
     return build_shortlist(corpora, *vocab, size.per_source, size.common)
 
 

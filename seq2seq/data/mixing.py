@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seq2seq.config.bounds import MAX_EPOCH_PAIRS
+from seq2seq.errors import DataError
+
 
 @dataclass(frozen=True)
 class Mixture:
@@ -42,6 +45,24 @@ class Mixture:
         target = share / max(share.sum(), 1e-300) * mass.sum()  # (G,) pairs of each group per epoch
         within = np.divide(mass, group_mass[groups], out=np.zeros_like(mass), where=group_mass[groups] > 0)
         return np.rint(within * target[groups]).astype(np.int64)
+
+    def check(self) -> None:
+        """Refuse (`DataError`) an epoch too large to draw, or one that draws no pair of a corpus
+        that has some: what the weights (and the temperature) imply, once the sizes are known."""
+        names = self.names or tuple(map(str, range(len(self.sizes))))
+        pairs = float(np.dot(np.asarray(self.sizes, np.float64), np.asarray(self.weights, np.float64)))
+        if pairs > MAX_EPOCH_PAIRS:
+            raise DataError(
+                f"an epoch would draw {pairs:,.0f} pairs (each corpus's pairs x its weight); at most "
+                f"{MAX_EPOCH_PAIRS:,}: lower data.corpora weights"
+            )
+        counts = self.counts()
+        empty = [n for n, size, count in zip(names, self.sizes, counts, strict=True) if size and not count]
+        if empty:
+            raise DataError(
+                f"data.corpora {', '.join(empty)}: the weights and data.temperature draw no pair of it an "
+                "epoch; raise its weight"
+            )
 
     def draw(self, seed: int, epoch: int) -> np.ndarray | None:
         """(M,) int64: the pairs (numbered corpus after corpus) of `epoch`, or None when `plain`."""

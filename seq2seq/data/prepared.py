@@ -184,16 +184,19 @@ def corpus_mixture(
     manifests: dict[str, dict[str, Any]], corpora: Sequence[CorpusConfig], temperature: float = 1.0
 ) -> Mixture:
     """What an epoch draws from the prepared corpora (`read_manifests`): each one's kept pairs and
-    weight, grouped by direction (a multilingual run's) with `temperature` (data.temperature) across."""
+    weight, grouped by direction (a multilingual run's) with `temperature` (data.temperature) across;
+    a `DataError` when the epoch is too large to draw or leaves a corpus out (`Mixture.check`)."""
     directions = [c.direction for c in corpora]
     order = {direction: i for i, direction in enumerate(dict.fromkeys(directions))}
-    return Mixture(
+    mixture = Mixture(
         tuple(int(manifests[c.name]["pairs"]) for c in corpora),
         tuple(float(c.weight) for c in corpora),
         tuple(order[d] for d in directions),
         temperature,
         tuple(c.name for c in corpora),
     )
+    mixture.check()
+    return mixture
 
 
 def load_prepared_part(directory: Path) -> MappedCorpus:

@@ -30,7 +30,7 @@ from seq2seq.config.schema import is_training_file
 from seq2seq.data.control import source_prefix
 from seq2seq.data.corpora import pair_chunks
 from seq2seq.data.parallel import encode_eval_pairs
-from seq2seq.data.prepared import ensure_prepared_corpus, prepared_corpus_dir
+from seq2seq.data.prepared import corpus_mixture, ensure_prepared_corpus, prepared_corpus_dir, read_manifests
 from seq2seq.data.targets import TARGETS
 from seq2seq.data.tokenizer import (
     TokenizerPair,
@@ -195,6 +195,8 @@ def _prepare_corpus(claim: Claim, tokenizer_sums: dict[str, str], workers: int) 
     """Rank 0: the prepared corpus matches the data and the tokenizer, encoded anew if not."""
     cfg = claim.plan.cfg
     ensure_prepared_corpus(cfg, claim.plan.run.tokenizer_dir, claim.data_sums, tokenizer_sums, workers)
+    corpora = cfg.data.training_corpora()  # what the weights draw, known once the sizes are
+    corpus_mixture(read_manifests(prepared_corpus_dir(cfg), corpora), corpora, cfg.data.temperature)
 
 
 def _load_inputs(plan: RunPlan, valid: list[ValidText]) -> RunInputs:

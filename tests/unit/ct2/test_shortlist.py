@@ -17,6 +17,7 @@ from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, build_shortlist, write_v
 from seq2seq.data.parallel import ParallelData, TokenArrays
 from seq2seq.data.textio import read_lines
 from seq2seq.decoding.search import SearchSettings
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.placement import Placement
 from tests.conftest import TrainedRun
 from tests.helpers import cli_translate, run_cli
@@ -112,10 +113,8 @@ def export(run: Path, out: Path, *args: str) -> Path:
 
 
 def test_a_shortlist_that_leaves_nothing_out_translates_as_the_export_without_one(confident, tmp_path):
-    everything = str(10_000)
-    full = export(
-        confident.run, tmp_path / "full", "--shortlist", everything, "--shortlist-common", everything
-    )
+    everything = str(RunDir(confident.run).load_config().tokenizer.vocab_size)  # every target piece
+    full = export(confident.run, tmp_path / "full", "--shortlist", everything, "--shortlist-common", "10000")
     plain = export(confident.run, tmp_path / "plain")
     lines = read_lines(confident.data / "valid.src")
     assert (full / VMAP_FILE).is_file() and not (plain / VMAP_FILE).exists()

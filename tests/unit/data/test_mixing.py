@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from seq2seq.config import TrainConfig
+from seq2seq.config.bounds import MAX_EPOCH_PAIRS
 from seq2seq.data.mixing import Mixture, mixture_of
+from seq2seq.errors import DataError
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.order import BatchOrder
 from seq2seq.training.state import Progress
@@ -61,6 +63,29 @@ def test_temperature_flattens_the_shares_of_groups_and_keeps_the_epoch_length():
     share = np.array([0.9, 0.1]) ** (1 / 5)
     assert counts.tolist() == np.rint(share / share.sum() * 10_000).astype(int).tolist()
     assert Mixture(sizes, weights, groups=(0, 1), temperature=1.0).counts().tolist() == [9000, 1000]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "weights", "groups", "temperature", "message"),
+    [
+        ((MAX_EPOCH_PAIRS,), (2.0,), (), 1.0, "an epoch would draw 2,147,483,648 pairs"),
+        ((10**9, 10**9), (1e4, 1e4), (), 1.0, "at most 1,073,741,824"),
+        ((1000, 1000), (1.0, 1e-4), (), 1.0, "data.corpora b: the weights and data.temperature draw no pair"),
+        ((10**6, 10), (1.0, 1.0), (0, 1), 0.01, "data.corpora b: "),
+    ],
+)
+def test_an_epoch_too_large_to_draw_or_without_a_corpus_is_refused(
+    sizes, weights, groups, temperature, message
+):
+    """What the weights imply, once the sizes are known: refused before any epoch is drawn."""
+    mixture = Mixture(sizes, weights, groups, temperature, names=("a", "b")[: len(sizes)])
+    with pytest.raises(DataError, match=message):
+        mixture.check()
+
+
+def test_the_mixtures_above_pass_the_check():
+    for sizes, weights in ((SIZES, WEIGHTS), ((1000, 100), (1.0, 0.01))):
+        mixture_of("abc"[: len(sizes)], sizes, weights).check()
 
 
 @pytest.mark.parametrize("world", [1, 2])

@@ -118,7 +118,11 @@ def test_a_bilingual_config_gets_no_language_token_and_its_old_mixture(tmp_path)
         ({"tgt_lang": "en"}, {}, "data.corpora[0].src_lang: required"),
         ({"src_lang": "de", "tgt_lang": "English"}, {}, "'English' is not a language code"),
         ({}, {"temperature": 5.0}, "data.temperature: samples across the directions"),
-        ({"src_lang": "de", "tgt_lang": "en"}, {"temperature": 0.0}, "data.temperature: must be > 0"),
+        (
+            {"src_lang": "de", "tgt_lang": "en"},
+            {"temperature": 0.0},
+            "data.temperature: must be in [0.01, 100]",
+        ),
     ],
 )
 def test_a_multilingual_config_names_every_direction_in_codes(corpus, data, problem):
