@@ -32,11 +32,11 @@ from tests.helpers import digest, run_cli, tree_digest
 class Writer:
     """A command that writes to a path it is given (`{out}`), and what it reads: its output must never
     be any of these, nor lie in a folder of them (`run/...`, `export/...` and `files/...` name them).
-    A script's writer names the module whose `main(argv)` it runs."""
+    A script's writer names the module whose `main(argv)` it runs, or the shell script it starts."""
 
     command: str  # with {run}, {export}, {files}, {out} and {scratch} (a folder of the test's own)
     victims: tuple[str, ...]
-    script: str = ""  # scripts.gpu_check.__main__, ...; "" for an s2s command
+    script: str = ""  # scripts.gpu_check.__main__, ..., or fetch_multi30k.sh; "" for an s2s command
 
     def args(self, root: Path, out: Path, scratch: Path) -> list[str]:
         paths = {"run": root / "run", "export": root / "export", "files": root / "files", "out": out}
@@ -108,6 +108,9 @@ WRITERS = {
     "noisy_corpus --work": Writer(
         "--data {files}/data --work {out}", ("files", *MULTI30K_DIR), "scripts.noisy_corpus"
     ),
+    "fetch_multi30k.sh --out": Writer(
+        "--from {files}/data --out {out}", MULTI30K_DIR[:1], "fetch_multi30k.sh"
+    ),
     "serve_screenshot OUTPUT": Writer("{run} {out}", (*SOME_OF_RUN, *PREPARED), "scripts.serve_screenshot"),
 }
 FOLDER_VICTIMS = {"files", "run", *FOLDERS, *MULTI30K_DIR, *NEW_DIRS}  # no hard link to a folder
@@ -152,6 +155,11 @@ def run_writer(writer: Writer, args: list[str], monkeypatch: pytest.MonkeyPatch)
     if not writer.script:
         result = run_cli(*args)
         return result.exit_code, result.output
+    if writer.script.endswith(".sh"):
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / writer.script), *args], capture_output=True, text=True
+        )
+        return done.returncode, done.stdout + done.stderr
     module = importlib.import_module(writer.script)
     if writer.script == "scripts.gpu_check.__main__":
         monkeypatch.setattr(module, "run_step", lambda step, *_: StepResult(step.name, "skipped"))
