@@ -43,6 +43,9 @@ if [ -z "$out" ]; then
   out="data/multi30k"
   [ "$task" = task2 ] && out="data/multi30k_mono"
 fi
+if [ -n "$src" ] && [ "$(realpath -m "$src")" = "$(realpath -m "$out")" ]; then
+  echo "error: --out $out is --from $src: the copy would be made over the files it reads" >&2; exit 2
+fi
 base="https://raw.githubusercontent.com/multi30k/dataset/master/data/$task/raw"
 mkdir -p "$out"
 for f in $files; do

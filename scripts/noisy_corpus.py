@@ -39,6 +39,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from seq2seq.errors import Seq2SeqError
+from seq2seq.files import check_outputs
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "configs" / "multi30k_de_en.yaml"
 NOISE = {"misaligned": 0.10, "copy": 0.10, "french": 0.05}
@@ -47,11 +50,16 @@ RULES = {"copies": True, "langid": True, "dedup": True, "control_chars": True}
 VAL_QUANTILE = 0.9
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     work = Path(args.work).resolve()
-    work.mkdir(parents=True, exist_ok=True)
     data = Path(args.data).resolve()
+    try:  # the corpora, runs and results go to --work: never into Multi30k, nor around it
+        check_outputs({}, {"--data": data}, {"--work": work})
+    except Seq2SeqError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    work.mkdir(parents=True, exist_ok=True)
     make_corpora(data, work)
     results: dict = {"date": datetime.date.today().isoformat(), "machine": machine(), "systems": {}}
     train(work, "clean", corpora(work, "clean"), data, args.minutes, "de", "en")
@@ -68,7 +76,7 @@ def main() -> None:
     print(markdown(results))
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -77,7 +85,7 @@ def parse_args() -> argparse.Namespace:
         "--data", default="data/multi30k", help="Multi30k with train.{de,en,fr}, val, test_2016_flickr."
     )
     parser.add_argument("--minutes", type=float, default=15, help="Training budget of each model.")
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def s2s(*args: str) -> subprocess.CompletedProcess[str]:

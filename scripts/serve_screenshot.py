@@ -18,6 +18,11 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
+from seq2seq.checkpoint import run_parts
+from seq2seq.errors import Seq2SeqError
+from seq2seq.files import check_outputs
+from seq2seq.run.layout import RunDir
+
 SENTENCES = [
     "Ein Mann fährt mit dem Fahrrad über eine Brücke.",
     "Zwei Hunde spielen im Schnee.",
@@ -35,12 +40,17 @@ CHROMIUM_ARGS = [
 ]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    try:  # the screenshot is never one of the run's files, nor in its folders
+        check_outputs({"OUTPUT": args.output}, run_parts(RunDir(args.run_dir)))
+    except Seq2SeqError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     command = [sys.executable, "-m", "seq2seq", "serve", str(args.run_dir), "--port", "0", "--device", "cpu"]
     server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     assert server.stderr is not None
@@ -62,7 +72,8 @@ def main() -> None:
         server.send_signal(signal.SIGTERM)
         server.wait(60)
     print(args.output)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

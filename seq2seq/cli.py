@@ -171,7 +171,7 @@ def prepare(
             raise Seq2SeqError(
                 f"--sample {sample}: s2s keeps {SAMPLE_KEEP} dropped pairs per rule; ask 0 to {SAMPLE_KEEP}"
             )
-        plan = plan_preparation(config, overrides or [], overwrite)
+        plan = plan_preparation(config, overrides or [], overwrite, figure)
         setup_logging(logging.INFO)
         with claim(plan, DistInfo()) as claimed:
             setup_logging(logging.INFO, plan.run.log_file)

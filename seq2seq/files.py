@@ -2,7 +2,8 @@
 
 - An output path that names an input (the same file, even through a link or another spelling), or
   lies inside an input directory (an export, a run's tokenizer or checkpoints), is refused with a
-  `Seq2SeqError` before anything is opened for writing (`check_outputs`).
+  `Seq2SeqError` before anything is opened for writing (`check_outputs`); so is an input that lies
+  in a folder the command writes into (a run's tokenizer/ or prepared corpus, a work directory).
 - Content goes to a hidden temporary file in the output's directory, is flushed to disk, and only
   then renamed over the output (`atomic_output`): an error, Ctrl-C, SIGTERM or a full disk leaves
   the old file as it was. A kill -9 can leave a hidden `.NAME.*.tmp` file behind, never a half file.
@@ -55,22 +56,36 @@ def lies_in(path: Path, directory: Path) -> bool:
     return any(same_file(path, inside) for inside in directory.rglob("*") if inside.is_file())
 
 
-def check_outputs(outputs: Mapping[str, Path | None], inputs: Mapping[str, Path | None]) -> None:
+def check_outputs(
+    outputs: Mapping[str, Path | None],
+    inputs: Mapping[str, Path | None],
+    folders: Mapping[str, Path | None] | None = None,
+) -> None:
     """Refuse an output that is one of the inputs or lies inside an input directory, or two outputs
     that are one file.
 
     An input that is a directory (an export, a run's tokenizer/) is read as a whole, so nothing may be
-    written into it, not even a new file. Keys are how the user named each file (`--out`, `--ref`, `the
-    run's config.yaml`), so the message says which option to change.
+    written into it, not even a new file. `folders` are outputs that are directories the command
+    writes into or replaces (a run's tokenizer/, a work directory): besides, no input may lie in one.
+    Keys are how the user named each file (`--out`, `--ref`, `the run's config.yaml`), so the message
+    says which option to change.
     """
+    named_folders = [(label, path) for label, path in (folders or {}).items() if path is not None]
+    named_inputs = [(label, path) for label, path in inputs.items() if path is not None]
+    for label, folder in named_folders:
+        for other_label, other in named_inputs:
+            if lies_in(other, folder):
+                raise OutputError(
+                    f"{other_label} {other} lies in {label} {folder}, which s2s writes into; choose "
+                    f"another {label} or move it out"
+                )
     # a device or pipe (/dev/stdout) is never replaced, so writing to it cannot destroy an input
     named_outputs = [
         (label, path) for label, path in outputs.items() if path is not None and not _is_special(path)
     ]
-    named_inputs = [(label, path) for label, path in inputs.items() if path is not None]
-    for i, (label, path) in enumerate(named_outputs):
+    for i, (label, path) in enumerate([*named_outputs, *named_folders]):
         for other_label, other in named_inputs:
-            if other.is_dir() and lies_in(path, other):
+            if not other.is_file() and lies_in(path, other):  # a folder, or one still to be made
                 raise OutputError(
                     f"{label} {path} lies in {other_label} {other}, which s2s reads and never writes "
                     "into; choose an output path outside it"

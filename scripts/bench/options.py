@@ -6,7 +6,11 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.checkpoint import run_parts
+from seq2seq.config import data_files, load_config
 from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SECONDS, MAX_THREADS, MAX_VOCAB
+from seq2seq.files import check_outputs
+from seq2seq.run.layout import RunDir
 
 SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs", "hf")
 MODEL_NAMES = ("recipe", "base")
@@ -210,4 +214,19 @@ def parse(argv: list[str] | None) -> Options:
         raise UsageError(
             "--sections runs needs --runs A,B,... (trained run directories, the first the reference)"
         )
+    check_places(opts)
     return opts
+
+
+def check_places(opts: Options) -> None:
+    """--json and --work (whose corpora and runs the data section replaces) are none of what the
+    benchmarks read and hold none of it: the recipe and its data files, the runs, --src, --ref. A run
+    is read as `run_parts` say: a new file beside its config.yaml is allowed."""
+    reads: dict[str, Path | None] = {"--config": Path(opts.config), "--src": Path(opts.src)}
+    reads["--ref"] = Path(opts.ref) if opts.ref else None
+    if Path(opts.config).is_file():
+        reads |= {f"the recipe's data.{k}": Path(p) for k, p in data_files(load_config(opts.config)).items()}
+    for label, run in [("--run-dir", opts.run_dir), *(("--runs", r) for r in opts.runs)]:
+        if run:
+            reads |= {f"{label} {run}: {part}": path for part, path in run_parts(RunDir(run)).items()}
+    check_outputs({"--json": opts.json}, reads, {"--work": Path(opts.work) if opts.work else None})

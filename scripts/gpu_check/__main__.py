@@ -17,6 +17,8 @@ from scripts.gpu_check.process import run_step
 from scripts.gpu_check.steps import DRY_MAX_TOKENS, STEP_NAMES, STEPS
 from scripts.gpu_check.summary import write_results
 from seq2seq.config.bounds import MAX_SECONDS
+from seq2seq.errors import Seq2SeqError
+from seq2seq.files import check_outputs
 
 DRY_LINES = {"train": 1000, "val": 16, "test_2016_flickr": 4}  # the dry run's share of each file
 OUT_FILES = ("summary.md", "steps.json", "gpu_check.log", "cuda_tests.xml", "bench_train.json")
@@ -53,7 +55,18 @@ def parse(argv: list[str] | None) -> Check:
     work = Path(a.work or Path(tempfile.gettempdir()) / "gpu_check_work").resolve()
     check = Check(Path(data).resolve(), out, work, a.dry_run, a.tests, steps, a.budget)
     check_multi30k(check.data)
+    check_places(check)
     return check
+
+
+def check_places(check: Check) -> None:
+    """Neither --work (whose data/ gets the Multi30k lines, whose runs are replaced) nor --out may be
+    or lie in what the check reads, nor hold it: the Multi30k files, the tests, the recipe."""
+    reads = {"--data": check.data, "--tests": Path(check.tests), "the recipe": RECIPE}
+    try:
+        check_outputs({}, reads, {"--work": check.work, "--out": check.out})
+    except Seq2SeqError as e:
+        raise UsageError(str(e)) from None
 
 
 def check_multi30k(data: Path) -> None:

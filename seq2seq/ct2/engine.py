@@ -162,7 +162,7 @@ class CT2Translator:
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
         """The export's decode config with what the command line asks on top (`decode_options`)."""
-        return decode_options(asked, self.config.decode)
+        return decode_options(asked, self.config.decode, self.config.model.max_positions)
 
     def translate(
         self,

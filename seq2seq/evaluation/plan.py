@@ -69,7 +69,9 @@ def plan_evaluation(
     if (to or pivot) and files.hyps:
         option = "--to" if to else "--pivot"
         raise EvaluateError(f"{option} chooses how RUN_DIR translates; --hyp files are already translated")
-    decoding = decode_options(asked, run.decode if run is not None else DecodeConfig())
+    decoding = decode_options(
+        asked, run.decode if run else DecodeConfig(), run.model.max_positions if run else None
+    )
     if not files.hyps:
         files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
     report = files.report / "index.html" if files.report else None

@@ -13,17 +13,21 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import InitSource, check_can_init, init_source
-from seq2seq.config import Config, check_data_files, load_config
+from seq2seq.checkpoint import InitSource, check_can_init, init_source, run_parts
+from seq2seq.config import Config, check_data_files, data_files, load_config
 from seq2seq.data.corpora import check_aligned
 from seq2seq.data.parallel import read_parallel
+from seq2seq.data.prepared import prepared_corpus_dir
 from seq2seq.device import autocast_dtype
 from seq2seq.errors import RunDirError
+from seq2seq.files import check_outputs, same_file
 from seq2seq.run.change import Mode
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo, training_device
 from seq2seq.training.shrink import LAYER_COUNTS, chosen_layers
 from seq2seq.training.tensorboard_log import check_available as check_tensorboard
+
+Paths = dict[str, Path | None]  # what a command reads or writes, by how the user named each
 
 
 @dataclass(frozen=True)
@@ -79,14 +83,20 @@ def plan_training(
     return _plan(cfg, config_file, mode), valid, train_device
 
 
-def plan_preparation(config_file: Path, overrides: list[str], overwrite: bool = False) -> RunPlan:
+def plan_preparation(
+    config_file: Path, overrides: list[str], overwrite: bool = False, figure: Path | None = None
+) -> RunPlan:
     """`s2s prepare`'s plan: a run that has started keeps its tokenizer and must keep its data, unless
-    `overwrite` replaces it (with the tokenizer and the prepared corpus, which `s2s train` then uses)."""
+    `overwrite` replaces it (with the tokenizer and the prepared corpus, which `s2s train` then uses).
+    The `figure` it draws may be none of what it reads or writes."""
     cfg = checked_config(config_file, overrides)
     check_aligned(cfg.data.training_corpora())
-    if overwrite:
-        return _plan(cfg, config_file, "overwrite")
-    return _plan(cfg, config_file, "resume" if RunDir(cfg.run_dir).started() else "new")
+    mode: Mode = "overwrite" if overwrite else "resume" if RunDir(cfg.run_dir).started() else "new"
+    plan = _plan(cfg, config_file, mode)
+    if figure is not None:
+        reads, files, folders = run_outputs(plan)
+        check_outputs({"--figure": figure}, {**reads, **files, **folders, **run_parts(plan.run)})
+    return plan
 
 
 def checked_config(config_file: Path, overrides: list[str]) -> Config:
@@ -128,4 +138,31 @@ def _plan(cfg: Config, config_file: Path, mode: Mode) -> RunPlan:
         check_can_init(init, cfg, may_differ=[f"model.{key}" for key in LAYER_COUNTS])
         source = init.run.load_config().model
         init = dataclasses.replace(init, layers=chosen_layers(source, cfg, str(init.run.path)))
-    return RunPlan(cfg, RunDir(cfg.run_dir), config_file, mode, init)
+    plan = RunPlan(cfg, RunDir(cfg.run_dir), config_file, mode, init)
+    reads, files, folders = run_outputs(plan)
+    check_outputs(files, reads, folders)
+    return plan
+
+
+def run_outputs(plan: RunPlan) -> tuple[Paths, Paths, Paths]:
+    """What `s2s train` and `s2s prepare` read (the config, the data files, the weights and tokenizer
+    a fine-tuned run starts from), and what they write: the run's files, and the folders they write
+    into (the tokenizer, the checkpoints, the prepared corpus). The config may be the run's own
+    config.yaml (`s2s train RUN/config.yaml --resume`), which is saved again."""
+    cfg, run = plan.cfg, plan.run
+    reads: Paths = {f"data.{key}": Path(path) for key, path in data_files(cfg).items()}
+    if not same_file(plan.config_file, run.config_file):
+        reads["the config file"] = plan.config_file
+    if plan.init is not None:
+        reads["train.init_from"] = plan.init.checkpoint
+        reads["train.init_from's tokenizer/"] = plan.init.run.tokenizer_dir
+    own = (run.config_file, run.inputs_file, run.log_file, run.metrics_file, run.marker_file)
+    files: Paths = {f"run_dir's {path.name}": path for path in own}
+    prepared = "data.prepared_dir" if cfg.data.prepared_dir else "run_dir's prepared/"
+    folders: Paths = {
+        "run_dir's tokenizer/": run.tokenizer_dir,
+        "run_dir's checkpoints/": run.checkpoint_dir,
+        "run_dir's tensorboard/": run.tensorboard_dir,
+        prepared: prepared_corpus_dir(cfg),
+    }
+    return reads, files, folders

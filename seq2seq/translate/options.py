@@ -55,10 +55,18 @@ class DecodeOptions:
     checkpoints: tuple[str, ...]  # at least one
 
 
-def decode_options(asked: DecodeOverrides, decode: DecodeConfig) -> DecodeOptions:
-    """The run's `decode` config with what was asked on top, checked against every rule."""
+def decode_options(
+    asked: DecodeOverrides, decode: DecodeConfig, max_positions: int | None = None
+) -> DecodeOptions:
+    """The run's `decode` config with what was asked on top, checked against every rule; with the
+    model's `max_positions`, against what it can write too."""
     check_sampling(asked)
     check_length_norm(asked)
+    if max_positions is not None and asked.min_len is not None and asked.min_len >= max_positions - 1:
+        raise Seq2SeqError(
+            f"--min-len {asked.min_len}: the model writes at most {max_positions - 2} tokens "
+            f"(model.max_positions {max_positions}); ask fewer"
+        )
     base = config_search(decode)
     beam = 1 if asked.sampling else given(asked.beam, base.beam)
     search = dataclasses.replace(

@@ -65,7 +65,8 @@ def load_run_translator(
 ) -> tuple[Translator, DecodeOptions]:
     """RUN_DIR's translator and the options asked of it, once no output (named as the command line
     names it) is known to replace an input."""
-    options = decode_options(asked, RunDir(run_dir).load_config().decode)
+    cfg = RunDir(run_dir).load_config()
+    options = decode_options(asked, cfg.decode, cfg.model.max_positions)
     check_outputs(outputs, {"-i/--input": input, **run_inputs(run_dir, options.checkpoints)})
     return Translator.load(run_dir, options.checkpoints, placement), options
 

@@ -240,7 +240,7 @@ class Translator:
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
         """The run's decode config with what the command line asks on top (`decode_options`)."""
-        return decode_options(asked, self.config.decode)
+        return decode_options(asked, self.config.decode, self.config.model.max_positions)
 
     def translate(
         self,

@@ -251,6 +251,15 @@ def test_a_number_out_of_its_range_is_refused_when_the_options_are_read(run_copy
     assert tree_digest(run_copy.run) == before
 
 
+@pytest.mark.parametrize("command", ["translate", "evaluate", "serve"])
+def test_a_shortest_output_the_model_cannot_write_is_refused(run_copy, tmp_path, command):
+    """--min-len against the run's model.max_positions (64 in the tiny run: 62 tokens and </s>)."""
+    result = run_cli(*command_args(command, "--min-len", run_copy, tmp_path), "--min-len", "63")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: --min-len 63: the model writes at most 62 tokens")
+    assert not (tmp_path / "out").exists()
+
+
 def multi30k(tmp_path: Path) -> Path:
     """A directory with Multi30k's six files, one line each."""
     data = tmp_path / "data"

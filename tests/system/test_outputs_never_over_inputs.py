@@ -1,12 +1,17 @@
-"""No command writes over or into what it reads: an output that is one of the command's inputs, a file
-of the run (config, tokenizer, checkpoints, records) or of an export, or a path inside the run's
-folders or the export, spelled any way (relative, `..`, a symlink, a symlinked folder, a hard link),
-is refused (exit 2) and nothing there changes; `train --overwrite` refuses to clear a run directory
-holding its own data."""
+"""No command or script writes over or into what it reads: an output that is one of the command's
+inputs (a corpus, the config, the test set), a file of the run (config, tokenizer, checkpoints,
+records, the prepared corpus) or of an export, or a path inside the run's folders or the export, spelled
+any way (relative, `..`, a symlink, a symlinked folder, a hard link), is refused (exit 2) and nothing
+there changes; so is a folder a command writes into that holds what it reads (a prepared corpus or a
+work directory around the data); `train --overwrite` refuses to clear a run directory holding its own
+data."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
+import io
 import os
 import shutil
 import subprocess
@@ -18,35 +23,48 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, write_corpus
+from scripts.gpu_check.check import MULTI30K, StepResult
+from tests.conftest import ROOT, tiny_config_dict, write_corpus
 from tests.helpers import digest, run_cli, tree_digest
 
 
 @dataclass(frozen=True)
 class Writer:
     """A command that writes to a path it is given (`{out}`), and what it reads: its output must never
-    be any of these, nor lie in a folder of them (`run/...`, `export/...` and `files/...` name them)."""
+    be any of these, nor lie in a folder of them (`run/...`, `export/...` and `files/...` name them).
+    A script's writer names the module whose `main(argv)` it runs, or the shell script it starts."""
 
-    command: str  # with {run}, {export}, {files} and {out}
+    command: str  # with {run}, {export}, {files}, {out} and {scratch} (a folder of the test's own)
     victims: tuple[str, ...]
+    script: str = ""  # scripts.gpu_check.__main__, ..., or fetch_multi30k.sh; "" for an s2s command
 
-    def args(self, root: Path, out: Path) -> list[str]:
+    def args(self, root: Path, out: Path, scratch: Path) -> list[str]:
         paths = {"run": root / "run", "export": root / "export", "files": root / "files", "out": out}
-        return [word.format(**paths) for word in self.command.split()]
+        return [word.format(**paths, scratch=scratch) for word in self.command.split()]
 
 
 RUN_FILES = ("config.yaml", "inputs.json", "metrics.jsonl", "train.log", "tokenizer/spm.model")
 CHECKPOINTS = ("checkpoints/best.pt", "checkpoints/last.pt", "checkpoints/step_6.pt")
 RUN = tuple(f"run/{p}" for p in (*RUN_FILES, *CHECKPOINTS, "tokenizer/new.txt", "checkpoints/new.txt"))
+PREPARED = ("run/prepared/train/manifest.json", "run/prepared/new.png")  # the run's prepared corpus
+SOME_OF_RUN = ("run/config.yaml", "run/metrics.jsonl", "run/tokenizer/new.txt", "run/checkpoints/best.pt")
 EXPORT = tuple(
     f"export/{p}"
     for p in ("model.bin", "config.json", "shared_vocabulary.json", "s2s.json", "tokenizer/spm.model")
 ) + ("export/new.txt", "export/source_vocabulary.json")  # new files an export would read
-FOLDERS = ("run/tokenizer", "run/checkpoints")  # whose new index.html or export would lie in them
+FOLDERS = ("run/tokenizer", "run/checkpoints", "run/prepared")  # whose index.html or export would lie in them
+NEW_DIRS = ("run/tokenizer/new", "run/checkpoints/new", "run/prepared/new")
 EVALUATE = "evaluate {run} --src {files}/test.src --ref {files}/test.tgt"
 TEST_SET = ("files/test.src", "files/test.tgt")
+CORPUS = ("files/config.yaml", "files/train.src", "files/train.tgt", "files/valid.src")  # a new run's
+MULTI30K_DIR = ("files/data", "files/data/inside")  # what --data names, and a folder in it
+GPU_CHECK = "--dry-run {files}/data --steps machine"
+BENCH = "--sections train --device cpu --config {files}/config.yaml --run-dir {run} --src {files}/test.src"
+BENCH += " --ref {files}/test.tgt"
 WRITERS = {
-    "translate -o": Writer("translate {run} -i {files}/test.src -o {out}", (*RUN, "files/test.src")),
+    "translate -o": Writer(
+        "translate {run} -i {files}/test.src -o {out}", (*RUN, *PREPARED, "files/test.src")
+    ),
     "translate --engine ctranslate2 -o": Writer(
         "translate {export} --engine ctranslate2 -i {files}/test.src -o {out}", (*EXPORT, "files/test.src")
     ),
@@ -56,12 +74,46 @@ WRITERS = {
     "evaluate --hyp --json": Writer(
         "evaluate --hyp {files}/hyp.txt --ref {files}/test.tgt --json {out}", ("files/hyp.txt", TEST_SET[1])
     ),
+    "evaluate RUN --hyp --report": Writer(
+        "evaluate {run} --hyp {files}/hyp.txt --ref {files}/test.tgt --report {out}", FOLDERS
+    ),
+    "score -o": Writer(
+        "score {run} --src {files}/test.src --tgt {files}/test.tgt -o {out}", (*RUN, *TEST_SET)
+    ),
     "average --output": Writer(
         "average {run} --last 1 --output {out}",
         (*(f"run/{p}" for p in CHECKPOINTS), "run/checkpoints/step_99.pt", "run/tokenizer/new.pt"),
     ),
-    "export OUT_DIR": Writer("export {run} {out}", ("run/tokenizer/new", "run/checkpoints/new")),
+    "export OUT_DIR": Writer("export {run} {out}", NEW_DIRS),
+    "export --to huggingface OUT_DIR": Writer("export {run} {out} --to huggingface", NEW_DIRS),
+    "prepare --figure": Writer(
+        "prepare {run}/config.yaml --set run_dir={run} --figure {out}", (*RUN, *PREPARED)
+    ),
+    "prepare (a new run) --figure": Writer("prepare {files}/config.yaml --figure {out}", CORPUS),
+    "train data.prepared_dir": Writer(
+        "train {files}/config.yaml --set data.prepared_dir={out}", ("files", "files/train.src")
+    ),
+    "gpu_check --work": Writer(
+        f"{GPU_CHECK} --work {{out}} --out {{scratch}}/out",
+        ("files", *MULTI30K_DIR),
+        "scripts.gpu_check.__main__",
+    ),
+    "gpu_check --out": Writer(
+        f"{GPU_CHECK} --work {{scratch}}/work --out {{out}}", MULTI30K_DIR, "scripts.gpu_check.__main__"
+    ),
+    "bench --json": Writer(
+        f"{BENCH} --json {{out}}", (*SOME_OF_RUN, *PREPARED, *TEST_SET, *CORPUS), "scripts.bench.__main__"
+    ),
+    "bench --work": Writer(f"{BENCH} --work {{out}}", ("files", "run", *FOLDERS), "scripts.bench.__main__"),
+    "noisy_corpus --work": Writer(
+        "--data {files}/data --work {out}", ("files", *MULTI30K_DIR), "scripts.noisy_corpus"
+    ),
+    "fetch_multi30k.sh --out": Writer(
+        "--from {files}/data --out {out}", MULTI30K_DIR[:1], "fetch_multi30k.sh"
+    ),
+    "serve_screenshot OUTPUT": Writer("{run} {out}", (*SOME_OF_RUN, *PREPARED), "scripts.serve_screenshot"),
 }
+FOLDER_VICTIMS = {"files", "run", *FOLDERS, *MULTI30K_DIR, *NEW_DIRS}  # no hard link to a folder
 
 
 def spell(victim: Path, how: str, scratch: Path) -> Path:
@@ -86,25 +138,68 @@ def spell(victim: Path, how: str, scratch: Path) -> Path:
 
 
 SPELLINGS = ("as given", "relative", "through ..", "symlink", "symlinked folder", "hard link")
-NOT_YET = {"new", "new.txt", "new.pt", "step_99.pt", "source_vocabulary.json"}  # no hard link to these
+NOT_YET = {"new", "new.txt", "new.pt", "new.png", "step_99.pt", "source_vocabulary.json", "inside"}
 CASES = [
     (w, v, how)
     for w, writer in WRITERS.items()
     for v in writer.victims
     for how in SPELLINGS
-    if how != "hard link" or not (Path(v).name in NOT_YET or v in FOLDERS)
+    if how != "hard link" or not (Path(v).name in NOT_YET or v in FOLDER_VICTIMS)
 ]
+NEEDS = {"serve_screenshot OUTPUT": ("playwright", "the screenshot needs playwright (s2s[dev])")}
+
+
+def run_writer(writer: Writer, args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """The writer's exit code and what it printed: an s2s command through `run_cli`, a script's
+    `main(argv)` in this process, its work past its checks made quick (no step, no section runs)."""
+    if not writer.script:
+        result = run_cli(*args)
+        return result.exit_code, result.output
+    if writer.script.endswith(".sh"):
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / writer.script), *args], capture_output=True, text=True
+        )
+        return done.returncode, done.stdout + done.stderr
+    module = importlib.import_module(writer.script)
+    if writer.script == "scripts.gpu_check.__main__":
+        monkeypatch.setattr(module, "run_step", lambda step, *_: StepResult(step.name, "skipped"))
+    if writer.script == "scripts.bench.__main__":
+        monkeypatch.setattr(module, "run_sections", lambda *_: {"skipped": [], "failed": {}, "targets": {}})
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        try:
+            code = module.main(args)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return code or 0, printed.getvalue()
 
 
 @pytest.fixture(scope="module")
-def pristine(trained_run, tmp_path_factory) -> Path:
+def places(tmp_path_factory) -> tuple[Path, Path]:
+    """Where `pristine` and the module's working copy of it (`workspace`) go."""
+    return tmp_path_factory.mktemp("pristine"), tmp_path_factory.mktemp("protected") / "root"
+
+
+@pytest.fixture(scope="module")
+def pristine(trained_run, places) -> Path:
     """A folder holding `run/` (a copy of the tiny run), `export/` (its CTranslate2 export, when
-    CTranslate2 is installed) and `files/` (a test set and hypotheses): what the commands read."""
-    root = tmp_path_factory.mktemp("pristine")
+    CTranslate2 is installed) and `files/`: a test set and hypotheses, a corpus with a config naming
+    it (as the working copy's paths, so that both hold the same bytes) and Multi30k's files in data/."""
+    root, copy = places
     shutil.copytree(trained_run("tiny").run, root / "run")
-    (root / "files").mkdir()
-    _, ref = write_corpus(root / "files", "test", 6, seed=5)
-    shutil.copy(ref, root / "files" / "hyp.txt")
+    files = root / "files"
+    files.mkdir()
+    _, ref = write_corpus(files, "test", 6, seed=5)
+    shutil.copy(ref, files / "hyp.txt")
+    raw = tiny_config_dict(files)  # its corpus: files/data/{train,valid}.{src,tgt}
+    for name in ("train.src", "train.tgt", "valid.src", "valid.tgt"):
+        (files / "data" / name).rename(files / name)
+    for key in ("train_src", "train_tgt", "valid_src", "valid_tgt"):
+        raw["data"][key] = str(copy / "files" / Path(raw["data"][key]).name)
+    raw["run_dir"] = str(copy / "new_run")
+    (files / "config.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    for name in MULTI30K:
+        (files / "data" / name).write_text("ein Satz\n" if name.endswith(".de") else "a sentence\n")
     if importlib.util.find_spec("ctranslate2") is not None:
         result = run_cli("export", str(root / "run"), str(root / "export"))
         assert result.exit_code == 0, result.output
@@ -112,10 +207,9 @@ def pristine(trained_run, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def workspace(pristine, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("protected") / "root"
-    shutil.copytree(pristine, root, symlinks=True)
-    return root
+def workspace(pristine, places) -> Path:
+    shutil.copytree(pristine, places[1], symlinks=True)
+    return places[1]
 
 
 @pytest.fixture
@@ -129,16 +223,19 @@ def protected(pristine, workspace) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize(("writer", "victim", "how"), CASES, ids=[" | ".join(c) for c in CASES])
-def test_no_command_writes_over_or_into_what_it_reads(protected, tmp_path, writer, victim, how):
-    """Every output a command takes, spelled every way, is refused when it is (or lies in the folder
-    of) a file the command reads: the run, the export, an input; nothing under them changes."""
+def test_no_command_writes_over_or_into_what_it_reads(protected, tmp_path, monkeypatch, writer, victim, how):
+    """Every output a command or script takes, spelled every way, is refused when it is (or lies in the
+    folder of, or is a folder around) a file the command reads: the run, the export, an input; nothing
+    under them changes."""
     if victim.startswith("export/") and not (protected / "export").is_dir():
         pytest.skip("CTranslate2 is an optional extra: s2s[ct2]")
+    if (need := NEEDS.get(writer)) and importlib.util.find_spec(need[0]) is None:
+        pytest.skip(need[1])
     out = spell(protected / victim, how, tmp_path)
     before = tree_digest(protected)
-    result = run_cli(*WRITERS[writer].args(protected, out))
-    assert result.exit_code == 2, result.output
-    assert "error:" in result.output and "Traceback" not in result.output
+    code, output = run_writer(WRITERS[writer], WRITERS[writer].args(protected, out, tmp_path), monkeypatch)
+    assert code == 2, output
+    assert "error:" in output and "Traceback" not in output
     assert tree_digest(protected) == before  # nothing replaced, nothing new
 
 
@@ -148,7 +245,7 @@ def test_a_new_file_beside_the_run_is_allowed(protected, tmp_path, writer):
     config.yaml (where `s2s evaluate` puts its translations), is written."""
     out = protected / "run" / f"{writer.split()[0]}.new"
     try:
-        result = run_cli(*WRITERS[writer].args(protected, out))
+        result = run_cli(*WRITERS[writer].args(protected, out, tmp_path))
         assert result.exit_code == 0, result.output
         assert out.is_file() or out.with_name(out.name + ".pt").is_file()
     finally:
