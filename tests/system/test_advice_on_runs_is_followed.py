@@ -34,9 +34,14 @@ def test_a_trained_run_is_continued_as_advised(run_copy):
 
 
 @pytest.mark.slow
-def test_a_diverged_run_is_continued_as_advised(run_copy):
-    more = ("--set", "train.max_steps=14")
-    message = refused("train", str(run_copy.config), "--resume", *more, "--set", "train.lr=1e30")
+def test_a_diverged_run_is_continued_as_advised(run_copy, monkeypatch):
+    from seq2seq.training.loss import TrainingLoss
+
+    real_loss = TrainingLoss.forward
+    with monkeypatch.context() as patched:  # a loss that turns non-finite: the run diverges
+        patched.setattr(TrainingLoss, "forward", lambda *a, **k: real_loss(*a, **k) * float("nan"))
+        more = ("--set", "train.max_steps=14")
+        message = refused("train", str(run_copy.config), "--resume", *more)
     assert message.startswith("training diverged")
     resumed, _ = advice(message, "train", {})  # or start over with --overwrite (an option of train's)
     succeeds("train", str(run_copy.config), *resumed, *more)
