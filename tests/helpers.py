@@ -3,6 +3,7 @@ to show that a command changed nothing."""
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
 import os
@@ -14,10 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 from click.testing import Result
 from typer.testing import CliRunner
 
+from seq2seq import files
 from seq2seq.cli import app
 from seq2seq.training.trainer import Trainer
 
@@ -110,3 +113,16 @@ def stopped_before(step: int, killed: bool = False) -> Callable[..., Any]:
         return train_step(self, *args, **kwargs)
 
     return step_or_stop
+
+
+def count_checksums(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
+    """How many times each file (by name) is hashed by the run's checks and the tokenizer from now on."""
+    hashed: collections.Counter[str] = collections.Counter()
+
+    def counting(path: Path) -> str:
+        hashed[Path(path).name] += 1
+        return files.file_sha256(path)
+
+    for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
+        monkeypatch.setattr(f"{module}.file_sha256", counting)
+    return hashed

@@ -1,4 +1,3 @@
-import collections
 import errno
 import gzip
 import json
@@ -15,7 +14,6 @@ import pytest
 import torch
 import yaml
 
-from seq2seq import files
 from seq2seq.checkpoint import atomic_save, inference_weights, load_checkpoint
 from seq2seq.config import config_from_dict
 from seq2seq.data.parallel import ParallelData
@@ -30,7 +28,7 @@ from seq2seq.training.setup import claim, make_inputs
 from seq2seq.training.trainer import Trainer, train
 from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict, write_corpus
-from tests.helpers import run_cli
+from tests.helpers import count_checksums, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -413,14 +411,7 @@ def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
     plan, valid, device = plan_training(config, quick, "cpu", "new", DistInfo())
     with claim(plan, DistInfo()) as claimed:
         train(plan, make_inputs(claimed, valid, DistInfo()), DistInfo(), device)
-    hashed: collections.Counter[str] = collections.Counter()
-
-    def counting(path: Path) -> str:
-        hashed[Path(path).name] += 1
-        return files.file_sha256(path)
-
-    for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
-        monkeypatch.setattr(f"{module}.file_sha256", counting)
+    hashed = count_checksums(monkeypatch)
     plan, valid, _ = plan_training(config, [], "cpu", "resume", DistInfo())
     with claim(plan, DistInfo()) as claimed:
         inputs = make_inputs(claimed, valid, DistInfo())

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import collections
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
 
-from seq2seq import files
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.training import setup
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.plan import plan_preparation, plan_training, run_mode
 from seq2seq.training.setup import claim, make_inputs
 from tests.conftest import tiny_config_dict
+from tests.helpers import count_checksums
 
 
 def write_config(tmp_path: Path) -> tuple[Path, dict]:
@@ -79,14 +78,7 @@ def test_prepare_plans_to_resume_a_started_run(tmp_path):
 @pytest.mark.slow
 def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
     config, raw = write_config(tmp_path)
-    hashed: collections.Counter[str] = collections.Counter()
-
-    def counting(path: Path) -> str:
-        hashed[Path(path).name] += 1
-        return files.file_sha256(path)
-
-    for module in ("seq2seq.run.checks", "seq2seq.data.tokenizer"):
-        monkeypatch.setattr(f"{module}.file_sha256", counting)
+    hashed = count_checksums(monkeypatch)
     plan, valid, _ = plan_training(config, [], None, "new", DistInfo())
     with claim(plan, DistInfo()) as claimed:
         inputs = make_inputs(claimed, valid, DistInfo())
