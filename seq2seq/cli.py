@@ -212,7 +212,7 @@ def translate(
     quantize: opt.Quantize = None,
     scores: opt.Scores = False,
     keep_unk: opt.KeepUnk = False,
-    engine: opt.Engine = "s2s",
+    engine: opt.Engine = "auto",
     tag: opt.Tag = "",
     to: opt.To = "",
     pivot: opt.Pivot = "",
@@ -290,6 +290,7 @@ def evaluate(
     device: opt.DecodeDevice = "auto",
     precision: opt.Precision = "auto",
     quantize: opt.Quantize = None,
+    engine: opt.Engine = "auto",
     tag: opt.Tag = "",
     to: opt.To = "",
     pivot: opt.Pivot = "",
@@ -300,6 +301,7 @@ def evaluate(
     A reader's predictions get accuracy and macro-F1 (classify) or token accuracy and span F1 (tag).
     Several --hyp files are compared with sacrebleu's paired bootstrap test against the first.
     """
+    from seq2seq.commands.engines import choose_engine
     from seq2seq.evaluation.metrics import MetricOptions
     from seq2seq.evaluation.plan import EvaluateFiles, plan_evaluation, run_evaluation
     from seq2seq.evaluation.record import format_table, write_json
@@ -316,14 +318,16 @@ def evaluate(
         )  # fmt: skip
         plan = plan_evaluation(files, task, asked, tag, to, pivot)
         metrics = MetricOptions(tokenize, lowercase, chrf_plus)
-        result, translator = run_evaluation(plan, metrics, Placement(device, precision, quantize), bootstrap)
+        placement = Placement(device, precision, quantize)
+        load = lambda: choose_engine(run_dir or Path(), engine, asked, placement).engine  # noqa: E731
+        result, translated = run_evaluation(plan, metrics, load, bootstrap)
         typer.echo(format_table(result))
         if json_file is not None:
             write_json(result, json_file)
         if report is not None:
             from seq2seq.evaluation.report import write_report
 
-            log.info("report written to %s", write_report(result, report, translator))
+            log.info("report written to %s", write_report(result, report, translated))
 
 
 @app.command()
@@ -408,7 +412,7 @@ def serve(
     timeout: opt.Timeout = 60.0,
     cors_origin: opt.CorsOrigins = None,
     to: opt.To = "",
-    engine: opt.Engine = "s2s",
+    engine: opt.Engine = "auto",
     verbose: opt.LogRequests = False,
 ) -> None:
     """Serve RUN_DIR (or a CTranslate2 export, --engine ctranslate2) over HTTP: a JSON API and a page

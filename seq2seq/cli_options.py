@@ -192,7 +192,12 @@ NBest = Annotated[
 Scores = Annotated[bool, Option(help="Append each hypothesis' score after a tab.")]
 KeepUnk = Annotated[bool, Option(help="Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")]
 Engine = Annotated[
-    str, Option(help="s2s (PyTorch), or ctranslate2: RUN_DIR is then a directory made by `s2s export`.")
+    str,
+    Option(
+        help="auto (CTranslate2 on a CPU where it runs everything asked, its export made on first use "
+        "into the cache: `s2s cache`; else s2s), s2s (s2s's own decoder) or ctranslate2. RUN_DIR may "
+        "also be a directory made by `s2s export`."
+    ),
 ]
 
 # `s2s export`

@@ -83,6 +83,7 @@ def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
     from seq2seq.ct2.engine import CT2Translator, Threads
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
+    from seq2seq.translate.request import Request
     from seq2seq.translate.translator import Translator
 
     if spec["engine"] == "ctranslate2":
@@ -97,10 +98,11 @@ def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
         translator.at_once = spec["at_once"]
         dtype = str(translator.dtype or "float32").removeprefix("torch.")
     settings = translator.options(DecodeOverrides(beam=spec["beam"])).search
+    request = Request(settings, spec["max_tokens"], scores=False)
 
     def translate(lines: list[str]) -> list[str]:
         # no scores asked, as `s2s translate` without --scores (and as CTranslate2 called directly)
-        return [t.texts[0] for t in translator.translate(lines, settings, spec["max_tokens"], scores=False)]
+        return [t.texts[0] for t in translator.translate(lines, request)]
 
     return translate, dtype
 

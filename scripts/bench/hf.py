@@ -86,11 +86,12 @@ def _ctranslate2(spec: dict[str, Any]) -> Any:
 def _lines_of(translator: Any, beam: int) -> Any:
     """`translate(lines) -> lines` with an s2s translator (its own decoder or its CTranslate2 engine)."""
     from seq2seq.translate.options import DecodeOverrides
+    from seq2seq.translate.request import Request
 
-    options = translator.options(DecodeOverrides(beam=beam))
+    request = Request.of(translator.options(DecodeOverrides(beam=beam)), scores=False)
 
     def translate(lines: list[str]) -> list[str]:
-        results = translator.translate(lines, options.search, options.max_tokens, scores=False)
+        results = translator.translate(lines, request)
         return [t.texts[0] for t in results]
 
     return translate

@@ -46,6 +46,7 @@ from scripts.bench.workers import ROOT
 from seq2seq.data.textio import read_lines
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 
 SERVING = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)/")
@@ -108,11 +109,10 @@ class Mixed:
 
 def offline(translator: Translator, lines: list[str], beam: int) -> tuple[list[str], float]:
     """Translations of `lines` in one batched call, and its sentences per second."""
-    settings = translator.options(DecodeOverrides(beam=beam)).search
-    budget = translator.config.decode.max_tokens
-    translator.translate(lines[:WARMUP_REQUESTS], settings, budget)
+    request = Request.of(translator.options(DecodeOverrides(beam=beam)))
+    translator.translate(lines[:WARMUP_REQUESTS], request)
     start = time.perf_counter()
-    texts = [t.texts[0] for t in translator.translate(lines, settings, budget)]
+    texts = [t.texts[0] for t in translator.translate(lines, request)]
     return texts, len(lines) / (time.perf_counter() - start)
 
 

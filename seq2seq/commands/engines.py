@@ -1,41 +1,169 @@
-"""Which engine decodes: s2s's own decoder over a run, or CTranslate2 over an export of one."""
+"""Which engine decodes: the one place that chooses, for translate, evaluate and serve alike.
+
+`--engine auto` (the default) takes the fastest engine that can run the request. On a CPU that is
+CTranslate2 (about twice s2s's own decoder in int8: README, Benchmarks) over an export made on first
+use into the export cache (`seq2seq.ct2.cache`), when the run's family and every option asked are
+supported there; else s2s's own decoder, which stays the reference and the engine of what CTranslate2
+cannot run (ensembles, readers, families the export does not hold, s2s's --precision). On a GPU it
+keeps s2s's decoder until the GPU check has measured both engines there. One log line says which and
+why. `--engine s2s|ctranslate2` forces one; forcing one that cannot run the request is an error.
+
+The chosen engine is handed down as a value (`Chosen`): nothing below asks which engine it holds.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
-from seq2seq.translate.options import DecodeOptions, DecodeOverrides
+from seq2seq.run.layout import RunDir
+from seq2seq.translate import resume
+from seq2seq.translate.engine import Engine
+from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import Placement
-from seq2seq.translate.streams import load_run_translator
-from seq2seq.translate.translator import Translator
 
 if TYPE_CHECKING:
-    from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.translate.translator import Translator
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("auto", "s2s", "ctranslate2")
+EXPORT_INFO = "s2s.json"  # what marks a CTranslate2 export (`seq2seq.ct2.export.EXPORT_INFO`)
 
 
-def load_translator(
-    run_dir: Path,
+@dataclass(frozen=True)
+class Chosen:
+    """The engine a command decodes with, the options asked of it, and why it was chosen."""
+
+    engine: Engine
+    options: DecodeOptions
+    name: str  # s2s or ctranslate2: what records and messages say
+    reason: str
+    own: Translator | None = None  # s2s's decoder, when it decodes: what continuous batching joins
+
+
+def choose_engine(
+    path: Path,
     engine: str,
     asked: DecodeOverrides,
     placement: Placement,
-    input: Path | None,
-    outputs: Mapping[str, Path | None],
-) -> tuple[Translator | CT2Translator, DecodeOptions]:
-    """The translator of `engine` for RUN_DIR and the options asked of it, once no output is known to
-    replace an input."""
-    if engine == "ctranslate2":
-        from seq2seq.ct2.engine import CT2Translator  # CTranslate2 is an extra: imported when asked for
-
+    input: Path | None = None,
+    outputs: Mapping[str, Path | None] | None = None,
+) -> Chosen:
+    """The engine `engine` (auto, s2s, ctranslate2) names for PATH (a run, or an export of one) and
+    the options asked of it, once no output (named as the command line names it) is known to replace
+    an input: nothing is loaded or exported before."""
+    if engine not in ENGINES:
+        raise Seq2SeqError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    outputs = outputs or {}
+    if (Path(path) / EXPORT_INFO).is_file():
+        if engine == "s2s":
+            raise Seq2SeqError(
+                f"{path} is a CTranslate2 export (`s2s export`): s2s's decoder reads a run directory; "
+                "give the run, or leave --engine out"
+            )
         if asked.checkpoints:
             raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
         # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-        check_outputs(outputs, {"-i/--input": input, "the export": run_dir})
-        translator = CT2Translator.load(run_dir, placement)
-        return translator, translator.options(asked)
-    if engine != "s2s":
-        raise Seq2SeqError(f"--engine {engine!r}: choose s2s or ctranslate2")
-    return load_run_translator(run_dir, asked, placement, input, outputs)
+        check_outputs(outputs, {"-i/--input": input, "the export": path})
+        return _ctranslate2(path, asked, placement, "an export directory")
+    cfg = RunDir(path).load_config()  # a wrong path fails here, saying so
+    options = decode_options(asked, cfg.decode, cfg.model.max_positions)
+    check_outputs(outputs, {"-i/--input": input, **_run_inputs(path, options.checkpoints)})
+    if engine == "s2s":
+        return _own(path, options, placement, "asked for (--engine s2s)")
+    why_not = _cannot(options, path)
+    if why_not is None and engine == "auto":
+        why_not = _prefers_own(placement)
+    if why_not is not None:
+        if engine == "ctranslate2":
+            raise Seq2SeqError(f"--engine ctranslate2 cannot run this: {why_not}; leave --engine out")
+        return _own(path, options, placement, why_not)
+    from seq2seq.ct2.cache import CacheUnavailable, cached_export
+
+    try:
+        cached = cached_export(Path(path), options.checkpoints[0])
+    except CacheUnavailable as e:
+        if engine == "ctranslate2":
+            raise
+        return _own(path, options, placement, f"{e}; s2s's decoder instead")
+    check_outputs(outputs, {"the export": cached.path})
+    ct2_placement = Placement(placement.device, "fp32", placement.quantize or cached.compute_type)
+    why = "asked for (--engine ctranslate2)" if engine == "ctranslate2" else "CTranslate2 runs all asked"
+    return _ctranslate2(cached.path, asked, ct2_placement, why)
+
+
+def resumed_choice(engine: str, placement: Placement, resumed: Path | None) -> tuple[str, Placement]:
+    """The engine and placement to ask for: for an output being resumed (`resumed`), what its first
+    command chose where this one leaves the choice to `auto`, not chosen again halfway (on another
+    machine, perhaps): the engine, so that a file never mixes two; s2s's precision."""
+    if resumed is None:
+        return engine, placement
+    if engine == "auto":
+        engine = resume.recorded_engine(resumed) or engine
+    if engine == "s2s" and placement.precision == "auto" and placement.quantize is None:
+        placement = dataclasses.replace(placement, precision=resume.recorded_precision(resumed) or "auto")
+    return engine, placement
+
+
+def _cannot(options: DecodeOptions, path: Path) -> str | None:
+    """Why CTranslate2 cannot run what is asked of run PATH, or None when it can."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        return "CTranslate2 is not installed (it publishes no wheel for this platform)"
+    if len(options.checkpoints) > 1:
+        return "an ensemble of several checkpoints decodes with s2s's decoder only"
+    from seq2seq.models.build import model_family
+
+    family = model_family(RunDir(path).load_config().model)
+    if not family.exports:  # a reader's family never exports: CTranslate2 runs translations
+        return f"a {family.name} run: CTranslate2's export holds encoder-decoders"
+    return None
+
+
+def _prefers_own(placement: Placement) -> str | None:
+    """Why `auto` keeps s2s's decoder though CTranslate2 could run the request, or None."""
+    if placement.precision != "auto" or placement.quantize is not None:
+        return (
+            "--precision and --quantize choose how s2s's decoder runs (with --engine ctranslate2, "
+            "--quantize is CTranslate2's compute type)"
+        )
+    if placement.device == "cpu":
+        return None
+    import ctranslate2  # asked, not torch: the CPU path never imports torch
+
+    if placement.device.startswith("cuda") or ctranslate2.get_cuda_device_count():
+        return "on a GPU s2s's decoder stays the default until both engines are measured there"
+    return None
+
+
+def _run_inputs(run_dir: Path, checkpoints: tuple[str, ...]) -> dict[str, Path]:
+    from seq2seq.translate.translator import run_inputs
+
+    return run_inputs(run_dir, checkpoints)
+
+
+def _ctranslate2(export_dir: Path, asked: DecodeOverrides, placement: Placement, reason: str) -> Chosen:
+    """CTranslate2 over the export EXPORT_DIR."""
+    from seq2seq.ct2.engine import CT2Translator
+
+    translator = CT2Translator.load(export_dir, placement)
+    described = translator.describe()
+    shortlist = ", shortlist" if described["shortlist"] else ""
+    log.info("engine: ctranslate2 (%s%s): %s", described["precision"], shortlist, reason)
+    return Chosen(translator, translator.options(asked), "ctranslate2", reason)
+
+
+def _own(run_dir: Path, options: DecodeOptions, placement: Placement, reason: str) -> Chosen:
+    """s2s's own decoder over RUN_DIR's weights."""
+    from seq2seq.translate.translator import Translator
+
+    translator = Translator.load(run_dir, options.checkpoints, placement)
+    log.info("engine: s2s: %s", reason)
+    return Chosen(translator, options, "s2s", reason, own=translator)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.commands.engines import load_translator
+from seq2seq.commands.engines import choose_engine
 from seq2seq.errors import ServeError
 from seq2seq.serve.app import ServerSettings, create_app
 from seq2seq.serve.server import listen, url
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 class ServeJob:
     """What `s2s serve` was asked, besides where it listens."""
 
-    run_dir: Path  # a run, or a CTranslate2 export with settings.engine="ctranslate2"
+    run_dir: Path  # a run, or a CTranslate2 export of one
     settings: ServerSettings
     placement: Placement = AUTO
     threads: int = 0  # torch's threads, and CTranslate2's; 0: their default
@@ -40,8 +40,9 @@ def serve(job: ServeJob, host: str, port: int, access_log: bool = False) -> None
         )
     if job.threads:
         torch.set_num_threads(job.threads)  # before loading: CTranslate2 takes its threads then
-    translator, _ = load_translator(job.run_dir, s.engine, s.asked, job.placement, input=None, outputs={})
-    application = create_app(translator, s, job.run_dir.resolve().name, decode_thread=False)
+    chosen = choose_engine(job.run_dir, s.engine, s.asked, job.placement)
+    name = job.run_dir.resolve().name
+    application = create_app(chosen.engine, s, name, decode_thread=False, running=chosen.own)
     sock = listen(host, port)
     log.info("serving %s on %s (Ctrl-C stops)", job.run_dir, url(sock))
     run_server(application, sock, access_log, s.limits.timeout_s)

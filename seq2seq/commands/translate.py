@@ -6,39 +6,37 @@ that was interrupted continues where it stopped when it is given again (`seq2seq
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TextIO
+from typing import BinaryIO, TextIO
 
 from tqdm import tqdm
 
-from seq2seq.commands.engines import load_translator
+from seq2seq.commands.engines import Chosen, choose_engine, resumed_choice
 from seq2seq.data.compression import open_binary
 from seq2seq.data.textio import LinesInStep, count_lines
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
 from seq2seq.translate import resume
-from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides
+from seq2seq.translate.engine import LineTranslator
+from seq2seq.translate.lines import file_stamps
+from seq2seq.translate.options import RUN_DEFAULTS, DecodeOverrides
 from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.placement import AUTO, Placement
-from seq2seq.translate.streams import LineTranslator, check_std_streams, translate_stream
-from seq2seq.translate.translator import Translator, file_stamps
-
-if TYPE_CHECKING:
-    from seq2seq.ct2.engine import CT2Translator
+from seq2seq.translate.request import Request
+from seq2seq.translate.streams import check_std_streams, translate_stream
 
 
 @dataclass(frozen=True)
 class TranslateJob:
     """What `s2s translate` was asked, besides where its lines come from and go."""
 
-    run_dir: Path  # a run, or a CTranslate2 export with engine="ctranslate2"
+    run_dir: Path  # a run, or a CTranslate2 export of one
     asked: DecodeOverrides = RUN_DEFAULTS
     placement: Placement = AUTO
-    engine: str = "s2s"  # or ctranslate2
+    engine: str = "auto"  # or s2s, ctranslate2 (`seq2seq.commands.engines`)
     scores: bool = False  # each hypothesis followed by its score (always with an n-best list)
     keep_unk: bool = False
     tag: str = ""
@@ -73,54 +71,48 @@ def translate(
     if resumes:  # what an interrupted run leaves is written too
         assert output is not None
         outputs |= zip(("OUTPUT.partial", "OUTPUT.partial.json"), resume.partial_paths(output), strict=True)
-    placement = _placement(job, output if resumes else None)
+    engine, placement = resumed_choice(
+        job.engine, job.placement, output if resumes and not job.restart else None
+    )
     prefixes = prefix_lines(job.prefix, input, outputs)
-    translator, options = load_translator(job.run_dir, job.engine, job.asked, placement, input, outputs)
-    translator.use_source_tokens(job.to, job.tag)
+    chosen = choose_engine(job.run_dir, engine, job.asked, placement, input, outputs)
+    translator = chosen.engine
     if prefixes is not None and not translator.answers.takes_prefixes:
         raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
-    lines = Pivoted(translator, job.pivot) if job.pivot else translator  # turns source lines into output
+    translator.source_tokens.prefix(job.to, job.tag)  # a language or tag it lacks fails now
+    request = Request.of(
+        chosen.options, to=job.to, tag=job.tag, keep_unk=job.keep_unk, scores=job.with_scores
+    )
+    lines: LineTranslator = Pivoted(translator, job.pivot, job.to) if job.pivot else translator
     if resumes:
         assert input is not None and output is not None
-        _resume_file(job, translator, lines, options, input, output, prefixes)
+        _resume_file(job, chosen, lines, request, input, output, prefixes)
         return
     with contextlib.ExitStack() as stack:
         source = stack.enter_context(open_binary(input)) if input else stdin or sys.stdin.buffer
         # lines are written as they are decoded, to a temporary file renamed over OUTPUT at the end
         sink = stack.enter_context(atomic_output(output)) if output else stdout or sys.stdout
         bar = stack.enter_context(tqdm(disable=output is None, unit=" lines", file=sys.stderr))
-        translate_stream(
-            lines, options, source, str(input or "stdin"), sink, job.keep_unk, job.with_scores, bar.update,
-            prefixes,
-        )  # fmt: skip
-
-
-def _placement(job: TranslateJob, resumed: Path | None) -> Placement:
-    """Where and how the model runs: for an output being resumed (`resumed`) at `auto` precision, the
-    precision its first command chose, not chosen again halfway (on another machine, perhaps)."""
-    p = job.placement
-    asks_auto = p.precision == "auto" and p.quantize is None
-    if resumed is not None and not job.restart and job.engine == "s2s" and asks_auto:
-        return dataclasses.replace(p, precision=resume.recorded_precision(resumed) or p.precision)
-    return p
+        translate_stream(lines, request, source, str(input or "stdin"), sink, bar.update, prefixes)
 
 
 def _resume_file(
     job: TranslateJob,
-    translator: Translator | CT2Translator,
+    chosen: Chosen,
     lines: LineTranslator,
-    options: DecodeOptions,
+    request: Request,
     input: Path,
     output: Path,
     prefixes: LinesInStep | None,
 ) -> None:
     """INPUT into OUTPUT through OUTPUT.partial, continuing a command of the same settings."""
+    language = chosen.engine.source_tokens.language(job.to)
     settings = resume.command_settings(
         job.run_dir,
-        job.engine,
-        translator.identity(),
-        options,
-        to=translator.source_tokens.to or None,  # None: as a record made before --to existed
+        chosen.name,
+        chosen.engine.identity(),
+        request,
+        to=language or None,  # None: as a record made before --to existed
         tag=job.tag,
         keep_unk=job.keep_unk,
         scores=job.with_scores,
@@ -128,10 +120,7 @@ def _resume_file(
         pivot=job.pivot or None,  # None: as before --pivot
     )
     with tqdm(unit=" lines", file=sys.stderr) as bar:
-        resume.translate_file(
-            lines, options, input, output, settings, job.keep_unk, job.with_scores, job.restart, bar.update,
-            prefixes,
-        )  # fmt: skip
+        resume.translate_file(lines, request, input, output, settings, job.restart, bar.update, prefixes)
 
 
 def prefix_lines(

@@ -42,16 +42,17 @@ from seq2seq.device import cpu_has_int8_dot_products
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.attention import AttentionMap
-from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
-from seq2seq.translate.placement import AUTO, Placement
-from seq2seq.translate.source_tokens import SourceTokens
-from seq2seq.translate.translator import (
+from seq2seq.translate.lines import (
     Translation,
     blank_translations,
     clip_sources,
     file_stamps,
     target_prefixes,
 )
+from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.placement import AUTO, Placement
+from seq2seq.translate.request import Request
+from seq2seq.translate.source_tokens import SourceTokens
 
 log = logging.getLogger(__name__)
 
@@ -84,22 +85,13 @@ class CT2Translator:
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
         self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
+        self.calls_at_once = 1  # decode calls that keep its workers busy together (`load`: inter_threads)
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
         # an export with a shortlist (`s2s export --shortlist`) scores only each batch's candidates:
         # as its record says (`check_export_files` found the file there)
         self.shortlist = info.get("shortlist") is not None
-
-    def use_source_tokens(self, to: str = "", tag: str = "") -> None:
-        """Translate into `to` (a multilingual run's target language), starting every source with the
-        corpus tag `tag` too, as `Translator.use_source_tokens` does."""
-        self.source_tokens.use(to, tag)
-
-    @property
-    def source_prefix(self) -> tuple[int, ...]:
-        """The control ids put before every source (`use_source_tokens`)."""
-        return self.source_tokens.prefix
 
     @classmethod
     def load(
@@ -138,6 +130,7 @@ class CT2Translator:
                 "without --quantize"
             )
         translator = cls(engine, tokenizers, config, info, Path(export_dir))
+        translator.calls_at_once = threads.inter
         if translator.shortlist:
             log.info(
                 "decoding with the export's shortlist (%s): only each batch's candidates are scored",
@@ -156,6 +149,17 @@ class CT2Translator:
             identity["shortlist"] = file_stamps([self.export_dir / VMAP_FILE])
         return identity
 
+    def describe(self) -> dict[str, object]:
+        """CTranslate2, where it runs, its compute type and whether it decodes with a shortlist."""
+        return {
+            "engine": "ctranslate2",
+            "device": self.engine.device,
+            "precision": self.engine.compute_type,
+            "quantize": self.quantize,
+            "shortlist": self.shortlist,
+            "export": str(self.export_dir),
+        }
+
     @property
     def max_source_tokens(self) -> int:
         return self.config.model.max_positions - 1
@@ -167,25 +171,22 @@ class CT2Translator:
     def translate(
         self,
         lines: Sequence[str],
-        settings: SearchSettings,
-        max_tokens: int,
+        request: Request,
         first_line: int = 1,
-        keep_unk: bool = False,
-        scores: bool = True,
         prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
-        """One `Translation` per input line, in order; an empty line gives an empty translation. With
-        `prefixes` (one per line, "" for none) each translation starts with its line's prefix, as
-        `Translator.translate` does (CTranslate2's `target_prefix`).
+        """One `Translation` per input line, in order (`LineTranslator.translate`); a prefix is
+        CTranslate2's `target_prefix`.
 
-        Without `scores` greedy search and sampling skip CTranslate2's log-softmax (their scores are
-        NaN): what `s2s translate` does unless --scores or --nbest asks for them.
+        Without `request.scores` greedy search and sampling skip CTranslate2's log-softmax (their
+        scores are NaN): what `s2s translate` does unless --scores or --nbest asks for them.
         """
+        settings = request.search
         todo = [i for i, line in enumerate(lines) if line.strip()]
         out = blank_translations(len(lines), settings.nbest)
         if not todo:
             return out
-        start = self.tokenizers.src.id_pieces(self.source_prefix)
+        start = self.tokenizers.src.id_pieces(self.source_tokens.prefix(request.to, request.tag))
         sources = [[*start, *pieces] for pieces in self.tokenizers.src.pieces_of([lines[i] for i in todo])]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         forced = None
@@ -193,18 +194,20 @@ class CT2Translator:
             tgt = self.tokenizers.tgt_tokenizer
             ids = target_prefixes(tgt, [prefixes[i] for i in todo], self.max_source_tokens)
             forced = [tgt.id_pieces(prefix) for prefix in ids]
-        found = self.search(sources, settings, max_tokens, scores, forced)
-        texts = iter(self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], keep_unk))
+        found = self.search(sources, settings, request.max_tokens, request.scores, forced)
+        decoded = self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], request.keep_unk)
+        texts = iter(decoded)
         for i, nbest in zip(todo, found, strict=True):
             out[i] = Translation.scored([next(texts) for _ in nbest], [h.score for h in nbest])
         return out
 
-    def attention_map(self, source: str, hypothesis: str) -> AttentionMap:
+    def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
         """Cross-attention of the last decoder layer (the mean over its heads: `s2s export` makes them
         CTranslate2's alignment heads), teacher-forced on `hypothesis`, as `attention_map` gives it for
         a run: the source with its control tokens, then </s>; the target pieces, then </s>."""
         src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
-        src = [*src_tok.id_pieces(self.source_prefix), *src_tok.pieces(source)][: self.max_source_tokens]
+        start = src_tok.id_pieces(self.source_tokens.prefix(request.to, request.tag))
+        src = [*start, *src_tok.pieces(source)][: self.max_source_tokens]
         tgt = tgt_tok.pieces(hypothesis)[: self.config.model.max_positions - 1]
         result = self.engine.translate_batch(
             [src],

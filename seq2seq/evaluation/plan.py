@@ -6,10 +6,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
 
 from seq2seq.config import Config, DecodeConfig, Task
 from seq2seq.errors import EvaluateError
@@ -18,10 +17,11 @@ from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOp
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
 from seq2seq.run.layout import RunDir
+from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.pivot import Pivoted
-from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import Translator, run_inputs
+from seq2seq.translate.request import Request
+from seq2seq.translate.translator import run_inputs
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class EvaluationPlan:
     files: EvaluateFiles  # `out` filled in when --src is translated
     task: Task  # what the hypotheses are: it chooses what they are scored with (`scoring_options`)
     decoding: DecodeOptions  # how --src is translated (when it is)
-    tag: str = ""  # a control token put before every source (`Translator.use_source_tokens`), or none
+    tag: str = ""  # a control token put before every source (`Request.tag`), or none
     to: str = ""  # a multilingual run's target language (`--to`)
     pivot: str = ""  # the language it translates through (`--pivot`), or none
 
@@ -131,10 +131,20 @@ def scoring_options(
     return options[task]
 
 
+@dataclass(frozen=True)
+class Translated:
+    """The engine that translated --src and the request it was given: what the report draws its
+    attention maps and counts its tokens with."""
+
+    engine: Engine
+    request: Request
+
+
 def run_evaluation(
-    plan: EvaluationPlan, metrics: MetricOptions, placement: Placement, samples: int
-) -> tuple[Evaluation, Translator | None]:
-    """Read, translate (without --hyp) and score; also the translator, for the report's attention maps."""
+    plan: EvaluationPlan, metrics: MetricOptions, load: Callable[[], Engine], samples: int
+) -> tuple[Evaluation, Translated | None]:
+    """Read, translate (without --hyp) with the engine `load` gives (chosen by the command) and score;
+    also what translated, for the report."""
     files = plan.files
     metrics.bleu()  # an unknown tokenizer fails now, not after translating
     if files.report is not None:
@@ -147,37 +157,36 @@ def run_evaluation(
     if files.hyps:
         return evaluate_files(files.hyps, references, options, source, samples, MadeBy(files.run_dir)), None
     assert files.run_dir is not None and source is not None and files.out is not None  # the plan's rules
-    translator = Translator.load(files.run_dir, plan.decoding.checkpoints, placement)
-    translator.use_source_tokens(plan.to, plan.tag)
-    decode = translate_timed(translator, source, files.out, plan.decoding, plan.pivot)
+    translator = load()
+    request = Request.of(plan.decoding, to=plan.to, tag=plan.tag, scores=False)
+    translator.source_tokens.prefix(plan.to, plan.tag)  # a language or tag it lacks fails now
+    decode = translate_timed(translator, source, files.out, request, plan.pivot)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
     # the report's attention maps show one direct translation; a pivoted one is two
-    return result, None if plan.pivot else translator
+    return result, None if plan.pivot else Translated(translator, request)
 
 
 def translate_timed(
-    translator: Translator, source: TextFile, out: Path, decoding: DecodeOptions, pivot: str = ""
+    translator: Engine, source: TextFile, out: Path, request: Request, pivot: str = ""
 ) -> DecodeRun:
     """Translate every line of `source` into `out` (through the language `pivot`, if one is named),
-    timing the translation alone (for the record)."""
-    lines = Pivoted(translator, pivot) if pivot else translator
+    timing the translation alone (for the record, which says what engine made it)."""
+    lines: LineTranslator = Pivoted(translator, pivot, request.to) if pivot else translator
     start = time.perf_counter()
-    texts = [t.texts[0] for t in lines.translate(source.lines, decoding.search, decoding.max_tokens)]
+    texts = [t.texts[0] for t in lines.translate(source.lines, request)]
     seconds = time.perf_counter() - start
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, "".join(f"{t}\n" for t in texts))
     return DecodeRun(
         {
-            **dataclasses.asdict(decoding.search),
-            "max_tokens": decoding.max_tokens,
-            "device": str(translator.device),
-            "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
-            "quantize": translator.quantize,
-            "tag": translator.source_tokens.tag,
+            **dataclasses.asdict(request.search),
+            "max_tokens": request.max_tokens,
+            **translator.describe(),  # the engine, where it ran, its precision or compute type, shortlist
+            "tag": request.tag,
             # a multilingual run's target language
-            **({"to": translator.source_tokens.to} if translator.source_tokens.to else {}),
+            **({"to": language} if (language := translator.source_tokens.language(request.to)) else {}),
             **({"pivot": pivot} if pivot else {}),
         },
         sentences=len(texts),

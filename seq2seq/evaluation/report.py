@@ -27,12 +27,12 @@ from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
 from seq2seq.evaluation.record import Evaluation, evaluation_record, score_cell
 from seq2seq.files import write_text
 from seq2seq.run.layout import RunDir
-from seq2seq.translate.attention import AttentionMap, attention_map
+from seq2seq.translate.attention import AttentionMap
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from seq2seq.translate.translator import Translator
+    from seq2seq.evaluation.plan import Translated
 
 ATTENTION_EXAMPLES = 3
 ATTENTION_MAX_TOKENS = 40  # longer sentences make unreadable heatmaps
@@ -139,14 +139,15 @@ def length_figure(
     return figure
 
 
-def line_lengths(evaluation: Evaluation, translator: Translator | None) -> tuple[list[int], str]:
+def line_lengths(evaluation: Evaluation, translated: Translated | None) -> tuple[list[int], str]:
     """Source length per line: the model's subword tokens, else words (of the reference without a source)."""
     e = evaluation
     if e.source is None:
         return [len(line.split()) for line in e.references[0].lines], "reference length in words"
-    if translator is None:
+    if translated is None:
         return [len(line.split()) for line in e.source.lines], "source length in words"
-    return list(map(len, translator.tokenizers.src.encode(e.source.lines))), "source length in subword tokens"
+    lengths = map(len, translated.engine.tokenizers.src.encode(e.source.lines))
+    return list(lengths), "source length in subword tokens"
 
 
 def attention_figure(attention: AttentionMap) -> Figure:
@@ -240,7 +241,7 @@ def sentences_section(
     return "\n".join(parts), picked["random"]
 
 
-def attention_section(evaluation: Evaluation, translator: Translator, candidates: Sequence[int]) -> str:
+def attention_section(evaluation: Evaluation, translated: Translated, candidates: Sequence[int]) -> str:
     """Heatmaps for a few lines short enough to read, teacher-forced on the model's own translation."""
     e = evaluation
     assert e.source is not None
@@ -252,7 +253,7 @@ def attention_section(evaluation: Evaluation, translator: Translator, candidates
             break
         if not source.strip() or not hyp.strip():
             continue
-        attention = attention_map(translator, source, hyp)
+        attention = translated.engine.attention_map(source, hyp, translated.request)
         if max(attention.weights.shape) <= ATTENTION_MAX_TOKENS:
             parts.append(f"<h3>line {i + 1}</h3>" + image(attention_figure(attention), f"line {i + 1}"))
     return "\n".join(parts)
@@ -265,21 +266,21 @@ class ReportBody:
     matrices."""
 
     evaluation: Evaluation
-    translator: Translator | None  # draws attention maps (with the source)
+    translated: Translated | None  # draws attention maps (with the source)
     examples: int
     seed: int
 
     def translations(self, options: MetricOptions) -> list[str]:
         e = self.evaluation
         sentences, random_lines = sentences_section(e, options, self.examples, self.seed)
-        lengths, unit = line_lengths(e, self.translator)
+        lengths, unit = line_lengths(e, self.translated)
         parts = [
             "<h2>BLEU by length</h2>",
             image(length_figure(e, options, lengths, unit), "BLEU by length"),
             sentences,
         ]
-        if self.translator is not None and e.source is not None:
-            parts.append(attention_section(e, self.translator, random_lines))
+        if self.translated is not None and e.source is not None:
+            parts.append(attention_section(e, self.translated, random_lines))
         return parts
 
     def confusions(self, options: ReaderMetricOptions) -> list[str]:
@@ -297,11 +298,11 @@ class ReportBody:
 def write_report(
     evaluation: Evaluation,
     directory: Path,
-    translator: Translator | None = None,
+    translated: Translated | None = None,
     examples: int = 5,
     seed: int = 0,
 ) -> Path:
-    """Write DIRECTORY/index.html; attention heatmaps need the model (`translator`) and the source."""
+    """Write DIRECTORY/index.html; attention heatmaps need the engine (`translated`) and the source."""
     e = evaluation
     setup = {k: v for k, v in evaluation_record(e).items() if k not in ("systems", "bootstrap")}
     parts = [scores_section(e), "<h2>Setup</h2>", f"<pre>{html.escape(json.dumps(setup, indent=2))}</pre>"]
@@ -309,7 +310,7 @@ def write_report(
     curves = learning_curves_figure(RunDir(run_dir).read_metrics()) if run_dir else None
     if curves is not None:
         parts += ["<h2>Learning curves</h2>", image(curves, "learning curves")]
-    parts += e.options.report_body(ReportBody(e, translator, examples, seed))
+    parts += e.options.report_body(ReportBody(e, translated, examples, seed))
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "index.html"
     write_text(path, PAGE.format(body="\n".join(parts)))

@@ -38,9 +38,11 @@ from seq2seq.serve.limits import (
     request_search,
 )
 from seq2seq.translate.engine import Engine
+from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
+from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import target_languages
-from seq2seq.translate.translator import Translation, Translator
+from seq2seq.translate.translator import Translator
 
 # the page may run its own inline script and style and talk to this server, and nothing else
 PAGE_POLICY = (
@@ -58,7 +60,7 @@ class ServerSettings:
     limits: Limits = Limits()
     cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: CORS off)
     to: str = ""  # a multilingual run: the target language of requests that name none (--to)
-    engine: str = "s2s"  # or ctranslate2: the translator is a CTranslate2 export's (`--engine`)
+    engine: str = "auto"  # which engine decodes (`--engine`: chosen by `seq2seq.commands.engines`)
     batching: str = "auto"  # continuous, static, or auto: continuous where the run allows (`batcher_for`)
 
 
@@ -106,12 +108,16 @@ class AttentionResponse(BaseModel):
 
 
 def create_app(
-    translator: Engine, settings: ServerSettings, run_name: str, decode_thread: bool = True
+    translator: Engine,
+    settings: ServerSettings,
+    run_name: str,
+    decode_thread: bool = True,
+    running: Translator | None = None,
 ) -> FastAPI:
     """The application; its batcher is `app.state.batcher`, drained when the app shuts down.
 
-    `translator` is a run's `Translator`, or with `settings.engine` "ctranslate2" a `CT2Translator`:
-    each answers and draws its attention maps its own way (`Engine`).
+    `translator` is the engine that decodes (`Engine`); `running` is s2s's decoder when it is that
+    engine: what continuous batching joins sentences into (`batcher_for`).
 
     With `decode_thread`, the app's start-up starts the batcher on a thread of its own; without it,
     the caller runs `app.state.batcher.run()` on the thread that loaded the model (`serve.run`).
@@ -131,7 +137,7 @@ def create_app(
         except Seq2SeqError as e:
             raise ApiError(422, str(e)) from None
 
-    batcher = batcher_for(translator, settings, defaults.max_tokens)
+    batcher = batcher_for(translator, settings, defaults.max_tokens, running)
     info = server_info(translator, settings, defaults, run_name, batcher)
     info["languages"] |= {"targets": targets, "to": default_to}
     page = resources.files(seq2seq.serve).joinpath("static/index.html").read_text(encoding="utf-8")
@@ -201,8 +207,8 @@ def create_app(
                     f"prefix: {len(request.prefix)} for {len(request.text)} lines of text; give one per line",
                 )
             check_lines(request.prefix, limits, field="prefix")
-        to = language(request.to)
-        results = await answer(batcher.translate(request.text, search, to, request.prefix))
+        asked = Request(search, defaults.max_tokens, to=language(request.to))
+        results = await answer(batcher.translate(request.text, asked, request.prefix))
         return translate_response(results, request.scores, request.nbest)
 
     @app.post("/attention", response_model=AttentionResponse)
@@ -214,12 +220,12 @@ def create_app(
         check_lines([request.text], limits, field="text")
         if not request.text.strip():
             raise ApiError(422, "text: give a sentence to draw the attention of")
-        to, translation = language(request.to), request.translation
+        asked, translation = Request.of(defaults, to=language(request.to)), request.translation
         if translation is None:
-            translation = (await answer(batcher.translate([request.text], defaults.search, to)))[0].texts[0]
+            translation = (await answer(batcher.translate([request.text], asked)))[0].texts[0]
         else:
             check_lines([translation], limits, field="translation")
-        found = await answer(batcher.call(lambda: translator.attention_map(request.text, translation), to))
+        found = await answer(batcher.call(lambda: translator.attention_map(request.text, translation, asked)))
         return AttentionResponse(
             translation=translation,
             source=found.source,
@@ -266,10 +272,7 @@ def server_info(
         },
         "batching": batcher.kind,
         "limits": dataclasses.asdict(settings.limits),
-        "engine": settings.engine,
-        "device": str(translator.device),
-        "precision": str(translator.dtype or torch.float32).removeprefix("torch."),
-        "quantize": translator.quantize,
+        **translator.describe(),  # engine, device, precision (or compute type), quantize, shortlist
         "versions": {"s2s": seq2seq.__version__, "torch": torch.__version__},
     }
 
@@ -277,22 +280,28 @@ def server_info(
 BATCHINGS = ("auto", "continuous", "static")
 
 
-def batcher_for(translator: Engine, settings: ServerSettings, max_tokens: int) -> Batcher:
-    """The batcher `settings.batching` asks for: continuous batching needs an s2s run whose family
-    joins sentences into a running search (an encoder-decoder's); auto takes it there."""
+def batcher_for(
+    translator: Engine, settings: ServerSettings, max_tokens: int, running: Translator | None
+) -> Batcher:
+    """The batcher `settings.batching` asks for: continuous batching needs s2s's decoder (`running`)
+    over a family that joins sentences into a running search (an encoder-decoder's); auto takes it
+    there. Static batches keep as many calls in flight as the engine runs well together."""
     if settings.batching not in BATCHINGS:
         raise Seq2SeqError(f"--batching {settings.batching}: choose one of {', '.join(BATCHINGS)}")
     family = model_family(translator.config.model)
-    joinable = settings.engine == "s2s" and family.joins_running_batches
-    if settings.batching == "continuous" and not joinable:
-        what = (
-            "a CTranslate2 export" if settings.engine != "s2s" else f"a {family.name} {translator.task} run"
+    if settings.batching == "continuous" and running is None:
+        raise Seq2SeqError(
+            "--batching continuous joins sentences into s2s's running search; CTranslate2 decodes in "
+            "static batches: use --batching static, or --engine s2s"
         )
-        raise Seq2SeqError(f"--batching continuous: {what} decodes in static batches; use --batching static")
-    if settings.batching == "static" or not joinable:
-        return Batcher(translator, settings.window_s, max_tokens)
-    assert isinstance(translator, Translator)  # engine s2s: a run's
-    return ContinuousBatcher(translator, max_tokens)
+    if settings.batching == "continuous" and not family.joins_running_batches:
+        raise Seq2SeqError(
+            f"--batching continuous: a {family.name} {translator.task} run decodes in static batches; "
+            "use --batching static"
+        )
+    if settings.batching == "static" or running is None or not family.joins_running_batches:
+        return Batcher(translator, settings.window_s, max_tokens, translator.calls_at_once)
+    return ContinuousBatcher(running, max_tokens)
 
 
 def parameter_count(cfg: Config, translator: Engine) -> int:

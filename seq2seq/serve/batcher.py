@@ -5,9 +5,13 @@ one thread owns the model. It takes the oldest waiting request and collects more
 arrived for `window_s` (clients answered together send their next requests a few ms apart, so a
 fixed window would split them), for at most `MAX_WINDOWS` windows in all, or until a budget of
 beam-expanded source tokens is reached (as `decode.max_tokens` budgets an offline batch); then it
-translates the requests of each search setting and target language together. Each future receives
-exactly its own lines' translations, in order. A request whose future was cancelled while it waited
-(its caller timed out) is skipped.
+translates the requests of each `Request` (search setting, target language) together. Each future
+receives exactly its own lines' translations, in order. A request whose future was cancelled while
+it waited (its caller timed out) is skipped.
+
+An engine that decodes several calls at once (`calls_at_once`: CTranslate2, whose inter-thread
+workers batch only within one call) gets that many batches in flight: the next is collected while
+the others decode, so every worker is busy under load. s2s's decoder takes one call at a time.
 """
 
 from __future__ import annotations
@@ -16,38 +20,36 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from seq2seq.decoding.search import SearchSettings
 from seq2seq.translate.engine import Engine
+from seq2seq.translate.request import Request
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_WINDOWS = 10  # the longest a request waits for others: this many windows
 
 
 @dataclass
 class TranslateJob:
-    """The lines of one request, decoded with `settings` into language `to` (a multilingual run's;
-    "" for a bilingual one); the future gets one Translation per line."""
+    """The lines of one request, decoded as `request` asks; the future gets one Translation per line."""
 
     lines: Sequence[str]
-    settings: SearchSettings
-    to: str = ""
+    request: Request
     prefixes: Sequence[str] | None = None  # a target prefix per line ("" for none), or none at all
     future: Future = field(default_factory=Future)
 
 
 @dataclass
 class CallJob:
-    """Other work on the model (an attention map), its sources starting for language `to`: run alone,
-    on the worker thread."""
+    """Other work on the model (an attention map): run alone, on the worker thread."""
 
     fn: Callable[[], Any]
-    to: str = ""
     future: Future = field(default_factory=Future)
 
 
@@ -62,24 +64,27 @@ class Batcher:
 
     kind = "static"  # what /info reports
 
-    def __init__(self, translator: Engine, window_s: float, max_tokens: int) -> None:
+    def __init__(self, translator: Engine, window_s: float, max_tokens: int, calls_at_once: int = 1) -> None:
         self.translator, self.window_s, self.max_tokens = translator, window_s, max_tokens
+        self.calls_at_once = calls_at_once  # decode calls in flight together (`decode_calls`)
         self._queue: deque[TranslateJob | CallJob] = deque()
         self._ready = threading.Condition()
         self._closing = False
         self._thread: threading.Thread | None = None
 
     def run(self) -> None:
-        """Decode submitted requests on this thread; return once closed and every request is answered."""
-        while (jobs := self._collect()) is not None:
-            if isinstance(jobs[0], CallJob):
-                settle(jobs[0].future, self._starting(jobs[0]))
-                continue
-            groups: dict[tuple[SearchSettings, str], list[TranslateJob]] = {}
-            for job in jobs:  # a decode call has one setting and one target: beams or languages never mix
-                groups.setdefault((job.settings, job.to), []).append(job)
-            for (settings, to), group in groups.items():
-                self._decode(settings, to, group)
+        """Decode submitted requests; return once closed and every request is answered. One call
+        at a time runs on this thread; more (`calls_at_once`) on threads of their own."""
+        with decode_calls(self.calls_at_once) as submit:
+            while (jobs := submit.when_free(self._collect)) is not None:
+                if isinstance(jobs[0], CallJob):
+                    submit(settle, jobs[0].future, jobs[0].fn)
+                    continue
+                groups: dict[Request, list[TranslateJob]] = {}
+                for job in jobs:  # a decode call has one request: beams or languages never mix
+                    groups.setdefault(job.request, []).append(job)
+                for request, group in groups.items():
+                    submit(self._decode, request, group)
 
     def start(self) -> None:
         """`run()` on a new thread."""
@@ -96,20 +101,16 @@ class Batcher:
             self._thread.join()
 
     def translate(
-        self,
-        lines: Sequence[str],
-        settings: SearchSettings,
-        to: str = "",
-        prefixes: Sequence[str] | None = None,
+        self, lines: Sequence[str], request: Request, prefixes: Sequence[str] | None = None
     ) -> Future:
-        """A future of `list[Translation]`, one per line, in order, into language `to` (checked by the
-        caller: `SourceTokens.language`), each starting with its line's prefix when `prefixes` gives one."""
-        return self._put(TranslateJob(list(lines), settings, to, prefixes))
+        """A future of `list[Translation]`, one per line, in order, as `request` asks (its language
+        checked by the caller: `SourceTokens.language`), each starting with its line's prefix when
+        `prefixes` gives one."""
+        return self._put(TranslateJob(list(lines), request, prefixes))
 
-    def call(self, fn: Callable[[], Any], to: str = "") -> Future:
-        """A future of `fn()`, run on the worker thread between batches, the model's sources starting
-        for language `to`."""
-        return self._put(CallJob(fn, to))
+    def call(self, fn: Callable[[], Any]) -> Future:
+        """A future of `fn()`, run on the worker thread between batches."""
+        return self._put(CallJob(fn))
 
     @property
     def waiting(self) -> int:
@@ -164,22 +165,9 @@ class Batcher:
         """Beam-expanded source tokens (with <eos>) of the job's non-empty lines; at least 1."""
         lines = [line for line in job.lines if line.strip()]
         tokens = sum(len(ids) + 1 for ids in self.translator.tokenizers.src.encode(lines))
-        return max(tokens * job.settings.beam, 1)
+        return max(tokens * job.request.search.beam, 1)
 
-    def _starting(self, job: CallJob) -> Callable[[], Any]:
-        """The job's function, called after the sources start for its language."""
-
-        def call() -> Any:
-            self._start(job.to)
-            return job.fn()
-
-        return call
-
-    def _start(self, to: str) -> None:
-        """Sources start for language `to` from now on (the tag the translator was given is kept)."""
-        self.translator.use_source_tokens(to, self.translator.source_tokens.tag)
-
-    def _decode(self, settings: SearchSettings, to: str, jobs: list[TranslateJob]) -> None:
+    def _decode(self, request: Request, jobs: list[TranslateJob]) -> None:
         """Translate the lines of `jobs` in one call and hand each job its own slice of the result."""
         lines = [line for job in jobs for line in job.lines]
         log.debug("decoding %d lines of %d requests", len(lines), len(jobs))
@@ -187,8 +175,7 @@ class Batcher:
         if any(job.prefixes is not None for job in jobs):
             prefixes = [p for job in jobs for p in job.prefixes or [""] * len(job.lines)]
         try:
-            self._start(to)
-            results = self.translator.translate(lines, settings, self.max_tokens, prefixes=prefixes)
+            results = self.translator.translate(lines, request, 1, prefixes)
         except Exception as e:  # a failed decode fails the requests in it, not the server
             log.exception("decoding a batch failed")
             for job in jobs:
@@ -198,6 +185,52 @@ class Batcher:
         for job in jobs:
             job.future.set_result(results[start : start + len(job.lines)])
             start += len(job.lines)
+
+
+class DecodeCalls:
+    """Runs decode calls: on the calling thread when one at a time, else on a pool of `at_once`
+    threads, with `when_free` waiting until fewer than that are in flight."""
+
+    def __init__(self, at_once: int) -> None:
+        self.at_once, self.in_flight = at_once, 0
+        self._pool = ThreadPoolExecutor(at_once, "s2s-decode-call") if at_once > 1 else None
+        self._free = threading.Condition()
+
+    def when_free(self, collect: Callable[[], T]) -> T:
+        """`collect()` once a call can start at once: requests keep gathering while all are busy."""
+        with self._free:
+            self._free.wait_for(lambda: self.in_flight < self.at_once)
+        return collect()
+
+    def __call__(self, fn: Callable[..., object], *args: Any) -> None:
+        if self._pool is None:
+            fn(*args)
+            return
+        with self._free:
+            self.in_flight += 1
+        self._pool.submit(self._finish, fn, *args)
+
+    def _finish(self, fn: Callable[..., object], *args: Any) -> None:
+        try:
+            fn(*args)  # settles its own futures, failures included
+        finally:
+            with self._free:
+                self.in_flight -= 1
+                self._free.notify_all()
+
+    def close(self) -> None:
+        """Wait for the calls in flight."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+@contextmanager
+def decode_calls(at_once: int) -> Iterator[DecodeCalls]:
+    calls = DecodeCalls(at_once)
+    try:
+        yield calls
+    finally:
+        calls.close()
 
 
 def settle(future: Future, fn: Callable[[], Any]) -> None:

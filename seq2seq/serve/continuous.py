@@ -125,7 +125,7 @@ class ContinuousBatcher(Batcher):
                 self._accept(jobs)
             for job in calls:
                 with self._intake:
-                    settle(job.future, self._starting(job))
+                    settle(job.future, job.fn)
             joining = self._admit(lane)
             for settings, group in joining.items():
                 self._join(lane, settings, group)
@@ -156,14 +156,15 @@ class ContinuousBatcher(Batcher):
         return job.future
 
     def _accept(self, jobs: list[TranslateJob]) -> None:
-        """Tokenize the jobs' lines (their sources start for each job's language) and queue their
+        """Tokenize the jobs' lines (their sources start as each job's request asks) and queue their
         sentences, oldest first."""
         accepted = []
         with self._intake:
             for job in jobs:
                 try:
-                    self._start(job.to)
-                    todo, sources, prefixes = self.translator.inputs(job.lines, prefixes=job.prefixes)
+                    todo, sources, prefixes = self.translator.inputs(
+                        job.lines, job.request, prefixes=job.prefixes
+                    )
                 except Exception as e:  # a request that cannot be read fails alone
                     log.exception("reading a request failed")
                     job.future.set_exception(e)
@@ -173,7 +174,7 @@ class ContinuousBatcher(Batcher):
                     self._answer(request)
                 for n, (line, source) in enumerate(zip(todo, sources, strict=True)):
                     sentence = Sentence([*source, EOS], prefixes[n] if prefixes else [], (request, line))
-                    accepted.append(_Waiting(sentence, job.settings))
+                    accepted.append(_Waiting(sentence, job.request.search))
         with self._ready:
             self._waiting.extend(accepted)
             self._ready.notify_all()
@@ -231,7 +232,8 @@ class ContinuousBatcher(Batcher):
     def _answer(self, request: _Request) -> None:
         job = request.job  # never failed: a failed request keeps a sentence that never settles
         try:
-            result = self.translator.translations(len(job.lines), job.settings.nbest, request.found)
+            nbest, keep_unk = job.request.search.nbest, job.request.keep_unk
+            result = self.translator.translations(len(job.lines), nbest, request.found, keep_unk)
         except Exception as e:
             log.exception("writing a translation failed")
             job.future.set_exception(e)

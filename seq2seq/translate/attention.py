@@ -6,6 +6,7 @@ attention weights explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -39,13 +40,14 @@ class AttentionMap:
     weights: torch.Tensor  # (T, S), rows sum to 1
 
 
-def attention_map(translator: Translator, source: str, hypothesis: str) -> AttentionMap:
+def attention_map(
+    translator: Translator, source: str, hypothesis: str, prefix: Sequence[int]
+) -> AttentionMap:
     """Cross-attention of the last decoder layer (mean over heads), teacher-forced on `hypothesis`; the
-    source starts with the translator's control tokens (a target language, a tag), as when translated."""
+    source starts with the control ids `prefix` (a target language, a tag), as when translated."""
     model = translator.first_model  # a translation's, whose answers draw attention: it has a decoder
     assert isinstance(model, Seq2SeqTransformer | DecoderOnlyTransformer)
     src_tok, tgt_tok = translator.tokenizers.src, translator.tokenizers.tgt_tokenizer
-    prefix = translator.source_prefix  # the control tokens the source was translated with
     src_ids = [*prefix, *src_tok.encode([source])[0]][: translator.max_source_tokens]
     tgt_ids = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
     src = torch.tensor([[*src_ids, EOS]], device=translator.device)  # (1, S)

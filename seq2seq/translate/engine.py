@@ -1,5 +1,7 @@
-"""What every translation engine offers: a run's `Translator` and a CTranslate2 export's
-`CT2Translator` (`seq2seq.ct2.engine`), which the server and the command line use alike."""
+"""What every translation engine offers: a run's `Translator` (s2s's own decoder) and a CTranslate2
+export's `CT2Translator` (`seq2seq.ct2.engine`). translate, evaluate, serve and pivoting receive an
+engine already built (`seq2seq.commands.engines` chooses it) and use it through this interface only:
+lines and a `Request` in, one `Translation` per line out. A call never changes the engine."""
 
 from __future__ import annotations
 
@@ -7,20 +9,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import torch
-
 from seq2seq.config import Config, Task
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.decoding.answers import Answers
 from seq2seq.translate.attention import AttentionMap
+from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
+from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import SourceTokens
-from seq2seq.translate.streams import LineTranslator
+
+
+class LineTranslator(Protocol):
+    """What turns lines into translations: an engine, or an engine reached through a pivot."""
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        request: Request,
+        first_line: int = 1,
+        prefixes: Sequence[str] | None = None,
+    ) -> list[Translation]:
+        """One `Translation` per line, in order; an empty line gives empty hypotheses. With
+        `prefixes` (one per line, "" for none) each translation starts with its line's prefix.
+        `first_line` numbers the lines in warnings (a line clipped to the model's positions)."""
+        ...
 
 
 class Engine(LineTranslator, Protocol):
-    """A `LineTranslator` with its run's config and tokenizers, whose source tokens can be chosen,
-    and that says what it runs on."""
+    """A `LineTranslator` with its run's config and tokenizers, that says what it runs on."""
 
     @property
     def task(self) -> Task:
@@ -40,30 +56,26 @@ class Engine(LineTranslator, Protocol):
     def source_tokens(self) -> SourceTokens: ...
 
     @property
-    def source_prefix(self) -> tuple[int, ...]: ...
+    def max_source_tokens(self) -> int: ...
 
     @property
-    def max_source_tokens(self) -> int: ...
+    def calls_at_once(self) -> int:
+        """Decode calls it runs well together (a server keeps this many in flight)."""
 
     @property
     def checkpoints(self) -> Sequence[Path]:
         """The files the weights came from."""
 
-    @property
-    def device(self) -> torch.device | str:
-        """Where it decodes (CTranslate2 names its device: "cpu", "cuda")."""
-
-    @property
-    def dtype(self) -> torch.dtype | None: ...
-
-    @property
-    def quantize(self) -> str | None: ...
-
-    def use_source_tokens(self, to: str = "", tag: str = "") -> None: ...
-
     def options(self, asked: DecodeOverrides = ...) -> DecodeOptions: ...
 
-    def identity(self) -> dict[str, object]: ...
+    def identity(self) -> dict[str, object]:
+        """What decides its numbers besides the request (weights, how they run): a resumed output
+        must find the same."""
 
-    def attention_map(self, source: str, hypothesis: str) -> AttentionMap:
-        """Where the last decoder layer looks writing `hypothesis` for `source`, as each engine finds it."""
+    def describe(self) -> dict[str, object]:
+        """What it is, for records and /info: `engine` (s2s or ctranslate2), `device`, `precision`
+        (or CTranslate2's compute type), `quantize`, `shortlist`."""
+
+    def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
+        """Where the last decoder layer looks writing `hypothesis` for `source`, its source starting
+        as `request` starts it (language and tag), as each engine finds it."""

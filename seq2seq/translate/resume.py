@@ -33,12 +33,12 @@ from typing import Any, BinaryIO
 
 from seq2seq.data.compression import open_binary
 from seq2seq.data.textio import BLOCK, LinesInStep, stream_line_chunks
-from seq2seq.device import DTYPES
 from seq2seq.errors import DataError
 from seq2seq.files import OutputError, atomic_output, disk_error, output_mode
 from seq2seq.locks import lock_or_refuse
-from seq2seq.translate.options import DecodeOptions
-from seq2seq.translate.streams import LineTranslator, format_translation
+from seq2seq.translate.engine import LineTranslator
+from seq2seq.translate.request import Request
+from seq2seq.translate.streams import format_translation
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,10 @@ class Progress:
 
 def translate_file(
     translator: LineTranslator,
-    options: DecodeOptions,
+    request: Request,
     input: Path,
     output: Path,
     settings: Mapping[str, Any],
-    keep_unk: bool,
-    with_scores: bool,
     restart: bool,
     on_lines: Callable[[int], object],
     prefixes: LinesInStep | None = None,
@@ -108,10 +106,8 @@ def translate_file(
             prefixes.take(progress.lines)  # those of the lines already translated
         for first, chunk, sha in _chunks_left(input, progress, on_lines):
             forced = {} if prefixes is None else {"prefixes": prefixes.take(len(chunk))}
-            results = translator.translate(
-                chunk, options.search, options.max_tokens, first, keep_unk, with_scores, **forced
-            )
-            text = "".join(format_translation(result, with_scores) for result in results)
+            results = translator.translate(chunk, request, first, **forced)
+            text = "".join(format_translation(result, request.scores) for result in results)
             _append(sink, text.encode("utf-8"), output)
             progress = Progress(recorded, first + len(chunk) - 1, sink.tell(), sha)
             with atomic_output(record) as f:
@@ -170,21 +166,38 @@ def _line_chunks(source: BinaryIO, where: str) -> Iterator[list[str]]:
         yield pending
 
 
-PRECISIONS = {str(dtype): name for name, dtype in DTYPES.items()}  # as `identity` records the dtype
+# as `Translator.identity` records its dtype (str of a torch dtype; None for plain fp32)
+PRECISIONS = {"None": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
+
+
+def recorded_engine(output: Path) -> str | None:
+    """The engine (s2s, ctranslate2) the interrupted command building OUTPUT decoded with, or None
+    when nothing usable is recorded (`translate_file` then says why, or begins again). `--engine
+    auto` continues with it: a file is never translated by two engines."""
+    engine = _recorded(output).get("engine")
+    return engine if isinstance(engine, str) else None
 
 
 def recorded_precision(output: Path) -> str | None:
     """The precision (fp32, bf16, fp16) the interrupted command building OUTPUT ran at, or None when
-    nothing usable is recorded (`translate_file` then says why, or begins again).
+    nothing usable is recorded.
 
     `--precision auto` is decided from the CPU's features, so a command continuing OUTPUT on another
     machine may choose otherwise: it runs at the recorded precision instead, so that its lines are the
     ones the uninterrupted command would have written."""
+    settings = _recorded(output)
+    if settings.get("quantize") is not None or not isinstance(dtype := settings.get("dtype"), str):
+        return None
+    return PRECISIONS.get(dtype)
+
+
+def _recorded(output: Path) -> dict[str, Any]:
+    """The settings the record of OUTPUT's interrupted command holds ({} when none is readable)."""
     try:
         settings = json.loads(partial_paths(output)[1].read_text(encoding="utf-8"))["settings"]
-        return PRECISIONS.get(settings["dtype"]) if settings["quantize"] is None else None
     except (OSError, ValueError, TypeError, KeyError):
-        return None
+        return {}
+    return settings if isinstance(settings, dict) else {}
 
 
 def _start(record: Path, settings: dict[str, Any], restart: bool) -> Progress | None:
@@ -257,16 +270,16 @@ def _locked(partial: Path) -> Iterator[BinaryIO]:
 
 
 def command_settings(
-    run_dir: Path, engine: str, identity: Mapping[str, Any], options: DecodeOptions, **format: Any
+    run_dir: Path, engine: str, identity: Mapping[str, Any], request: Request, **format: Any
 ) -> dict[str, Any]:
     """What a resumed command must share with the one that began OUT: the run, the engine and its
-    `identity` (weight files, device, precision), the search, the batches, and the output's format
-    (`format`: tag, scores...)."""
+    `identity` (weight files or export, device, precision), the search, the batches, and the output's
+    format (`format`: tag, scores...)."""
     return {
         "run": str(run_dir.resolve()),
         "engine": engine,
         **identity,
-        "search": dataclasses.asdict(options.search),
-        "max_tokens": options.max_tokens,
+        "search": dataclasses.asdict(request.search),
+        "max_tokens": request.max_tokens,
         **format,
     }

@@ -30,8 +30,9 @@ from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import EOS
+from seq2seq.translate.lines import BLANK, clip_sources
 from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import BLANK, Translator, clip_sources, run_inputs
+from seq2seq.translate.translator import Translator, run_inputs
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +63,18 @@ def score_pairs(
     tgt_lines: Sequence[str],
     max_tokens: int,
     first_line: int = 1,
+    source_prefix: Sequence[int] | None = None,
 ) -> list[PairScore]:
     """The score of each (source, target) pair under `translator`'s model, in input order.
 
-    Sources get the translator's source prefix (a tag) as when translating; a source or target over
+    Sources start with the control ids `source_prefix` (a language, a tag; None: those of the run's
+    only target language and no tag) as when translating; a source or target over
     the model's positions is cut with a warning naming its line, as `translate` cuts sources. A pair
     with a blank side, or a target shorter than `decode.min_len`, is not scored (`PairScore.missing`).
     """
     tokenizers = translator.tokenizers
-    sources = [[*translator.source_prefix, *ids] for ids in tokenizers.src.encode(list(src_lines))]
+    start = translator.source_tokens.prefix() if source_prefix is None else source_prefix
+    sources = [[*start, *ids] for ids in tokenizers.src.encode(list(src_lines))]
     targets = tokenizers.tgt.encode(list(tgt_lines))
     lines = range(first_line, first_line + len(sources))
     clip_sources(sources, translator.max_source_tokens, lines, "scoring")
@@ -139,15 +143,17 @@ class Scorer:
     forward: Translator
     backward: Translator | None
     max_tokens: int
+    forward_prefix: tuple[int, ...] | None = None  # the control ids each run's sources start with
+    backward_prefix: tuple[int, ...] | None = None
 
     def pairs(
         self, src: Sequence[str], tgt: Sequence[str], first_line: int
     ) -> list[tuple[PairScore, PairScore | None]]:
         """Each pair's forward score, and its reverse one (target -> source) when there is a reverse run."""
-        forward = score_pairs(self.forward, src, tgt, self.max_tokens, first_line)
+        forward = score_pairs(self.forward, src, tgt, self.max_tokens, first_line, self.forward_prefix)
         if self.backward is None:
             return [(f, None) for f in forward]
-        backward = score_pairs(self.backward, tgt, src, self.max_tokens, first_line)
+        backward = score_pairs(self.backward, tgt, src, self.max_tokens, first_line, self.backward_prefix)
         return list(zip(forward, backward, strict=True))
 
     def rerank(self, src: Sequence[str], nbest: Sequence[str], first_line: int, where: str) -> list[str]:
@@ -210,18 +216,19 @@ def load_scorer(
             "or leave it out"
         )
     forward = Translator.load(run_dir, checkpoints or ("best",), placement)
-    forward.use_source_tokens(to, tag)
-    backward = None
+    forward_prefix = forward.source_tokens.prefix(to, tag)
+    backward, backward_prefix = None, None
     if reverse_dir is not None:
         backward = Translator.load(reverse_dir, ("best",), placement)
-        backward.source_tokens.use(reverse_to, option="--reverse-to")
+        backward_prefix = backward.source_tokens.prefix(reverse_to, option="--reverse-to")
     for translator, path in ((forward, run_dir), (backward, reverse_dir)):
         if translator is not None and not translator.answers.scores_targets:
             raise Seq2SeqError(
                 f"s2s score gives translations their log-probability; {path} is a {translator.task} "
                 "run, which reads its answers: score its predictions with `s2s evaluate`"
             )
-    return Scorer(forward, backward, max_tokens or forward.config.decode.max_tokens)
+    budget = max_tokens or forward.config.decode.max_tokens
+    return Scorer(forward, backward, budget, forward_prefix, backward_prefix)
 
 
 def check_score_files(

@@ -26,28 +26,23 @@ def target_languages(data: DataConfig) -> list[str]:
 
 
 class SourceTokens:
-    """The control ids an engine puts before every source, chosen once per command (`use`)."""
+    """The control ids an engine puts before every source: computed per request from its target
+    language and tag (`prefix`), never a state a call changes."""
 
     def __init__(self, tokenizer: Tokenizer, config: Config) -> None:
         self.tokenizer, self.data = tokenizer, config.data
         self.tags = config.tokenizer.control_tokens  # what --tag may be: the declared control tokens
-        self.to, self.tag = "", ""  # the target language (a multilingual run's) and the tag in use
-        self._prefix: tuple[int, ...] | None = None  # None: a multilingual run waiting for --to
-        if len(target_languages(self.data)) <= 1:
-            self.use()
+        self._prefixes: dict[tuple[str, str], tuple[int, ...]] = {}  # by (language, tag), once checked
 
-    def use(self, to: str = "", tag: str = "", option: str = "--to") -> None:
-        """Translate into `to` (a multilingual run's language code), with the corpus tag `tag`;
-        `option` names where `to` came from in the errors (`language`)."""
-        self.to, self.tag = self.language(to, option), self.checked_tag(tag)
-        language = language_token(self.to) if self.to else ""
-        self._prefix = source_prefix(self.tokenizer, language, tag)
-
-    @property
-    def prefix(self) -> tuple[int, ...]:
-        if self._prefix is None:
-            raise self._choose()
-        return self._prefix
+    def prefix(self, to: str = "", tag: str = "", option: str = "--to") -> tuple[int, ...]:
+        """The ids put before every source translated into `to` (a multilingual run's language code;
+        "" for the only one) with the corpus tag `tag`; `option` names where `to` came from in the
+        errors (`language`)."""
+        key = (self.language(to, option), self.checked_tag(tag))
+        if key not in self._prefixes:
+            language = language_token(key[0]) if key[0] else ""
+            self._prefixes[key] = source_prefix(self.tokenizer, language, key[1])
+        return self._prefixes[key]
 
     def language(self, to: str, option: str = "--to") -> str:
         """The target language `to` asks for: checked, or the only one the run was trained into.

@@ -1,37 +1,19 @@
-"""`s2s translate`'s streams: check stdin/stdout, load a run safely, and write lines as they decode."""
+"""`s2s translate`'s streams: check stdin/stdout, and write lines as they decode."""
 
 from __future__ import annotations
 
 import os
 import stat
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, BinaryIO, Protocol
+from typing import IO, BinaryIO
 
 from seq2seq.data.textio import LinesInStep, stream_line_chunks
-from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import DataError
-from seq2seq.files import check_outputs
-from seq2seq.run.layout import RunDir
-from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
-from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import BLANK, Translation, Translator, run_inputs
-
-
-class LineTranslator(Protocol):
-    """What the output loop needs of an engine: `Translator` or the CTranslate2 one."""
-
-    def translate(
-        self,
-        lines: Sequence[str],
-        settings: SearchSettings,
-        max_tokens: int,
-        first_line: int = 1,
-        keep_unk: bool = False,
-        scores: bool = True,
-        prefixes: Sequence[str] | None = None,
-    ) -> list[Translation]: ...
+from seq2seq.translate.engine import LineTranslator
+from seq2seq.translate.lines import BLANK, Translation
+from seq2seq.translate.request import Request
 
 
 def check_std_streams(input: Path | None, output: Path | None) -> None:
@@ -56,21 +38,6 @@ def _stdout_is(path: Path) -> bool:
         return False
 
 
-def load_run_translator(
-    run_dir: Path,
-    asked: DecodeOverrides,
-    placement: Placement,
-    input: Path | None,
-    outputs: Mapping[str, Path | None],
-) -> tuple[Translator, DecodeOptions]:
-    """RUN_DIR's translator and the options asked of it, once no output (named as the command line
-    names it) is known to replace an input."""
-    cfg = RunDir(run_dir).load_config()
-    options = decode_options(asked, cfg.decode, cfg.model.max_positions)
-    check_outputs(outputs, {"-i/--input": input, **run_inputs(run_dir, options.checkpoints)})
-    return Translator.load(run_dir, options.checkpoints, placement), options
-
-
 def format_translation(result: Translation, with_scores: bool) -> str:
     """One output line: the hypotheses, tab-separated, each followed by its score when asked (`BLANK`
     for a blank one, which has none)."""
@@ -82,12 +49,10 @@ def format_translation(result: Translation, with_scores: bool) -> str:
 
 def translate_stream(
     translator: LineTranslator,
-    options: DecodeOptions,
+    request: Request,
     source: BinaryIO,
     source_name: str,
     sink: IO[str],
-    keep_unk: bool,
-    with_scores: bool,
     on_chunk: Callable[[int], object],
     prefixes: LinesInStep | None = None,
 ) -> None:
@@ -97,10 +62,8 @@ def translate_stream(
     done = 0
     for chunk in stream_line_chunks(source, source_name):
         forced = {} if prefixes is None else {"prefixes": prefixes.take(len(chunk))}
-        results = translator.translate(
-            chunk, options.search, options.max_tokens, done + 1, keep_unk, scores=with_scores, **forced
-        )
-        sink.writelines(format_translation(result, with_scores) for result in results)
+        results = translator.translate(chunk, request, done + 1, **forced)
+        sink.writelines(format_translation(result, request.scores) for result in results)
         sink.flush()
         done += len(chunk)
         on_chunk(len(chunk))

@@ -6,7 +6,6 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -14,7 +13,7 @@ from torch import nn
 
 from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
 from seq2seq.config import Config
-from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, load_tokenizers, tokenizer_checksums
+from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.search import Hypothesis, SearchSettings
@@ -26,8 +25,16 @@ from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.attention import AttentionMap, attention_map
+from seq2seq.translate.lines import (
+    Translation,
+    blank_translations,
+    clip_sources,
+    file_stamps,
+    target_prefixes,
+)
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import SourceTokens
 
 log = logging.getLogger(__name__)
@@ -52,59 +59,6 @@ def quantize_model(model: Model, kind: str, device: torch.device) -> Model:
         return quantize_dynamic(model.eval(), {nn.Linear}, dtype=torch.qint8)
 
 
-# What a score field says of a pair with a blank side (a blank source line, whose translation is
-# empty, or a blank hypothesis): it has no score, in every verb (`s2s score` too, `scoring`).
-BLANK = "blank"
-
-
-@dataclass
-class Translation:
-    """The n-best translations of one input line, best first (empty for an empty line), each with
-    its score: None for a blank one, which has none (`BLANK`)."""
-
-    texts: list[str]
-    scores: list[float | None]
-
-    @classmethod
-    def scored(cls, texts: list[str], scores: Sequence[float]) -> Translation:
-        """Hypotheses and the scores their search gave them, but none for a blank hypothesis."""
-        return cls(texts, [s if t.strip() else None for t, s in zip(texts, scores, strict=True)])
-
-
-def blank_translations(count: int, nbest: int) -> list[Translation]:
-    """What `count` empty lines translate to: `nbest` empty hypotheses each, without scores."""
-    return [Translation([""] * nbest, [None] * nbest) for _ in range(count)]
-
-
-def file_stamps(paths: Sequence[Path]) -> list[str]:
-    """Each file's resolved path, size and modification time: a file replaced since counts as another."""
-    stamps = []
-    for path in paths:
-        stat = path.stat()
-        stamps.append(f"{path.resolve()} ({stat.st_size} bytes, modified {stat.st_mtime_ns})")
-    return stamps
-
-
-def clip_sources(
-    sources: list[list], limit: int, line_numbers: Sequence[int], doing: str = "translating"
-) -> None:
-    """Cut, in place, each sequence longer than `limit` tokens, warning with its input line number
-    and what is `doing` with its first `limit` tokens."""
-    for source, line in zip(sources, line_numbers, strict=True):
-        if len(source) > limit:
-            log.warning("line %d has %d tokens; %s only the first %d", line, len(source), doing, limit)
-            del source[limit:]
-
-
-def target_prefixes(tokenizer: Tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
-    """Each text's target ids (none for a blank one), cut to leave room for an <eos> within `limit`
-    output tokens: what `Translator.translate` forces each output to start with."""
-    prefixes = tokenizer.encode([text if text.strip() else "" for text in texts])
-    for prefix in prefixes:
-        del prefix[limit - 1 :]
-    return prefixes
-
-
 class Translator:
     """A trained model with its tokenizers, ready to turn source lines into target lines."""
 
@@ -127,16 +81,7 @@ class Translator:
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
         self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
-
-    def use_source_tokens(self, to: str = "", tag: str = "") -> None:
-        """Translate into `to` (a multilingual run's target language), starting every source with the
-        corpus tag `tag` too (as a tagged corpus trained it)."""
-        self.source_tokens.use(to, tag)
-
-    @property
-    def source_prefix(self) -> tuple[int, ...]:
-        """The control ids put before every source (`use_source_tokens`)."""
-        return self.source_tokens.prefix
+        self.calls_at_once = 1  # its decode calls run one at a time (one thread owns torch's threads)
 
     @classmethod
     def load(
@@ -197,6 +142,16 @@ class Translator:
             "quantize": self.quantize,
         }
 
+    def describe(self) -> dict[str, object]:
+        """s2s's own decoder, where it runs and at what precision (`Engine.describe`)."""
+        return {
+            "engine": "s2s",
+            "device": str(self.device),
+            "precision": str(self.dtype or torch.float32).removeprefix("torch."),
+            "quantize": self.quantize,
+            "shortlist": False,
+        }
+
     def cast_weights(self) -> None:
         """Keep the weights in bf16 instead of casting them under autocast at every step: half the
         memory, no casts, the same kernels (log-probabilities are still taken in fp32). On a CPU the
@@ -234,9 +189,9 @@ class Translator:
     def max_source_tokens(self) -> int:
         return self.model.max_positions - 1
 
-    def attention_map(self, source: str, hypothesis: str) -> AttentionMap:
+    def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
         """Where the last decoder layer looks writing `hypothesis` for `source` (`translate.attention`)."""
-        return attention_map(self, source, hypothesis)
+        return attention_map(self, source, hypothesis, self.source_tokens.prefix(request.to, request.tag))
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
         """The run's decode config with what the command line asks on top (`decode_options`)."""
@@ -245,36 +200,34 @@ class Translator:
     def translate(
         self,
         lines: Sequence[str],
-        settings: SearchSettings,
-        max_tokens: int,
+        request: Request,
         first_line: int = 1,
-        keep_unk: bool = False,
-        scores: bool = True,
         prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
-        """One `Translation` per input line, in order; an empty line gives an empty translation.
-        Every hypothesis is scored whatever `scores` says (the search needs the scores; CTranslate2's
-        greedy search does not, `CT2Translator.translate`). With `prefixes` (one per line, "" for
-        none) each translation starts with its line's prefix (`decoding.prefix`).
-
-        `<unk>` pieces in the output are dropped, or shown as ` ⁇ ` with `keep_unk`.
-        """
+        """One `Translation` per input line, in order (`LineTranslator.translate`). Every hypothesis
+        is scored whatever `request.scores` says (the search needs the scores). `<unk>` pieces in the
+        output are dropped, or shown as ` ⁇ ` with `request.keep_unk`."""
+        settings = request.search
         if settings.nbest > 1 and not self.answers.gives_nbest:
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
-        todo, sources, forced = self.inputs(lines, first_line, prefixes)
-        hyps = self.decode_ids(sources, settings, max_tokens, forced)
-        return self.translations(len(lines), settings.nbest, dict(zip(todo, hyps, strict=True)), keep_unk)
+        todo, sources, forced = self.inputs(lines, request, first_line, prefixes)
+        hyps = self.decode_ids(sources, settings, request.max_tokens, forced)
+        found = dict(zip(todo, hyps, strict=True))
+        return self.translations(len(lines), settings.nbest, found, request.keep_unk)
 
     def inputs(
-        self, lines: Sequence[str], first_line: int = 1, prefixes: Sequence[str] | None = None
+        self,
+        lines: Sequence[str],
+        request: Request,
+        first_line: int = 1,
+        prefixes: Sequence[str] | None = None,
     ) -> tuple[list[int], list[list[int]], list[list[int]] | None]:
         """What `translate` decodes: the indices of the non-empty lines, their source ids (the control
-        ids first, clipped to the model's positions, without <eos>) and, with `prefixes`, their
-        target prefix ids."""
+        ids of `request` first, clipped to the model's positions, without <eos>) and, with `prefixes`,
+        their target prefix ids."""
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        sources = [
-            [*self.source_prefix, *ids] for ids in self.tokenizers.src.encode([lines[i] for i in todo])
-        ]
+        start = self.source_tokens.prefix(request.to, request.tag)
+        sources = [[*start, *ids] for ids in self.tokenizers.src.encode([lines[i] for i in todo])]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         forced = None
         if prefixes is not None:

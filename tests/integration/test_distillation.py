@@ -87,7 +87,7 @@ def test_the_student_decodes_through_every_path_a_run_does(student, tmp_path):
 
     translator = Translator.load(run, placement=Placement("cpu", "fp32"))
     settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02, Limits(), ())
-    with TestClient(create_app(translator, settings, "student")) as client:
+    with TestClient(create_app(translator, settings, "student", running=translator)) as client:
         answer = client.post("/translate", json={"text": LINES})
     expected = cli_translate(run, LINES, "--precision", "fp32", "--max-tokens", "200")
     assert answer.status_code == 200 and answer.json()["translations"] == expected

@@ -16,12 +16,12 @@ import torch
 from fastapi.testclient import TestClient
 
 from seq2seq.decoding.continuous import RunningSearch
-from seq2seq.evaluation.report import attention_map
 from seq2seq.serve.app import ServerSettings, create_app
 from seq2seq.serve.limits import Limits
 from seq2seq.serve.server import listen
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 from tests.conftest import WORDS
 from tests.helpers import cli_translate, run_cli
@@ -49,7 +49,7 @@ def make_client(
         ("https://ok.example",),
         batching=batching,
     )
-    return TestClient(create_app(translator, settings, "tiny"))
+    return TestClient(create_app(translator, settings, "tiny", running=translator))
 
 
 @pytest.fixture(scope="module", params=["continuous", "static"])
@@ -88,9 +88,9 @@ def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
     calls: list[tuple[object, list[str]]] = []
     translate, step = translator.translate, RunningSearch.step
 
-    def spy(lines, settings, max_tokens, *args, **kwargs):
-        calls.append((settings, list(lines)))
-        return translate(lines, settings, max_tokens, *args, **kwargs)
+    def spy(lines, request, *args, **kwargs):
+        calls.append((request.search, list(lines)))
+        return translate(lines, request, *args, **kwargs)
 
     def step_spy(search):
         calls.append((search.settings, [block.key for block in search.blocks]))
@@ -119,7 +119,7 @@ def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
     monkeypatch.undo()
     for (lines, beam), answer in zip(requests, answers, strict=True):
         alone = translator.translate(
-            lines, translator.options(DecodeOverrides(beam=beam, nbest=beam)).search, 200
+            lines, Request.of(translator.options(DecodeOverrides(beam=beam, nbest=beam)))
         )
         assert answer["translations"] == [r.texts[0] for r in alone]
         if beam > 1:
@@ -194,7 +194,7 @@ def test_a_request_that_waits_past_the_timeout_gets_408_and_the_server_goes_on(t
 def test_attention_is_the_reports_map_of_the_translation(client, translator):
     body = client.post("/attention", json={"text": "red cat runs"}).json()
     translation = client.post("/translate", json={"text": ["red cat runs"]}).json()["translations"][0]
-    expected = attention_map(translator, "red cat runs", translation)
+    expected = translator.attention_map("red cat runs", translation, Request.of(translator.options()))
     assert body["translation"] == translation
     assert (body["source"], body["target"]) == (expected.source, expected.target)
     assert torch.tensor(body["weights"]) == pytest.approx(expected.weights, abs=1e-4)
@@ -288,7 +288,7 @@ def test_target_prefixes_start_the_translations_as_translate_gives_them(client, 
     prefixes = [" ".join(words[0][:1]), "", "TREE"]
     body = client.post("/translate", json={"text": lines, "prefix": prefixes, "scores": True}).json()
     settings = translator.options(DecodeOverrides(max_tokens=200)).search
-    expected = translator.translate(lines, settings, 200, prefixes=prefixes)
+    expected = translator.translate(lines, Request(settings, 200), prefixes=prefixes)
     assert body["translations"] == [r.texts[0] for r in expected]
     assert body["scores"] == pytest.approx([r.scores[0] for r in expected], abs=1e-4)
     assert body["translations"][1] == cli_free(client, lines[1:2])[0]

@@ -15,6 +15,7 @@ from seq2seq.serve.app import ServerSettings, batcher_for
 from seq2seq.serve.continuous import ContinuousBatcher
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 from tests.conftest import WORDS, TrainedRun
 
@@ -56,13 +57,15 @@ def test_every_request_gets_what_translate_gives_its_lines(translator, lanes, mo
     monkeypatch.setattr(RunningSearch, "step", seen)
     batcher = ContinuousBatcher(translator, BUDGET, lanes)
     asked = requests_of(translator)
-    futures = [batcher.translate(lines, settings, "", prefixes) for lines, settings, prefixes in asked]
+    futures = [
+        batcher.translate(lines, Request(settings, BUDGET), prefixes) for lines, settings, prefixes in asked
+    ]
     batcher.start()
     answers = [future.result(timeout=120) for future in futures]
     batcher.close()
     assert len(stepping) == lanes  # the sentences spread over every lane
     for (lines, settings, prefixes), answer in zip(asked, answers, strict=True):
-        expected = translator.translate(lines, settings, BUDGET, prefixes=prefixes)
+        expected = translator.translate(lines, Request(settings, BUDGET), prefixes=prefixes)
         assert [t.texts for t in answer] == [t.texts for t in expected]
         for got, want in zip(answer, expected, strict=True):
             assert got.scores == pytest.approx(want.scores, abs=1e-4)
@@ -72,12 +75,14 @@ def test_every_request_gets_what_translate_gives_its_lines(translator, lanes, mo
 def test_closing_answers_every_request_that_arrived_then_refuses(translator, lanes):
     batcher = ContinuousBatcher(translator, BUDGET, lanes)
     asked = requests_of(translator)
-    futures = [batcher.translate(lines, settings, "", prefixes) for lines, settings, prefixes in asked]
+    futures = [
+        batcher.translate(lines, Request(settings, BUDGET), prefixes) for lines, settings, prefixes in asked
+    ]
     batcher.start()
     batcher.close()
     assert all(future.done() and future.exception() is None for future in futures)
     with pytest.raises(RuntimeError, match="closed"):
-        batcher.translate(["red cat"], asked[0][1])
+        batcher.translate(["red cat"], Request(asked[0][1], BUDGET))
 
 
 @LANES
@@ -95,7 +100,7 @@ def test_a_failed_step_fails_the_requests_in_its_batch_and_the_server_goes_on(tr
     monkeypatch.setattr(RunningSearch, "step", fails_once)
     batcher = ContinuousBatcher(translator, 10_000, lanes)
     asked = requests_of(translator)[:6]
-    futures = [batcher.translate(lines, settings) for lines, settings, _ in asked]
+    futures = [batcher.translate(lines, Request(settings, BUDGET)) for lines, settings, _ in asked]
     batcher.start()
     errors = 0
     for (lines, settings, _), future in zip(asked, futures, strict=True):
@@ -104,13 +109,15 @@ def test_a_failed_step_fails_the_requests_in_its_batch_and_the_server_goes_on(tr
             errors += 1
         else:
             assert [t.texts for t in future.result()] == [
-                t.texts for t in translator.translate(lines, settings, 10_000)
+                t.texts for t in translator.translate(lines, Request(settings, 10_000))
             ]
     assert errors == 3 if lanes == 1 else errors >= 1
     lines, settings, _ = asked[0]
-    later = batcher.translate(lines, settings).result(timeout=60)
+    later = batcher.translate(lines, Request(settings, BUDGET)).result(timeout=60)
     batcher.close()
-    assert [t.texts for t in later] == [t.texts for t in translator.translate(lines, settings, 10_000)]
+    assert [t.texts for t in later] == [
+        t.texts for t in translator.translate(lines, Request(settings, 10_000))
+    ]
 
 
 @LANES
@@ -121,39 +128,32 @@ def test_requests_into_different_languages_share_a_running_batch(multilingual_ru
     settings = translator.options(DecodeOverrides(beam=2)).search
     asked = [("en", ["red cat runs", "blue bird"]), ("de", ["the big dog sleeps"]), ("en", ["a tree"])]
     batcher = ContinuousBatcher(translator, 10_000, lanes)
-    futures = [batcher.translate(lines, settings, to) for to, lines in asked]
+    futures = [batcher.translate(lines, Request(settings, BUDGET, to=to)) for to, lines in asked]
     batcher.start()
     answers = [future.result(timeout=60) for future in futures]
     batcher.close()
     for (to, lines), answer in zip(asked, answers, strict=True):
-        translator.use_source_tokens(to)
-        assert [t.texts for t in answer] == [t.texts for t in translator.translate(lines, settings, 200)]
+        expected = translator.translate(lines, Request(settings, 200, to=to))
+        assert [t.texts for t in answer] == [t.texts for t in expected]
 
 
 @pytest.mark.parametrize(
-    ("batching", "engine", "message"),
+    ("batching", "own", "message"),
     [
-        ("dynamic", "s2s", "--batching dynamic: choose one of auto, continuous, static"),
-        (
-            "continuous",
-            "ctranslate2",
-            "a CTranslate2 export decodes in static batches; use --batching static",
-        ),
+        ("dynamic", True, "--batching dynamic: choose one of auto, continuous, static"),
+        ("continuous", False, "CTranslate2 decodes in static batches: use --batching static"),
     ],
 )
-def test_batching_that_the_run_cannot_do_is_refused(translator, batching, engine, message):
-    settings = ServerSettings(DecodeOverrides(), 0.0, batching=batching, engine=engine)
+def test_batching_that_the_engine_cannot_do_is_refused(translator, batching, own, message):
+    settings = ServerSettings(DecodeOverrides(), 0.0, batching=batching)
     with pytest.raises(Seq2SeqError, match=message):
-        batcher_for(translator, settings, 100)
+        batcher_for(translator, settings, 100, translator if own else None)
 
 
-def test_auto_batching_is_continuous_for_a_translation_run_and_static_for_ctranslate2(translator):
+def test_auto_batching_is_continuous_for_s2s_decoder_and_static_for_another_engine(translator):
     auto = ServerSettings(DecodeOverrides(), 0.0)
-    assert batcher_for(translator, auto, 100).kind == "continuous"
-    assert (
-        batcher_for(translator, ServerSettings(DecodeOverrides(), 0.0, engine="ctranslate2"), 100).kind
-        == "static"
-    )
+    assert batcher_for(translator, auto, 100, translator).kind == "continuous"
+    assert batcher_for(translator, auto, 100, None).kind == "static"
 
 
 def test_failing_batches_in_both_lanes_fail_each_request_once_and_the_batcher_still_closes(
@@ -168,7 +168,9 @@ def test_failing_batches_in_both_lanes_fail_each_request_once_and_the_batcher_st
     monkeypatch.setattr(RunningSearch, "step", fails)
     batcher = ContinuousBatcher(translator, BUDGET, lanes=2)
     asked = requests_of(translator)
-    futures = [batcher.translate(lines, settings, "", prefixes) for lines, settings, prefixes in asked]
+    futures = [
+        batcher.translate(lines, Request(settings, BUDGET), prefixes) for lines, settings, prefixes in asked
+    ]
     batcher.start()
     for (lines, _, _), future in zip(asked, futures, strict=True):
         error = future.exception(timeout=60)

@@ -13,7 +13,6 @@ import torch
 from fastapi.testclient import TestClient
 
 from seq2seq.serve.app import ServerSettings, create_app
-from seq2seq.translate.attention import attention_map
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -22,6 +21,7 @@ from tests.servers import ServerProcess
 
 pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator  # noqa: E402
+from seq2seq.translate.request import Request
 
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "blue bird"]
 
@@ -37,7 +37,7 @@ def export(served_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def client(export: Path) -> Iterator[TestClient]:
     translator = CT2Translator.load(export, Placement("cpu"))
-    settings = ServerSettings(DecodeOverrides(), 0.01, engine="ctranslate2")
+    settings = ServerSettings(DecodeOverrides(), 0.01)
     with TestClient(create_app(translator, settings, "tiny_ct2")) as c:
         yield c
 
@@ -57,7 +57,7 @@ def test_attention_maps_are_the_runs_for_the_same_weights(client, served_run):
     for translation in (None, "RUNS CAT RED", ""):
         request = {"text": "red cat runs"} | ({} if translation is None else {"translation": translation})
         body = client.post("/attention", json=request).json()
-        expected = attention_map(ours, "red cat runs", body["translation"])
+        expected = ours.attention_map("red cat runs", body["translation"], Request.of(ours.options()))
         assert (body["source"], body["target"]) == (expected.source, expected.target)
         weights = torch.tensor(body["weights"])  # CTranslate2's rows, and the </s> column restored
         assert weights == pytest.approx(expected.weights, abs=1e-4)

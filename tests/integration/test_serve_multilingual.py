@@ -15,6 +15,7 @@ from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.limits import Limits
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
 from tests.helpers import cli_translate, run_cli
@@ -31,7 +32,7 @@ def translator(multilingual_run: TrainedRun) -> Translator:
 
 def make_client(translator: Translator, to: str = "") -> TestClient:
     settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02, Limits(), to=to)
-    return TestClient(create_app(translator, settings, "multilingual"))
+    return TestClient(create_app(translator, settings, "multilingual", running=translator))
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +60,15 @@ def test_requests_into_different_languages_are_decoded_apart(translator, monkeyp
     calls: list[tuple[tuple[int, ...], list[str]]] = []
     translate = translator.translate
 
-    def spy(lines, settings, max_tokens, *args, **kwargs):
-        calls.append((translator.source_prefix, list(lines)))
-        return translate(lines, settings, max_tokens, *args, **kwargs)
+    def spy(lines, request, *args, **kwargs):
+        calls.append((translator.source_tokens.prefix(request.to), list(lines)))
+        return translate(lines, request, *args, **kwargs)
 
     monkeypatch.setattr(translator, "translate", spy)
     settings = translator.options(DecodeOverrides(beam=1)).search
     batcher = Batcher(translator, window_s=0.05, max_tokens=10_000)
     asked = [("en", "en red cat"), ("de", "de red cat"), ("en", "en blue bird")]
-    futures = [batcher.translate([line], settings, to) for to, line in asked]
+    futures = [batcher.translate([line], Request(settings, 10_000, to=to)) for to, line in asked]
     batcher.start()
     answers = {
         line: future.result(timeout=60)[0].texts for (_, line), future in zip(asked, futures, strict=True)
@@ -79,9 +80,8 @@ def test_requests_into_different_languages_are_decoded_apart(translator, monkeyp
         to = lines[0].split()[0]
         assert prefix == (control_id(translator.tokenizers.src, f"<2{to}>"),)
         assert {line.split()[0] for line in lines} == {to}
-        translator.use_source_tokens(to)
         assert [answers[line] for line in lines] == [
-            t.texts for t in translator.translate(lines, settings, 200)
+            t.texts for t in translator.translate(lines, Request(settings, 200, to=to))
         ]
 
 

@@ -168,7 +168,7 @@ def test_a_multilingual_run_s_choice_of_language_is_followed(multilingual_run, t
     if verb == "serve":
         translator = Translator.load(multilingual_run.run, placement=Placement("cpu", "fp32"))
         settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02)
-        with TestClient(create_app(translator, settings, "multilingual")) as client:
+        with TestClient(create_app(translator, settings, "multilingual", running=translator)) as client:
             message = client.post("/translate", json={"text": ["red cat"]}).json()["error"]
             found = choice.search(message)
             assert found and found[2] in TranslateRequest.model_fields and "--to" in options_of("serve")

@@ -76,10 +76,12 @@ def test_static_batching_is_advised_where_continuous_cannot_be(trained_run):
         return ServerSettings(DecodeOverrides(max_tokens=200), 0.02, batching=batching)
 
     with pytest.raises(Seq2SeqError) as error:
-        create_app(translator, settings("continuous"), "decoder_only")
+        create_app(translator, settings("continuous"), "decoder_only", running=translator)
     [advised] = advice(str(error.value), "serve", {})
     assert advised[0] == "--batching"
-    with TestClient(create_app(translator, settings(advised[1]), "decoder_only")) as client:
+    with TestClient(
+        create_app(translator, settings(advised[1]), "decoder_only", running=translator)
+    ) as client:
         assert client.post("/translate", json={"text": ["red cat"]}).status_code == 200
 
 

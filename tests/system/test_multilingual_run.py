@@ -81,12 +81,10 @@ def test_the_ctranslate2_export_reads_the_language_token_as_s2s_does(multilingua
     lines = read_lines(multilingual_run.data / "valid.src")
     settings = SearchSettings(beam=1)
     for to in ("de", "en"):
-        ours.use_source_tokens(to)
-        theirs.use_source_tokens(to)
-        prefix = ours.source_prefix
+        prefix = ours.source_tokens.prefix(to)
         src = pad([[*prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
         mine = greedy_search(ours.model, src, settings)
-        start = theirs.tokenizers.src.id_pieces(theirs.source_prefix)
+        start = theirs.tokenizers.src.id_pieces(theirs.source_tokens.prefix(to))
         assert start == [f"<2{to}>"]
         got = theirs.search([[*start, *theirs.tokenizers.src.pieces(x)] for x in lines], settings, 500)
         margins = greedy_margins(ours.model, src, mine, settings)

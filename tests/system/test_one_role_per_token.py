@@ -28,7 +28,7 @@ def refusal(verb: str, run: TrainedRun, out: Path, *asked: str) -> tuple[bool, s
     if verb == "serve":
         translator = Translator.load(run.run, placement=Placement("cpu", "fp32"))
         settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02)
-        with TestClient(create_app(translator, settings, "multilingual")) as client:
+        with TestClient(create_app(translator, settings, "multilingual", running=translator)) as client:
             request = {"text": ["red cat"], "to": options["--to"]}
             response = client.post("/translate", json=request)
         return response.status_code == 422, response.json().get("error", "")

@@ -114,7 +114,7 @@ def test_the_server_answers_a_reader_and_refuses_what_it_cannot_do(reader_runs):
 
     translator = Translator.load(reader_runs["classify"], placement=Placement("cpu"))
     settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.01, Limits(), ())
-    with TestClient(create_app(translator, settings, "reader")) as client:
+    with TestClient(create_app(translator, settings, "reader", running=translator)) as client:
         answer = client.post("/translate", json={"text": ["the coach blew the whistle", ""]})
         assert answer.status_code == 200 and answer.json()["translations"][1] == ""
         assert answer.json()["translations"][0] in {"sport", "food", "weather", "music"}

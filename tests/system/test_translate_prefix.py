@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
 from tests.helpers import cli_translate, run_cli
@@ -28,7 +29,7 @@ def test_each_translation_starts_with_its_prefix_as_the_translator_gives_it(tiny
     written = out.read_text(encoding="utf-8").split("\n")[: len(LINES)]
     translator = Translator.load(tiny_run.run, ["best"], Placement("cpu", "fp32"))
     settings = translator.options(DecodeOverrides()).search
-    expected = translator.translate(LINES, settings, 4000, prefixes=PREFIXES)
+    expected = translator.translate(LINES, Request(settings, 4000), prefixes=PREFIXES)
     assert written == [t.texts[0] for t in expected]
     assert written[0].startswith("RUNS") and written[3].startswith("BIRD BLUE") and written[2] == ""
     assert written[1] == cli_translate(tiny_run.run, LINES[1:2], "--precision", "fp32")[0]

@@ -132,3 +132,35 @@ def test_a_planted_question_is_found(tmp_path, module, planted, found):
     target.write_text(target.read_text(encoding="utf-8") + f"\n{planted}\n", encoding="utf-8")
     wrong = task_named_elsewhere(copy) if found == "task" else family_read_elsewhere(copy)
     assert wrong and all(w.startswith(f"{module}:") for w in wrong)
+
+
+# where an engine is named or told apart: the chooser, and each engine saying what it is
+ENGINE_NAMES = {"auto", "s2s", "ctranslate2"}
+ENGINE_CHOOSERS = ("commands/engines.py",)
+ENGINE_CLASSES = {"Translator", "CT2Translator"}
+
+
+def engine_tests() -> list[Named]:
+    """Comparisons of something named `engine` with an engine's name, and isinstance tests against an
+    engine's class, outside the chooser."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        if module in ENGINE_CHOOSERS:
+            continue
+        for node, scope in scoped(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                named = any(isinstance(s, ast.Constant) and s.value in ENGINE_NAMES for s in sides)
+                if named and any("engine" in ast.unparse(s) for s in sides):
+                    found.append(Named(module, scope, node.lineno, ast.unparse(node)))
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance" and len(node.args) == 2:
+                classes = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if classes & ENGINE_CLASSES:
+                    found.append(Named(module, scope, node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_the_engine_is_chosen_once_and_handed_down():
+    """translate, evaluate, serve and pivoting receive an engine and never ask which one they hold."""
+    assert engine_tests() == [], "\n".join(map(str, engine_tests()))

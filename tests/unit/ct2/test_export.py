@@ -37,6 +37,7 @@ from tests.unit.decoding.test_search import forced_score
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
 from seq2seq.ct2.export import FULL_INT8, REDUCED_INT8, full_range_int8, model_spec, write_model  # noqa: E402
+from seq2seq.translate.request import Request  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -370,7 +371,7 @@ def test_greedy_without_scores_gives_the_same_words(trained):
     translator = CT2Translator.load(export, Placement("cpu"))
     lines = read_lines(run.parent / "data" / "valid.src")
     settings = translator.options(DecodeOverrides(beam=1)).search
-    scored = translator.translate(lines, settings, 500)
-    plain = translator.translate(lines, settings, 500, scores=False)
+    scored = translator.translate(lines, Request(settings, 500))
+    plain = translator.translate(lines, Request(settings, 500, scores=False))
     assert [t.texts for t in plain] == [t.texts for t in scored]
     assert all(math.isnan(t.scores[0]) for t in plain) and not any(math.isnan(t.scores[0]) for t in scored)

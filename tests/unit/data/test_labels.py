@@ -18,6 +18,7 @@ from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import DataError
 from seq2seq.models.build import build_model
 from seq2seq.special import PAD
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 from tests.conftest import WORDS, tiny_config_dict, write_corpus
 
@@ -76,7 +77,7 @@ def test_tags_out_are_words_in_for_training_and_translation(tagger, tmp_path):
     torch.manual_seed(0)
     model = build_model(config.model, tagger.src.vocab_size, tagger.tgt.vocab_size, tagger.src.word_starts())
     translator = Translator(model, tagger, config, torch.device("cpu"), None)
-    answers = [t.texts[0].split() for t in translator.translate(lines, SearchSettings(beam=1), 500)]
+    answers = [t.texts[0].split() for t in translator.translate(lines, Request(SearchSettings(beam=1), 500))]
     counts = [len(tagger.src.words(line)) for line in lines]
     assert [len(tags) for tags in answers] == counts
     assert tagger.src.word_counts(lines) == counts

@@ -14,10 +14,11 @@ import torch
 from torch.testing import assert_close
 
 from seq2seq.errors import EvaluateError
-from seq2seq.evaluation.report import attention_map, length_buckets, new_figure
+from seq2seq.evaluation.report import length_buckets, new_figure
 from seq2seq.special import BOS, PAD
 from seq2seq.translate.attention import cross_attention
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun, make_model, random_ids
 from tests.helpers import run_cli
@@ -107,7 +108,8 @@ def test_misaligned_references_fail_before_translating(trained, tmp_path):
 
 def test_attention_map_is_target_by_source_and_rows_sum_to_1(trained):
     translator = Translator.load(trained[0], ["best"], Placement("cpu"))
-    attention = attention_map(translator, "red cat runs on the big tree", "TREE BIG THE ON RUNS CAT")
+    request = Request.of(translator.options())
+    attention = translator.attention_map("red cat runs on the big tree", "TREE BIG THE ON RUNS CAT", request)
     rows, cols = attention.weights.shape
     assert (rows, cols) == (len(attention.target), len(attention.source))
     assert attention.source[-1] == "</s>" and attention.target[-1] == "</s>" and cols > 2

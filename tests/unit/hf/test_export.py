@@ -211,8 +211,8 @@ def test_a_multilingual_export_reads_the_language_token_as_one_id(multilingual_r
     ours = Translator.load(multilingual_run.run, ["best"], Placement("cpu", "fp32"))
     lines = read_lines(multilingual_run.data / "valid.src")[:6]
     for to in ("de", "en"):
-        ours.use_source_tokens(to)
-        expected = [[*ours.source_prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)]
+        prefix = ours.source_tokens.prefix(to)
+        expected = [[*prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)]
         assert [tokenizer(f"<2{to}> {line}")["input_ids"] for line in lines] == expected
 
 

@@ -15,10 +15,11 @@ from seq2seq.config import DecodeConfig
 from seq2seq.data.textio import LinesInStep
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.translate import resume
+from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import DecodeOverrides, decode_options
-from seq2seq.translate.translator import Translation
+from seq2seq.translate.request import Request
 
-OPTIONS = decode_options(DecodeOverrides(), DecodeConfig())
+REQUEST = Request.of(decode_options(DecodeOverrides(), DecodeConfig()), scores=False)
 SETTINGS = {"run": "/runs/a", "search": {"beam": 5}}
 CHUNK = 7  # lines per chunk in these tests: several chunks and a short last one
 
@@ -34,9 +35,7 @@ class FakeEngine:
     def __init__(self, die_at: int = 0) -> None:
         self.die_at, self.firsts = die_at, []
 
-    def translate(
-        self, lines: Sequence[str], settings, max_tokens, first_line=1, keep_unk=False, scores=True
-    ) -> list[Translation]:
+    def translate(self, lines: Sequence[str], request, first_line=1, prefixes=None) -> list[Translation]:
         self.firsts.append(first_line)
         if len(self.firsts) == self.die_at:
             raise Killed
@@ -49,9 +48,8 @@ def small_chunks(monkeypatch):
 
 
 def run(engine, source: Path, out: Path, settings=SETTINGS, restart=False, scores=False) -> int:
-    return resume.translate_file(
-        engine, OPTIONS, source, out, settings, False, scores, restart, lambda n: None
-    )
+    request = REQUEST.replace(scores=scores)
+    return resume.translate_file(engine, request, source, out, settings, restart, lambda n: None)
 
 
 def corpus(path: Path, count: int = 30) -> Path:
@@ -261,10 +259,8 @@ def test_the_recorded_precision_is_what_the_interrupted_command_ran_at(tmp_path,
 class PrefixEngine(FakeEngine):
     """FakeEngine that writes each line's prefix, then the reversed line."""
 
-    def translate(
-        self, lines, settings, max_tokens, first_line=1, keep_unk=False, scores=True, prefixes=None
-    ):
-        plain = super().translate(lines, settings, max_tokens, first_line, keep_unk, scores)
+    def translate(self, lines, request, first_line=1, prefixes=None):
+        plain = super().translate(lines, request, first_line)
         return [Translation([f"{p}|{t.texts[0]}"], t.scores) for p, t in zip(prefixes, plain, strict=True)]
 
 
@@ -276,7 +272,7 @@ def test_a_resumed_run_takes_up_its_prefixes_at_the_line_it_continues_from(tmp_p
 
     def go(engine):
         return resume.translate_file(
-            engine, OPTIONS, source, out, SETTINGS, False, False, False, lambda n: None,
+            engine, REQUEST, source, out, SETTINGS, False, lambda n: None,
             LinesInStep(prefixes, "--prefix"),
         )  # fmt: skip
 
@@ -296,7 +292,7 @@ def test_a_prefix_file_of_other_lines_leaves_the_output_unwritten(tmp_path):
         prefixes.write_text("p\n" * count, encoding="utf-8")
         with pytest.raises(DataError, match="give one line for each input line"):
             resume.translate_file(
-                PrefixEngine(), OPTIONS, source, out, SETTINGS, False, False, True, lambda n: None,
+                PrefixEngine(), REQUEST, source, out, SETTINGS, True, lambda n: None,
                 LinesInStep(prefixes, "--prefix"),
             )  # fmt: skip
         assert not out.exists()

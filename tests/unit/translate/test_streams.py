@@ -10,9 +10,9 @@ import pytest
 
 from seq2seq.decoding.search import SearchSettings
 from seq2seq.errors import DataError
-from seq2seq.translate.options import DecodeOptions
+from seq2seq.translate.lines import Translation
+from seq2seq.translate.request import Request
 from seq2seq.translate.streams import check_std_streams, format_translation, translate_stream
-from seq2seq.translate.translator import Translation
 
 
 class Upper:
@@ -22,9 +22,12 @@ class Upper:
         self.first_lines: list[int] = []
 
     def translate(
-        self, lines: Sequence[str], settings: SearchSettings, max_tokens: int, first_line: int = 1,
-        keep_unk: bool = False, scores: bool = True,
-    ) -> list[Translation]:  # fmt: skip
+        self,
+        lines: Sequence[str],
+        request: Request,
+        first_line: int = 1,
+        prefixes: Sequence[str] | None = None,
+    ) -> list[Translation]:
         self.first_lines.append(first_line)
         return [Translation([line.upper()], [float(first_line + i)]) for i, line in enumerate(lines)]
 
@@ -39,8 +42,8 @@ def test_translate_stream_writes_one_line_per_input_line_in_order(monkeypatch: p
     chunks = iter([["a", "b"], ["c"]])
     monkeypatch.setattr("seq2seq.translate.streams.stream_line_chunks", lambda source, name: chunks)
     translator, sink, counts = Upper(), io.StringIO(), []
-    options = DecodeOptions(SearchSettings(), 100, ("best",))
-    translate_stream(translator, options, io.BytesIO(), "stdin", sink, False, True, counts.append)
+    request = Request(SearchSettings(), 100, scores=True)
+    translate_stream(translator, request, io.BytesIO(), "stdin", sink, counts.append)
     assert sink.getvalue() == "A\t1.0000\nB\t2.0000\nC\t3.0000\n"
     assert translator.first_lines == [1, 3] and counts == [2, 1]
 

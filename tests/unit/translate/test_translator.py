@@ -9,6 +9,7 @@ from seq2seq.data.textio import read_lines
 from seq2seq.models.packed import can_pack
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
 
@@ -25,11 +26,11 @@ def test_bf16_weights_are_cast_once_and_decode_without_autocast(tiny_run: Traine
     entered = []
     real = torch.autocast
     monkeypatch.setattr(torch, "autocast", lambda *a, **k: entered.append(k) or real(*a, **k))
-    cast = bf16.translate(lines, settings, 200)
+    cast = bf16.translate(lines, Request(settings, 200))
     assert entered == []
     autocast = Translator.load(tiny_run.run, ["best"], Placement("cpu", "fp32"))
     autocast.dtype = torch.bfloat16  # the same model, bf16 through autocast
-    other = autocast.translate(lines, settings, 200)
+    other = autocast.translate(lines, Request(settings, 200))
     assert entered  # the comparison did run under autocast
     same = sum(a.texts == b.texts for a, b in zip(cast, other, strict=True))
     assert len(cast) == len(lines) and same >= len(lines) // 2, f"{same} of {len(lines)} lines agree"
