@@ -9,7 +9,7 @@ from typing import Literal
 from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_LENGTH_PENALTY, MAX_POSITIONS
 from seq2seq.config.rules import broken
 
-# how beam search divides a hypothesis' log-probability by its length (search.length_normalizer):
+# how beam search divides a hypothesis' log-probability by its length (hypothesis.length_normalizer):
 # power: steps ** alpha, a chosen <eos> a step (CTranslate2, Hugging Face); gnmt: ((5 + length) / 6) ** alpha
 # (Wu et al. 2016)
 LengthNorm = Literal["power", "gnmt"]

@@ -35,9 +35,10 @@ from seq2seq.ct2.export import (
 from seq2seq.ct2.shortlist import VMAP_FILE
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.decoding.answers import ANSWERS
+from seq2seq.decoding.hypothesis import Hypothesis, length_normalizer
 from seq2seq.decoding.limits import output_limits
 from seq2seq.decoding.prefix import prefix_limits
-from seq2seq.decoding.search import Hypothesis, SearchSettings, length_normalizer
+from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import cpu_has_int8_dot_products
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD

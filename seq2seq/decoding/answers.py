@@ -17,9 +17,10 @@ from torch import Tensor
 
 from seq2seq.config.task import Task
 from seq2seq.decoding.decodable import Decodable
+from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.reading import read
-from seq2seq.decoding.search import Hypothesis, SearchSettings, search
+from seq2seq.decoding.search import SearchSettings, search
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 
 ModelT = TypeVar("ModelT", contravariant=True)  # what a way answers with

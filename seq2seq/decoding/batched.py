@@ -15,9 +15,10 @@ import torch
 from seq2seq.batching import pad, token_batches
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.answers import SEARCHED, Answerable, Answers
+from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.ladder import held_size_within
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import Hypothesis, SearchSettings
+from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.special import EOS
 

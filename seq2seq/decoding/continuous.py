@@ -1,9 +1,11 @@
 """Continuous batching: sentences join a running beam search at any step and leave it once settled
 (iteration-level scheduling, as LLM servers do), so none waits for a batch it was not part of.
 
-`RunningSearch` is `search.beam_search` with each sentence at its own step: the same candidates,
-stopping rule, length limits, prefixes and scores, so a sentence gets the hypotheses the offline
-search gives it whichever sentences share its steps (beam 1 is greedy search, as offline). The rows'
+`RunningSearch` follows the beam rule (`beam_rule.Beams`: candidates, finished hypotheses, stopping,
+n-best) as `search.beam_search` does, with each sentence at its own step, and the same length limits
+and prefixes, so a sentence gets the hypotheses the offline search gives it whichever sentences share
+its steps (beam 1 is greedy search, as offline). What is its own is the batch that rows join and
+leave: the host's record of each sentence, and the rows of the memory and the cache. The rows'
 keys/values share one cache whose positions are the steps of the running batch (`DecoderCache.starts`
 hides from each row the positions before its own first); the token history is aligned with those
 positions, PAD before each row's <bos>. Positions no row needs any more are dropped from the front
@@ -13,25 +15,20 @@ whenever rows are reordered, so the cache holds at most the oldest running sente
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 import torch
 from torch import Tensor
 
 from seq2seq.batching import pad
+from seq2seq.decoding.beam_rule import Beams, Step, best_first
 from seq2seq.decoding.decodable import Decodable, SearchCache, SearchMemory
+from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import output_limits_of
-from seq2seq.decoding.prefix import Forced, force_beams
-from seq2seq.decoding.search import (
-    NEG_INF,
-    Hypothesis,
-    SearchSettings,
-    best_log_probs,
-    length_normalizer,
-    next_scores,
-)
-from seq2seq.special import BOS, EOS, PAD
+from seq2seq.decoding.prefix import Forced
+from seq2seq.decoding.search import SearchSettings, next_scores
+from seq2seq.special import BOS, PAD
 
 Key = TypeVar("Key", bound=Hashable)  # what the caller tells its sentences apart by
 Joined = TypeVar("Joined", bound="JoinableMemory")
@@ -84,51 +81,32 @@ class _Block(Generic[Key]):
     start: int  # the cache position of its <bos>
     deadline: int  # the clock step at which it is at its length limit
     forced_until: int  # the clock step after its last forced token
-    finished: list[Hypothesis] = field(default_factory=list)
 
 
 @dataclass
 class _State:
-    """The running blocks' search state: one row per block, as `search.beam_search` keeps it."""
+    """The running blocks' state on the device: the beam rule's, and each block's step and prefix."""
 
+    beams: Beams
     steps: Tensor  # (n,) long: the steps each block has taken (the offline search's `t`)
-    limits: Tensor  # (n,) long: the longest output, <eos> included
-    best_possible: Tensor  # (n,) the largest normalizer: that of the length limit
-    scores: Tensor  # (n, K) the live beams' sums of log-probabilities
-    num_finished: Tensor  # (n,) long
-    nth_best: Tensor  # (n,) the nbest-th best finished score
     prefixes: Tensor  # (n, P) long: the ids each block is forced to, PAD-padded
 
     @classmethod
     def start(cls, limits: Tensor, prefix: Forced | None, settings: SearchSettings) -> _State:
-        """The state of sentences that have not taken a step: only the first of the K beams is live."""
-        m, device = limits.size(0), limits.device
-        scores = torch.full((m, settings.beam), NEG_INF, device=device)
-        scores[:, 0] = 0.0  # all beams start identical: expand only the first
-        return cls(
-            steps=torch.zeros_like(limits),
-            limits=limits,
-            best_possible=length_normalizer(limits.float() - 1, settings, False),
-            scores=scores,
-            num_finished=torch.zeros_like(limits),
-            nth_best=torch.full((m,), NEG_INF, device=device),
-            prefixes=prefix.tokens if prefix is not None else limits.new_full((m, 0), PAD),
-        )
+        """The state of sentences that have not taken a step."""
+        prefixes = prefix.tokens if prefix is not None else limits.new_full((limits.size(0), 0), PAD)
+        return cls(Beams.start(limits, settings), torch.zeros_like(limits), prefixes)
 
     def select(self, keep: Tensor) -> _State:
-        return _State(*(getattr(self, f.name)[keep] for f in fields(self)))
+        return _State(self.beams.select(keep), self.steps[keep], self.prefixes[keep])
 
     def join(self, other: _State) -> _State:
         """These blocks, then `other`'s; the prefixes padded to the longer."""
         width = max(self.prefixes.size(1), other.prefixes.size(1))
-        parts = {
-            f.name: torch.cat([getattr(self, f.name), getattr(other, f.name)])
-            for f in fields(self)
-            if f.name != "prefixes"
-        }
         return _State(
-            **parts,
-            prefixes=torch.cat([_pad_columns(self.prefixes, width), _pad_columns(other.prefixes, width)]),
+            self.beams.join(other.beams),
+            torch.cat([self.steps, other.steps]),
+            torch.cat([_pad_columns(self.prefixes, width), _pad_columns(other.prefixes, width)]),
         )
 
 
@@ -204,69 +182,32 @@ class RunningSearch(Generic[Key, MemoryT, CacheT]):
     def step(self) -> list[tuple[Key, list[Hypothesis]]]:
         """One decoder step of every running sentence; the sentences settled by it leave the batch and
         come back as (key, their `nbest` best hypotheses, best first)."""
-        k, n, settings = self.k, len(self.blocks), self.settings
+        k, settings = self.k, self.settings
         memory, cache, state = self._running()
-        t = state.steps  # (n,)
-        at_limit = state.limits <= t + 1  # (n,) this step is the last allowed
+        t, beams = state.steps, state.beams  # t (n,): each block's own step
+        at_limit = beams.at_limit(t)  # (n,) this step is the last allowed
         forced = at_limit.repeat_interleave(k) if self.clock >= min(b.deadline for b in self.blocks) else None
         rows_t = t.repeat_interleave(k)
         logits = next_scores(self.model, self.history, memory, cache, rows_t, forced, settings)
-        row_logp, row_tokens = best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
-        if self.clock < max(b.forced_until for b in self.blocks):
-            row_logp, row_tokens = force_beams(row_logp, row_tokens, _forced_at(state.prefixes, t), k)
-        per_beam = row_logp.size(1)
-        candidates = (state.scores.view(-1, 1) + row_logp).view(n, k * per_beam)
-        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2K)
-        from_beam, top_tokens = top_ids // per_beam, row_tokens.view(n, k * per_beam).gather(1, top_ids)
-        ended = (top_tokens == EOS) & top_scores.isfinite()
-        ended[:, k:] = False  # an <eos> ranked below K live candidates is never needed
-        if ended.any():
-            self._finalize(ended, top_scores, from_beam, ~at_limit)
-        # the K best candidates that do not end here continue (each beam adds at most one <eos>)
-        rank = (top_tokens == EOS).long() * 2 * k + torch.arange(2 * k, device=self.device)
-        order = rank.argsort(1)[:, :k]
-        state.scores = top_scores.gather(1, order)  # (n, K)
-        next_tokens = top_tokens.gather(1, order)
-        parent = (torch.arange(n, device=self.device)[:, None] * k + from_beam.gather(1, order)).view(-1)
-        live = state.scores.max(1).values  # (n,) the best live beam's sum of log-probabilities
-        done = state.nth_best >= live / state.best_possible  # no live beam can reach the nbest-th
-        if settings.length_penalty == 0 or k == 1:
-            done |= ended[:, 0]
-        else:
-            done |= (state.num_finished >= k) & (state.nth_best >= live / length_normalizer(t + 1, settings))
-        leaving = ((state.num_finished >= settings.nbest) & done) | at_limit
-        settled = [self.blocks[b] for b in leaving.nonzero().squeeze(1).tolist()]
-        results = [(b.key, sorted(b.finished, key=lambda h: -h.score)[: settings.nbest]) for b in settled]
-        if len(settled) == n:
+        forcing = self.clock < max(b.forced_until for b in self.blocks)  # no block is forced otherwise
+        given = _forced_at(state.prefixes, t) if forcing else None
+        starts = [b.start for b in self.blocks]
+        step = beams.advance(logits, given, self.history, t, at_limit, settings, starts)
+        leaving = step.leaving.nonzero().squeeze(1).tolist()
+        results = [(self.blocks[b].key, best_first(beams.finished[b], settings.nbest)) for b in leaving]
+        if len(leaving) == len(self.blocks):
             self._empty()
         else:
-            self._advance(leaving, parent, next_tokens)
+            self._advance(step)
         return results
 
-    def _finalize(self, ended: Tensor, top_scores: Tensor, from_beam: Tensor, chose: Tensor) -> None:
-        """Record the hypotheses that end with <eos> at this step (a loop over those only); `chose`
-        (n,): whether a block's <eos> was chosen (False: forced at its limit)."""
-        _, _, state = self._running()
-        nbest = self.settings.nbest
-        block, col = ended.nonzero().unbind(1)
-        rows = block * self.k + from_beam[block, col]
-        penalty = length_normalizer(state.steps[block], self.settings, chose[block])
-        history = self.history[rows].tolist()
-        for b, seq, score in zip(
-            block.tolist(), history, (top_scores[block, col] / penalty).tolist(), strict=True
-        ):
-            self.blocks[b].finished.append(Hypothesis(seq[self.blocks[b].start + 1 :], score))
-        state.num_finished += ended.sum(1)
-        for b in ended.any(1).nonzero().squeeze(1).tolist():  # only the blocks that finished one
-            if len(self.blocks[b].finished) >= nbest:
-                state.nth_best[b] = sorted(h.score for h in self.blocks[b].finished)[-nbest]
-
-    def _advance(self, leaving: Tensor, parent: Tensor, next_tokens: Tensor) -> None:
-        """Drop the blocks `leaving`, move each kept beam's row to its `parent`'s state, and feed
-        `next_tokens` (n, K) at the next step; the positions before every kept block's start go."""
+    def _advance(self, step: Step) -> None:
+        """Drop the blocks `step` settled, move each kept beam's row to its parent's state, and feed
+        its next token at the next step; the positions before every kept block's start go."""
         k, n = self.k, len(self.blocks)
         memory, cache, state = self._running()
-        keep = (~leaving).nonzero().squeeze(1)
+        keep = (~step.leaving).nonzero().squeeze(1)
+        parent, next_tokens = step.parent, step.tokens
         dropped = keep.numel() < n
         if dropped:
             self.blocks = [self.blocks[b] for b in keep.tolist()]

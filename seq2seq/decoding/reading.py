@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from seq2seq.decoding.search import Hypothesis
+from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 
 

@@ -5,30 +5,25 @@ newest token and the decoder keeps its keys/values; `use_cache=False` re-decodes
 at every step (the slow reference path, kept for tests and benchmarks). Sentences that finish are
 dropped from the batch, so the work per step shrinks as the batch completes; the model's tensors
 keep the batch at a few sizes only (`seq2seq.decoding.ladder`), so its products take few shapes.
-How long each output may grow is `seq2seq.decoding.limits`' rule.
+How long each output may grow is `seq2seq.decoding.limits`' rule; how a beam search chooses, stops
+and ranks is `seq2seq.decoding.beam_rule`'s, which the running search (`decoding.continuous`) follows
+too; a hypothesis and its length-normalized score are `seq2seq.decoding.hypothesis`'.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import overload
 
 import torch
 from torch import Tensor
 
+from seq2seq.decoding.beam_rule import Beams, best_first, best_log_probs
 from seq2seq.decoding.decodable import CacheT, Decodable, MemoryT
+from seq2seq.decoding.hypothesis import NEG_INF, Hypothesis, length_normalizer
 from seq2seq.decoding.ladder import held_after_drop, pad_rows
 from seq2seq.decoding.limits import output_limits_of
-from seq2seq.decoding.prefix import Forced, force_beams, force_greedy
+from seq2seq.decoding.prefix import Forced, force_greedy
 from seq2seq.special import BOS, EOS, PAD
-
-NEG_INF = float("-inf")
-
-
-@dataclass
-class Hypothesis:
-    tokens: list[int]  # without <bos>/<eos>
-    score: float  # sum of token log-probabilities (with <eos>), divided by the length normalizer
 
 
 @dataclass(frozen=True)
@@ -36,7 +31,7 @@ class SearchSettings:
     beam: int = 5
     nbest: int = 1
     length_penalty: float = 1.0  # alpha of the length normalization; 0 = none
-    length_norm: str = "power"  # one of config.decode.LENGTH_NORMS: see `length_normalizer`
+    length_norm: str = "power"  # one of config.decode.LENGTH_NORMS: see `hypothesis.length_normalizer`
     max_len_a: float = 1.5
     max_len_b: int = 10
     min_len: int = 1
@@ -47,31 +42,6 @@ class SearchSettings:
     top_p: float = 1.0  # sample among the most likely tokens whose probabilities add up to p
     seed: int | None = None  # sampling seed (None = torch's global generator)
     use_cache: bool = True
-
-
-@overload
-def length_normalizer(
-    tokens: Tensor, settings: SearchSettings, chose_end: Tensor | bool = True
-) -> Tensor: ...
-@overload
-def length_normalizer(tokens: int, settings: SearchSettings, chose_end: bool = True) -> float: ...
-@overload
-def length_normalizer(tokens: int, settings: SearchSettings, chose_end: Tensor) -> Tensor | float: ...
-def length_normalizer(
-    tokens: Tensor | int, settings: SearchSettings, chose_end: Tensor | bool = True
-) -> Tensor | float:
-    """What a hypothesis of `tokens` output tokens (<eos> not among them) has its log-probability
-    divided by; `chose_end`: whether it ended by choosing <eos>, or was cut at its length limit.
-
-    `power`: steps ** alpha, the decoded steps counted as CTranslate2 and Hugging Face count them: the
-    tokens and a chosen <eos> (an empty hypothesis counts one step, a cut one its tokens). `gnmt`
-    (Wu et al. 2016): ((5 + tokens + 1) / 6) ** alpha, the <eos> always counted.
-    """
-    alpha = settings.length_penalty
-    if settings.length_norm == "power":
-        steps = tokens + chose_end  # an int, or a tensor when either is one
-        return (steps.clamp(min=1) if isinstance(steps, Tensor) else max(steps, 1)) ** alpha
-    return ((6 + tokens) / 6) ** alpha
 
 
 def next_scores(
@@ -90,21 +60,10 @@ def next_scores(
     log-softmax is what a search chooses from: the probabilities renormalized over the allowed
     tokens, as CTranslate2 does, so a hypothesis' score is its log-probability under the
     distribution it was chosen from. A search that keeps only the best few tokens takes their
-    log-softmax alone (`best_log_probs`)."""
+    log-softmax alone (`beam_rule.best_log_probs`)."""
     step_input = pad_rows(tokens[:, -1:] if cache is not None else tokens, held)
     logits = model.decode(step_input, memory, cache)[: tokens.size(0), -1].float()  # (N, V)
     return _constrain(logits, t, at_limit, settings, tokens)
-
-
-def best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:
-    """The `count` most likely tokens of each row of `logits` (N, V) and their log-probabilities, both
-    (N, count): a top-k and one log-sum-exp instead of the whole (N, V) log-softmax.
-
-    `logits` is used up: the log-sum-exp runs in place, from the maximum the top-k already found.
-    """
-    best, tokens = logits.topk(min(count, logits.size(1)), dim=1)
-    top = best[:, :1]  # (N, 1) each row's maximum
-    return best - logits.sub_(top).exp_().sum(1, keepdim=True).log_().add_(top), tokens
 
 
 def _constrain(
@@ -228,18 +187,9 @@ def beam_search(
     """The `nbest` best hypotheses per source (best first) by beam search over a batch `src` (B, S),
     each starting with its sentence's `prefix` (`decoding.prefix`).
 
-    All B x K beams advance together as one (B*K)-row decode per step: the 2K best candidates, an
-    <eos> among the first K finishes a hypothesis, the K best others live on (CTranslate2 and
-    fairseq keep the same). A sentence is settled, and leaves the batch, at its length limit or once
-    it has `nbest` finished hypotheses and its `nbest`-th best finished score is at least what its
-    best live beam could still reach (log-probabilities only fall; the normalizer is at most that of
-    the length limit), or
-    - without length normalization (alpha 0) or with beam 1: its best candidate of this step was
-      <eos> (nothing live can beat it: so beam 1 is greedy search);
-    - with it: it has K finished hypotheses (CTranslate2's rule, so s2s finds every translation
-      CTranslate2 finds) and none of its live beams would beat the `nbest`-th were it to end now.
-    The last condition keeps the search going where K unlikely early <eos> (ranked in the top K
-    behind one strong beam) would stop CTranslate2's while a far better hypothesis is still growing.
+    All B x K beams advance together as one (B*K)-row decode per step, by the beam rule
+    (`decoding.beam_rule`: the candidates, the finished hypotheses, the stopping rule, the n-best);
+    a sentence the rule settles leaves the batch, so the work per step shrinks as the batch completes.
     """
     k = settings.beam
     batch, device = src.size(0), src.device
@@ -247,82 +197,32 @@ def beam_search(
     memory = model.encode(src)  # (B, S, D): the K beams of a sentence share its memory
     cache = model.new_cache() if settings.use_cache else None
     sent = torch.arange(batch, device=device)  # sentence id of each active block of K rows
-    scores = torch.full((batch, k), NEG_INF, device=device)  # (n, K) running sums of log-probs
-    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    beams = Beams.start(limits, settings)  # the active sentences' search state
+    finished = beams.finished  # every sentence's hypotheses, by sentence id
     tokens = torch.full((batch * k, 1), BOS, dtype=torch.long, device=device)
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    num_finished = torch.zeros(batch, dtype=torch.long, device=device)
-    nth_best = torch.full((batch,), NEG_INF, device=device)  # the nbest-th best finished score
-    best_possible = length_normalizer(limits.float() - 1, settings, False)  # (B,) the largest normalizer
     soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit
     held = batch  # sentences the memory and the cache hold: the live ones first (`held_rows`)
     for t in range(int(limits.max())):
-        n = scores.size(0)
-        at_limit = limits[sent] <= t + 1  # (n,) this step is the last allowed
+        n = len(beams)
+        at_limit = beams.at_limit(t)  # (n,) this step is the last allowed
         forced = at_limit.repeat_interleave(k) if t + 1 >= soonest else None  # no host sync otherwise
         logits = next_scores(model, tokens, memory, cache, t, forced, settings, held * k)
-        # a sentence's 2K best candidates are among the 2K best tokens of each of its K beams
-        row_logp, row_tokens = best_log_probs(logits, 2 * k)  # (n*K, c), c = min(2K, V)
-        if prefix is not None and t < prefix.steps:
-            row_logp, row_tokens = force_beams(row_logp, row_tokens, prefix.at(t, sent), k)
-        per_beam = row_logp.size(1)
-        candidates = (scores.view(-1, 1) + row_logp).view(n, k * per_beam)
-        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2K)
-        from_beam, top_tokens = top_ids // per_beam, row_tokens.view(n, k * per_beam).gather(1, top_ids)
-        ended = (top_tokens == EOS) & top_scores.isfinite()
-        ended[:, k:] = False  # an <eos> ranked below K live candidates is never needed
-        if ended.any():
-            _finalize(ended, top_scores, from_beam, tokens, sent, ~at_limit, k, t, settings, finished)
-            num_finished.index_add_(0, sent, ended.sum(1))
-            for sid in sent[ended.any(1)].tolist():  # only the sentences that finished a hypothesis
-                if len(finished[sid]) >= settings.nbest:
-                    nth_best[sid] = sorted(h.score for h in finished[sid])[-settings.nbest]
-        # the K best candidates that do not end here continue (each beam adds at most one <eos>)
-        order = ((top_tokens == EOS).long() * 2 * k + torch.arange(2 * k, device=device)).argsort(1)[:, :k]
-        scores = top_scores.gather(1, order)  # (n, K)
-        next_tokens = top_tokens.gather(1, order)
-        parent = (torch.arange(n, device=device)[:, None] * k + from_beam.gather(1, order)).view(-1)
-        live = scores.max(1).values  # (n,) the best live beam's sum of log-probabilities
-        done = nth_best[sent] >= live / best_possible[sent]  # no live beam can reach the nbest-th
-        if settings.length_penalty == 0 or k == 1:
-            done |= ended[:, 0]
-        else:
-            done |= (num_finished[sent] >= k) & (nth_best[sent] >= live / length_normalizer(t + 1, settings))
-        settled = (num_finished[sent] >= settings.nbest) & done
-        keep = (~settled & ~at_limit).nonzero().squeeze(1)  # blocks still searching
+        given = prefix.at(t, sent) if prefix is not None and t < prefix.steps else None
+        step = beams.advance(logits, given, tokens, t, at_limit, settings)
+        keep = (~step.leaving).nonzero().squeeze(1)  # blocks still searching
         if keep.numel() == 0:
             break
+        parent, next_tokens = step.parent, step.tokens
         dropped = keep.numel() < n
         if dropped:
             held, kept = held_after_drop(keep, held)
             parent, memory = parent.view(n, k)[keep].view(-1), memory.select(kept)
-            scores, next_tokens, sent = scores[keep], next_tokens[keep], sent[keep]
-            soonest = int(limits[sent].min())
+            beams, next_tokens, sent = beams.select(keep), next_tokens[keep], sent[keep]
+            soonest = int(beams.limits.min())
         if cache is not None:  # beams move within their sentence: the memory moves only on a drop
             cache.reorder(pad_rows(parent, held * k), kept if dropped else None)
         tokens = torch.cat([tokens.index_select(0, parent), next_tokens.view(-1, 1)], dim=1)
-    return [sorted(hyps, key=lambda h: -h.score)[: settings.nbest] for hyps in finished]
-
-
-def _finalize(
-    ended: Tensor,
-    top_scores: Tensor,
-    from_beam: Tensor,
-    tokens: Tensor,
-    sent: Tensor,
-    chose: Tensor,
-    k: int,
-    length: int,
-    settings: SearchSettings,
-    finished: list[list[Hypothesis]],
-) -> None:
-    """Record the hypotheses that end with <eos> at this step, `length` tokens before it (a loop over
-    those only); `chose` (n,): whether a block's <eos> was chosen (False: forced at its limit)."""
-    block, col = ended.nonzero().unbind(1)
-    rows = block * k + from_beam[block, col]
-    scores = (top_scores[block, col] / length_normalizer(length, settings, chose[block])).tolist()
-    for sid, seq, score in zip(sent[block].tolist(), tokens[rows, 1:].tolist(), scores, strict=True):
-        finished[sid].append(Hypothesis(seq, score))
+    return [best_first(hyps, settings.nbest) for hyps in finished]
 
 
 def search(

@@ -28,7 +28,8 @@ from typing import Any
 import torch
 
 from seq2seq.decoding.continuous import RunningSearch, Sentence
-from seq2seq.decoding.search import Hypothesis, SearchSettings
+from seq2seq.decoding.hypothesis import Hypothesis
+from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.ensemble import Ensemble

@@ -16,7 +16,8 @@ from seq2seq.config import Config
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
-from seq2seq.decoding.search import Hypothesis, SearchSettings
+from seq2seq.decoding.hypothesis import Hypothesis
+from seq2seq.decoding.search import SearchSettings
 from seq2seq.device import auto_cpu_dtype, autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model

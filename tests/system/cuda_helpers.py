@@ -21,8 +21,9 @@ from seq2seq.config import Config, config_from_dict
 from seq2seq.data.parallel import ParallelData, collate, read_parallel
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.decoding.decodable import Decodable
+from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import max_output_lengths
-from seq2seq.decoding.search import Hypothesis, SearchSettings, greedy_search
+from seq2seq.decoding.search import SearchSettings, greedy_search
 from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD

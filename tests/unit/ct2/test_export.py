@@ -15,14 +15,10 @@ from seq2seq.batching import pad
 from seq2seq.config import ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import max_output_lengths
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import (
-    Hypothesis,
-    SearchSettings,
-    beam_search,
-    greedy_search,
-)
+from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
 from seq2seq.decoding.search import search as search_for
 from seq2seq.models.build import build_model
 from seq2seq.special import BOS, EOS, PAD

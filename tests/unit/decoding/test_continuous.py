@@ -86,6 +86,9 @@ SETTINGS = {
     ),
     "beam 5, alpha 0": SearchSettings(beam=5, length_penalty=0.0, max_len_a=1.2, max_len_b=3),
     "beam 3, no repeated bigram": SearchSettings(beam=3, no_repeat_ngram=2, max_len_a=1.0, max_len_b=6),
+    "beam 4, nbest 3, alpha 0.6": SearchSettings(
+        beam=4, nbest=3, length_penalty=0.6, max_len_a=1.0, max_len_b=5
+    ),
 }
 
 

@@ -5,13 +5,9 @@ import pytest
 import torch
 
 from seq2seq.decoding import ladder
+from seq2seq.decoding.hypothesis import length_normalizer
 from seq2seq.decoding.limits import max_output_lengths
-from seq2seq.decoding.search import (
-    SearchSettings,
-    beam_search,
-    greedy_search,
-    length_normalizer,
-)
+from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
 from seq2seq.decoding.search import search as search_for_settings
 from seq2seq.models.encoder_decoder import Memory
 from seq2seq.special import BOS, EOS, PAD
