@@ -301,10 +301,9 @@ def evaluate(
     A reader's predictions get accuracy and macro-F1 (classify) or token accuracy and span F1 (tag).
     Several --hyp files are compared with sacrebleu's paired bootstrap test against the first.
     """
-    from seq2seq.commands.engines import choose_engine
+    from seq2seq.commands.evaluate import evaluate as run_evaluate
     from seq2seq.evaluation.metrics import MetricOptions
-    from seq2seq.evaluation.plan import EvaluateFiles, plan_evaluation, run_evaluation
-    from seq2seq.evaluation.record import format_table, write_json
+    from seq2seq.evaluation.plan import EvaluateFiles
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
 
@@ -316,18 +315,11 @@ def evaluate(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        plan = plan_evaluation(files, task, asked, tag, to, pivot)
-        metrics = MetricOptions(tokenize, lowercase, chrf_plus)
-        placement = Placement(device, precision, quantize)
-        load = lambda: choose_engine(run_dir or Path(), engine, asked, placement).engine  # noqa: E731
-        result, translated = run_evaluation(plan, metrics, load, bootstrap)
-        typer.echo(format_table(result))
-        if json_file is not None:
-            write_json(result, json_file)
-        if report is not None:
-            from seq2seq.evaluation.report import write_report
-
-            log.info("report written to %s", write_report(result, report, translated))
+        placement, metrics = (
+            Placement(device, precision, quantize),
+            MetricOptions(tokenize, lowercase, chrf_plus),
+        )
+        run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot))
 
 
 @app.command()

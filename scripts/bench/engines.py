@@ -97,12 +97,11 @@ def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
         )
         translator.at_once = spec["at_once"]
         dtype = str(translator.dtype or "float32").removeprefix("torch.")
-    settings = translator.options(DecodeOverrides(beam=spec["beam"])).search
-    request = Request(settings, spec["max_tokens"], scores=False)
+    request = Request(translator.options(DecodeOverrides(beam=spec["beam"])).search, spec["max_tokens"])
 
     def translate(lines: list[str]) -> list[str]:
         # no scores asked, as `s2s translate` without --scores (and as CTranslate2 called directly)
-        return [t.texts[0] for t in translator.translate(lines, request)]
+        return [t.texts[0] for t in translator.translate(lines, request.replace(scores=False))]
 
     return translate, dtype
 

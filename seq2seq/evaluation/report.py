@@ -139,9 +139,8 @@ def length_figure(
     return figure
 
 
-def line_lengths(evaluation: Evaluation, translated: Translated | None) -> tuple[list[int], str]:
+def line_lengths(e: Evaluation, translated: Translated | None) -> tuple[list[int], str]:
     """Source length per line: the model's subword tokens, else words (of the reference without a source)."""
-    e = evaluation
     if e.source is None:
         return [len(line.split()) for line in e.references[0].lines], "reference length in words"
     if translated is None:

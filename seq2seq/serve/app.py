@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -125,17 +125,7 @@ def create_app(
     limits, task, answers = settings.limits, translator.task, translator.answers
     defaults = translator.options(settings.asked)
     targets = target_languages(translator.config.data)
-    # a multilingual run of several targets and no --to: each request chooses (checked here, at start)
-    default_to = (
-        "" if not settings.to and len(targets) > 1 else translator.source_tokens.language(settings.to)
-    )
-
-    def language(to: str | None) -> str:
-        """A request's target language: checked, or the server's default (422 when there is none)."""
-        try:
-            return translator.source_tokens.language(default_to if to is None else to, option="to")
-        except Seq2SeqError as e:
-            raise ApiError(422, str(e)) from None
+    language, default_to = request_languages(translator, settings.to)
 
     batcher = batcher_for(translator, settings, defaults.max_tokens, running)
     info = server_info(translator, settings, defaults, run_name, batcher)
@@ -234,6 +224,22 @@ def create_app(
         )
 
     return app
+
+
+def request_languages(translator: Engine, to: str) -> tuple[Callable[[str | None], str], str]:
+    """How a request's target language is found (checked, or the server's default `to`: a 422 when
+    there is none), and that default: a multilingual run of several targets and no --to has none,
+    each request chooses (the server's own --to is checked here, at start)."""
+    several = len(target_languages(translator.config.data)) > 1
+    default_to = "" if not to and several else translator.source_tokens.language(to)
+
+    def language(asked: str | None) -> str:
+        try:
+            return translator.source_tokens.language(default_to if asked is None else asked, option="to")
+        except Seq2SeqError as e:
+            raise ApiError(422, str(e)) from None
+
+    return language, default_to
 
 
 def translate_response(results: list[Translation], scores: bool, nbest: int) -> TranslateResponse:
