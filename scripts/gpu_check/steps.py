@@ -95,6 +95,27 @@ def bench_decode_command(check: Check, done: dict[str, StepResult]) -> Command:
     return command + ["--device", check.device, "--json", str(check.out / "bench_decode.json")]
 
 
+def engines_command(check: Check, done: dict[str, StepResult]) -> Command:
+    """Both engines forced on the device (`scripts.gpu_check.engines`), on the short run's checkpoint."""
+    if not (check.work / "run" / "checkpoints" / "best.pt").is_file():
+        return NotRun(f"needs the short training run's checkpoint; {check.work / 'run'} has none")
+    data = check.work / "data"
+    command = python("-m", "scripts.gpu_check.engines", str(check.work / "run"))
+    command += [
+        str(data / "test_2016_flickr.de"),
+        str(data / "test_2016_flickr.en"),
+        "--device",
+        check.device,
+    ]
+    return command + ["--cache", str(check.work / "cache"), "--lines", str(check.size(0, 40))]
+
+
+def read_engines(check: Check, output: str) -> dict[str, Any]:
+    """The `ENGINES {json}` line the step prints."""
+    found = [line for line in output.splitlines() if line.startswith("ENGINES ")]
+    return {"engines": json.loads(found[-1].removeprefix("ENGINES "))} if found else {}
+
+
 def torchrun_command(check: Check, done: dict[str, StepResult]) -> Command:
     gpus = done["machine"].numbers.get("gpus") if "machine" in done else None
     if check.dry_run or (gpus or 0) >= 2:
@@ -203,10 +224,11 @@ class Step:
 
 STEPS = (  # the GPU budgets add up to the five minutes; torchrun (two GPUs only) gets what is left
     Step("machine", 20, 30, machine_command, read_machine),
-    Step("cuda_tests", 110, 120, tests_command, read_tests),
+    Step("cuda_tests", 95, 120, tests_command, read_tests),
     Step("train_run", 65, 60, train_run_command, read_run("run", "train_metrics.jsonl")),
     Step("bench_train", 45, 60, bench_train_command, read_json("bench_train.json")),
-    Step("bench_decode", 60, 40, bench_decode_command, read_json("bench_decode.json")),
+    Step("bench_decode", 45, 40, bench_decode_command, read_json("bench_decode.json")),
+    Step("engines", 30, 40, engines_command, read_engines),
     Step("torchrun", 60, 60, torchrun_command, read_run("run_ddp", "torchrun_metrics.jsonl")),
 )
 STEP_NAMES = tuple(s.name for s in STEPS)

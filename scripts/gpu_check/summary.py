@@ -149,6 +149,17 @@ def decode_section(check: Check, r: StepResult) -> list[str]:
     ]
 
 
+def engines_section(check: Check, r: StepResult) -> list[str]:
+    """s2s's decoder and CTranslate2, each forced, on the same checkpoint and lines, beam 5."""
+    e = r.numbers["engines"]
+    header = ["engine", "precision", "load s", "sentences", "sent/s", "BLEU"]
+    rows = [
+        [x["engine"], x["precision"], x["load_s"], x["sentences"], x["sentences_per_s"], x["bleu"]]
+        for x in e["results"]
+    ]
+    return [*table(header, rows), "", f"CTranslate2 / s2s sentences/s on {e['device']}: {e['ct2_over_s2s']}x"]
+
+
 def train_run_section(check: Check, r: StepResult) -> list[str]:
     return run_section(check, r, TRAIN_RUN, "The Multi30k recipe")
 
@@ -167,6 +178,7 @@ SECTIONS: tuple[tuple[str, str, Callable[[Check, StepResult], list[str]]], ...] 
     ),
     ("train_run", "Short training run", train_run_section),
     ("bench_decode", "Beam-5 decoding (`python3 -m scripts.bench --sections decode`)", decode_section),
+    ("engines", "Both engines, beam 5 (`python3 -m scripts.gpu_check.engines`)", engines_section),
     ("torchrun", "2-GPU torchrun", torchrun_section),
 )
 

@@ -4,6 +4,7 @@ answers those of `s2s translate EXPORT --engine ctranslate2`, the attention maps
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tests.helpers import cli_translate, run_cli
 from tests.servers import ServerProcess
 
 pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
-from seq2seq.ct2.engine import CT2Translator  # noqa: E402
+from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
 from seq2seq.translate.request import Request
 
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "blue bird"]
@@ -72,3 +73,44 @@ def test_the_command_serves_an_export(export):
         assert answer["translations"] == cli_translate(export, ["red cat runs"], "--engine", "ctranslate2")
     finally:
         assert server.stop(signal.SIGINT) == 0, "".join(server.log)
+
+
+def test_concurrent_mixed_requests_get_the_answers_translate_gives(export):
+    """Requests of several beams, n-best sizes and prefixes sent at once are batched into a few
+    CTranslate2 calls, several in flight (`calls_at_once`), and each gets what the same engine gives
+    it alone. CTranslate2 pads a batch to its longest source; in fp32 that moved no token here, so
+    the test asks for the same words (and scores to 1e-4)."""
+    translator = CT2Translator.load(export, Placement("cpu"), Threads(2, 1))
+    assert translator.calls_at_once == 2  # two calls in flight at once
+    words = ["red", "cat", "runs", "the", "big", "dog", "sleeps", "blue", "bird", "tree"]
+    asked = [
+        (
+            [" ".join(words[i % 10 : i % 10 + 1 + i % 4]), ""],
+            1 + i % 3,
+            1 + i % 2,
+            ["", ""] if i % 5 else None,
+        )
+        for i in range(24)
+    ]
+    answers: list[dict | None] = [None] * len(asked)
+    start = threading.Barrier(len(asked))
+    with TestClient(create_app(translator, ServerSettings(DecodeOverrides(), 0.01), "tiny_ct2")) as client:
+
+        def send(k: int) -> None:
+            lines, beam, nbest, prefix = asked[k]
+            body = {"text": lines, "beam": max(beam, nbest), "nbest": nbest, "scores": True}
+            start.wait()
+            answers[k] = client.post("/translate", json=body | ({"prefix": prefix} if prefix else {})).json()
+
+        threads = [threading.Thread(target=send, args=(k,)) for k in range(len(asked))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for (lines, beam, nbest, prefix), answer in zip(asked, answers, strict=True):
+        request = Request.of(translator.options(DecodeOverrides(beam=max(beam, nbest), nbest=nbest)))
+        alone = translator.translate(lines, request, prefixes=prefix)
+        assert answer is not None and answer["translations"] == [r.texts[0] for r in alone]
+        assert answer["scores"] == pytest.approx([r.scores[0] for r in alone], abs=1e-4)
+        if nbest > 1:
+            assert [[h["text"] for h in hyps] for hyps in answer["nbest"]] == [r.texts for r in alone]

@@ -99,16 +99,26 @@ def test_score_reranks_blank_hypotheses_last_saying_why(tiny_run, tmp_path):
     assert blank == ["", "blank", "", "blank"]
 
 
+ENGINES = {
+    "s2s": ("--engine", "s2s", *COMMON),
+    # CTranslate2 over the run's export, computing in fp32 as `s2s score` does
+    "ctranslate2": ("--engine", "ctranslate2", "--device", "cpu", "--quantize", "float32"),
+}
+
+
 @pytest.mark.slow
-def test_translate_scores_are_what_score_gives_the_pair(trained_run, tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_translate_scores_are_what_score_gives_the_pair(trained_run, tmp_path, engine):
     """The run's normalization (power, alpha 1) divides a hypothesis' log-probability by its tokens and
-    </s>: `s2s score`'s per-token column. A blank line has no score in either. (Compared where the
-    pair is the one the search scored: `comparable`.)"""
+    </s>: `s2s score`'s per-token column, which s2s's decoder computes on the run's weights. `translate
+    --scores` reports the chosen engine's score: the same pair, the same weights at the same precision,
+    the same score, from either engine. A blank line has no score in either. (Compared where the pair
+    is the one the search scored: `comparable`.)"""
     run = trained_run("confident")
     sources = [*read_lines(run.data / "valid.src"), ""]
     src = tmp_path / "src"
     src.write_text("".join(f"{line}\n" for line in sources), encoding="utf-8")
-    translated = run_cli("translate", str(run.run), "-i", str(src), "--scores", *COMMON)
+    translated = run_cli("translate", str(run.run), "-i", str(src), "--scores", *ENGINES[engine])
     assert translated.exit_code == 0, translated.output
     hypotheses, scores = zip(*(line.split("\t") for line in translated.stdout.splitlines()), strict=True)
     tgt = tmp_path / "tgt"
