@@ -21,6 +21,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
+from seq2seq.cli_cache import cache_app
 from seq2seq.data.encode import SAMPLE_KEEP
 from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
@@ -32,6 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Train and use Transformers: translators (encoder-decoder, decoder-only), readers (classify, tag).",
 )
+app.add_typer(cache_app, name="cache")
 log = logging.getLogger("seq2seq")
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a Unix tool stopped by SIGPIPE

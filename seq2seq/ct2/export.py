@@ -4,7 +4,8 @@ An export directory is self-contained: CTranslate2's `model.bin`, vocabularies a
 the run's SentencePiece model(s) in `tokenizer/`, and `s2s.json` (where it came from, the decode
 defaults, the shortlist if there is one, and the sha256 of every other file). `seq2seq.ct2.engine`
 translates with it as its `s2s.json` says, once each file it names is there as the export made it
-(`check_export_files`). CTranslate2 is an optional dependency (`s2s[ct2]`).
+(`check_export_files`). CTranslate2 is a dependency where it publishes wheels (Linux on x86_64 and
+aarch64, macOS); elsewhere it is not installed, and s2s decodes with its own decoder.
 """
 
 from __future__ import annotations
@@ -12,22 +13,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import platform
 import shutil
-from dataclasses import dataclass
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from seq2seq.config import Config, config_from_dict, config_to_dict
-from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, build_shortlist, write_vmap
-from seq2seq.data.prepared import load_trained_corpora
-from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_checksums, tokenizer_files
+from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, ShortlistSize, run_shortlist, write_vmap
+from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import ConfigError, Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory, file_sha256
 from seq2seq.models.build import model_family
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
-from seq2seq.run.layout import RunDir
 from seq2seq.special import PAD
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -47,6 +47,8 @@ QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
 # VNNI (AVX2 only, as AMD's Zen 3) adds pairs of u8 x s8 products in int16, which 255 * 127 * 2
 # overflows. With MKL held to AVX2, a full-range export agreed with fp32 on 4 of 20 greedy lines.
 REDUCED_INT8, FULL_INT8 = 63, 127
+# what `write_export` writes: one more whenever the same weights would give other files
+EXPORT_FORMAT = 1
 AGAIN = "make the export again with `s2s export RUN_DIR --to ctranslate2 NEW_DIR`"
 
 
@@ -58,7 +60,18 @@ def require_ctranslate2() -> Any:
     try:
         import ctranslate2
     except ImportError:
-        raise ExportError("CTranslate2 is not installed; install it with: pip install 's2s[ct2]'") from None
+        machine = platform.machine().lower()
+        if sys.platform == "darwin" or (
+            sys.platform.startswith("linux") and machine in ("x86_64", "aarch64")
+        ):
+            raise ExportError(
+                "CTranslate2 is not installed; install it with: pip install 's2s[ct2]'"
+            ) from None
+        raise ExportError(
+            f"CTranslate2 publishes no wheel for {sys.platform} on {machine} (only for Linux on x86_64 or "
+            "aarch64, and macOS), so s2s did not install it: build it from source, or decode with s2s's own "
+            "decoder (--engine s2s)"
+        ) from None
     return ctranslate2
 
 
@@ -155,22 +168,42 @@ def export_ctranslate2(
     require_ctranslate2()
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+    translator = load_for_export(run_dir, checkpoint)
+    counted = None
+    if shortlist is not None:
+        counted = shortlist, run_shortlist(Path(run_dir), translator.config, translator.tokenizers, shortlist)
+    write_export(translator, run_dir, out_dir, quantize, full_range_int8, counted)
+
+
+def load_for_export(run_dir: Path, checkpoint: str) -> Translator:
+    """The run's `checkpoint` loaded in fp32 on the CPU, once it is known to be exportable (an
+    encoder-decoder): what `write_export` writes, as many times as asked."""
     translator = Translator.load(run_dir, [checkpoint], Placement("cpu", "fp32"))
-    model, cfg = translator.first_model, translator.config
-    family = model_family(cfg.model)
+    family = model_family(translator.config.model)
     if not family.exports:
         raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {family.name}")
-    assert isinstance(model, Seq2SeqTransformer)  # the family exports: an encoder-decoder
-    lexicon = (
-        None if shortlist is None else run_shortlist(Path(run_dir), cfg, translator.tokenizers, shortlist)
-    )
+    return translator
+
+
+def write_export(
+    translator: Translator,
+    run_dir: Path,
+    out_dir: Path,
+    quantize: str | None,
+    full_range_int8: bool = False,
+    shortlist: tuple[ShortlistSize, Shortlist] | None = None,
+) -> None:
+    """`export_ctranslate2` of a run already loaded (`load_for_export`), its `shortlist` already counted."""
+    model, cfg, tokenizers = translator.first_model, translator.config, translator.tokenizers
+    assert isinstance(model, Seq2SeqTransformer)  # `load_for_export` checked: an encoder-decoder
     with atomic_directory(out_dir) as scratch:
         int8_range = FULL_INT8 if full_range_int8 else REDUCED_INT8
-        write_model(model, translator.tokenizers, scratch, quantize, int8_range)
+        write_model(model, tokenizers, scratch, quantize, int8_range)
         (scratch / "tokenizer").mkdir()
         for path in tokenizer_files(Path(run_dir) / "tokenizer", cfg.tokenizer.joint).values():
             shutil.copyfile(path, scratch / "tokenizer" / path.name)
         info = {
+            "format": EXPORT_FORMAT,
             "run_dir": str(Path(run_dir).resolve()),
             "checkpoint": str(translator.checkpoints[0]),
             "quantize": quantize,
@@ -178,43 +211,15 @@ def export_ctranslate2(
             "config": config_to_dict(cfg),
             "shortlist": None,
         }
-        if shortlist is not None and lexicon is not None:  # counted when asked for
-            tokenizers = translator.tokenizers
+        if shortlist is not None:
+            size, lexicon = shortlist
             write_vmap(
                 scratch / VMAP_FILE, lexicon, vocabulary(tokenizers.src), vocabulary(tokenizers.tgt_tokenizer)
             )
-            info["shortlist"] = {**dataclasses.asdict(shortlist), "pairs_counted": lexicon.pairs}
+            info["shortlist"] = {**dataclasses.asdict(size), "pairs_counted": lexicon.pairs}
         info["files"] = export_file_sums(scratch)
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     log.info("exported %s to %s (%s)", translator.checkpoints[0], out_dir, quantize or "float32")
-
-
-@dataclass(frozen=True)
-class ShortlistSize:
-    """`s2s export --shortlist`: candidates per source piece, and the most frequent target pieces."""
-
-    per_source: int = 50
-    common: int = 100
-
-
-def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: ShortlistSize) -> Shortlist:
-    """The shortlist of the run's training pairs, as its prepared corpora hold them: those made from the
-    text its inputs.json records and its tokenizer, their arrays checked (a `DataError` saying what
-    differs, or is missing, and how to make them again)."""
-    # not `prepared_corpus_dir(cfg)`: the saved config's run_dir is where the run was trained, and a
-    # run directory that was moved or copied holds its own prepared corpora
-    run = RunDir(run_dir)
-    top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else run.path / "prepared"
-    data_sums = run.read_inputs().get("data", {})
-    tokenizer_sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-    corpora = load_trained_corpora(cfg, top, data_sums, tokenizer_sums, tokenizers.src)
-    vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
-    if size.per_source > vocab[1]:
-        raise Seq2SeqError(
-            f"--shortlist {size.per_source}: the run's target vocabulary has {vocab[1]} pieces; ask at "
-            "most that many"
-        )
-    return build_shortlist(corpora, *vocab, size.per_source, size.common)
 
 
 def write_model(

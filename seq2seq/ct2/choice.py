@@ -1,0 +1,171 @@
+"""Which CTranslate2 export the cache keeps for a run: chosen once, on a sample of its validation set.
+
+int8 weights (7 or 8 bits, as this CPU sums int8 products: `seq2seq.device.cpu_has_int8_dot_products`)
+unless they lose more than `Choice.int8_loss` BLEU against float32 on the sample; then a lexical
+shortlist (`ct2.shortlist`, counted from the run's prepared training pairs where it still has them),
+kept unless it loses more than `Choice.shortlist_loss` BLEU against the export without one. A run
+whose validation files cannot be read gets int8 without a shortlist, recorded as not checked.
+
+The sample is the first `Choice.sample_lines` lines of the run's (first) validation set, decoded as
+the run's `decode` config says, scored as its validation scores (`train.valid_bleu_tokenize`).
+
+What a first use costs: 4.1-5.1 s (four tries) for configs/multi30k_de_en.yaml trained for 12
+minutes (3+3 layers, d_model 256, 6,000 joint pieces, beam 5), on 2 cores of an Intel(R) Xeon(R)
+Processor (AVX-512 VNNI, AMX), 2026-12-04: decoding the 200 lines three times 3.1 s, counting the
+shortlist over 29,000 pairs 1.0 s, loading and three exports 0.3 s; a later use finds the entry in
+0.02 s. Remade by this, whose log line says the time:
+
+    S2S_CACHE_DIR=$(mktemp -d) python -c 'import logging, seq2seq.ct2.cache as c
+    logging.basicConfig(level=logging.INFO); c.cached_export("RUN_DIR")'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sacrebleu
+
+from seq2seq.config import Config
+from seq2seq.ct2.engine import CT2Translator
+from seq2seq.ct2.export import load_for_export, write_export
+from seq2seq.ct2.shortlist import Shortlist, ShortlistSize, run_shortlist
+from seq2seq.errors import Seq2SeqError
+from seq2seq.translate.placement import Placement
+from seq2seq.translate.translator import Translator
+
+INT8, FLOAT32 = "int8", "float32"  # the compute types an entry is loaded with
+
+
+@dataclass(frozen=True)
+class Choice:
+    """How the cache chooses an export: part of every entry's key, so a new rule makes new entries."""
+
+    sample_lines: int = 200
+    int8_loss: float = 0.2  # BLEU int8 may lose against float32 on the sample
+    shortlist: ShortlistSize = field(default_factory=lambda: ShortlistSize(20, 100))
+    shortlist_loss: float = 0.1  # BLEU the shortlist may lose against the export without one
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The export kept (a directory in the scratch space it was made in) and why."""
+
+    directory: Path
+    compute_type: str  # INT8 or FLOAT32
+    shortlist: bool
+    decisions: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ValSample:
+    """The first lines of a run's validation set, and the language its sources are translated into."""
+
+    sources: list[str]
+    references: list[str]
+    to: str  # a multilingual run's target language; "" for a bilingual run
+    tokenize: str  # sacreBLEU's tokenizer, as the run validates
+    files: tuple[str, str]
+
+
+def choose_export(
+    run_dir: Path, checkpoint: str, scratch: Path, full_range_int8: bool, choice: Choice = Choice()
+) -> Chosen:
+    """Export the run's `checkpoint` into `scratch` as each candidate, and return the one `choice` keeps
+    (`full_range_int8`: int8 weights in 8 bits, not 7, where this CPU sums int8 products in int32)."""
+    start = time.monotonic()
+    exports = Candidates(load_for_export(run_dir, checkpoint), run_dir, scratch, full_range_int8)
+    sample = val_sample(exports.translator.config, choice.sample_lines)
+    if isinstance(sample, str):
+        unchecked = {"val": f"not checked: {sample}", "compute_type": INT8, "shortlist": None}
+        return Chosen(exports.write(INT8), INT8, False, unchecked | {"seconds": since(start)})
+    made = {kind: exports.write(kind) for kind in (INT8, FLOAT32)}
+    bleu = {kind: sample_bleu(directory, kind, sample) for kind, directory in made.items()}
+    compute_type = INT8 if bleu[INT8] >= bleu[FLOAT32] - choice.int8_loss else FLOAT32
+    directory, shortlist = made[compute_type], None
+    tried = exports.shortlisted(compute_type, choice.shortlist)
+    if isinstance(tried, Path):
+        bleu["shortlist"] = sample_bleu(tried, compute_type, sample)
+        if bleu["shortlist"] >= bleu[compute_type] - choice.shortlist_loss:
+            directory, shortlist = tried, dataclasses.asdict(choice.shortlist)
+    decisions: dict[str, Any] = {
+        "val": {"src": sample.files[0], "tgt": sample.files[1], "lines": len(sample.sources)},
+        "bleu": {name: round(score, 2) for name, score in bleu.items()},
+        "compute_type": compute_type,
+        "shortlist": shortlist,
+        "shortlist_tried": dataclasses.asdict(choice.shortlist) if isinstance(tried, Path) else tried,
+        "seconds": since(start),
+    }
+    return Chosen(directory, compute_type, shortlist is not None, decisions)
+
+
+def since(start: float) -> float:
+    return round(time.monotonic() - start, 1)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The exports of one checkpoint, loaded once (`load_for_export`), written into `scratch`."""
+
+    translator: Translator
+    run_dir: Path
+    scratch: Path
+    full_range_int8: bool
+
+    def write(self, compute_type: str, shortlist: tuple[ShortlistSize, Shortlist] | None = None) -> Path:
+        """The export to load with `compute_type` (INT8: int8 weights; FLOAT32: float32 ones)."""
+        out = self.scratch / (compute_type + ("-shortlist" if shortlist else ""))
+        quantize = INT8 if compute_type == INT8 else None
+        write_export(self.translator, self.run_dir, out, quantize, self.full_range_int8, shortlist)
+        return out
+
+    def shortlisted(self, compute_type: str, size: ShortlistSize) -> Path | str:
+        """`write(compute_type)` with a shortlist of `size`, or why there is none (no prepared pairs)."""
+        try:
+            lexicon = run_shortlist(self.run_dir, self.translator.config, self.translator.tokenizers, size)
+        except Seq2SeqError as e:  # the run's prepared pairs are gone or changed: no shortlist, no error
+            return f"not tried: {e}"
+        return self.write(compute_type, (size, lexicon))
+
+
+def val_sample(cfg: Config, lines: int) -> ValSample | str:
+    """The first `lines` pairs of the run's first validation set, or why there are none."""
+    sets = cfg.data.validation_sets()
+    if not sets or not sets[0].src or not sets[0].tgt:
+        return "no val: the run's config names no validation files"
+    valid = sets[0]
+    try:
+        sources, references = head(Path(valid.src), lines), head(Path(valid.tgt), lines)
+    except (OSError, UnicodeDecodeError) as e:
+        return f"no val: {e}"
+    count = min(len(sources), len(references))
+    if count == 0:
+        return f"no val: {valid.src} or {valid.tgt} is empty"
+    tokenize = cfg.train.valid_bleu_tokenize
+    return ValSample(sources[:count], references[:count], valid.tgt_lang, tokenize, (valid.src, valid.tgt))
+
+
+def head(path: Path, lines: int) -> list[str]:
+    """The first `lines` lines of a UTF-8 text file, without their line ends."""
+    with path.open(encoding="utf-8", newline="\n") as f:
+        return [line.rstrip("\r\n") for line in itertools.islice(f, lines)]
+
+
+def sample_bleu(export_dir: Path, compute_type: str, sample: ValSample) -> float:
+    """BLEU of the export's translations of the sample, tokenized as the run's validation tokenizes."""
+    hypotheses = sample_translations(export_dir, compute_type, sample)
+    return float(sacrebleu.corpus_bleu(hypotheses, [sample.references], tokenize=sample.tokenize).score)
+
+
+def sample_translations(export_dir: Path, compute_type: str, sample: ValSample) -> list[str]:
+    """The export's best translation of each sample source, decoded as its run's `decode` config says
+    (the one place the cache decodes)."""
+    translator = CT2Translator.load(export_dir, Placement("cpu", "fp32", compute_type))
+    translator.use_source_tokens(sample.to)
+    options = translator.options()
+    found = translator.translate(sample.sources, options.search, options.max_tokens, scores=False)
+    return [translation.texts[0] for translation in found]
