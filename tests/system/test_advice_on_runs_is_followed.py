@@ -86,14 +86,12 @@ def test_static_batching_is_advised_where_continuous_cannot_be(trained_run):
 
 
 @pytest.mark.slow
-def test_the_advised_export_is_made_and_translates(tiny_run, tmp_path):
-    translate = ("translate", "--engine", "ctranslate2", "--device", "cpu")
-    message = refused(translate[0], str(tiny_run.run), *translate[1:], input="red cat\n")
+def test_an_export_refused_by_s2s_decoder_translates_with_engine_left_out(tiny_run, tmp_path):
     export = tmp_path / "export"
-    command = advised_command(message, {"RUN_DIR": str(tiny_run.run), "OUT_DIR": str(export)})
-    assert command[0] == "export"
-    succeeds(*command)
-    succeeds(translate[0], str(export), *translate[1:], input="red cat\n")
+    succeeds("export", str(tiny_run.run), str(export))
+    message = refused("translate", str(export), "--engine", "s2s", "--device", "cpu", input="red cat\n")
+    assert "leave --engine out" in message
+    succeeds("translate", str(export), "--device", "cpu", input="red cat\n")
 
 
 @pytest.mark.slow
