@@ -15,14 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
-import torch
 import typer
-from tqdm.contrib.logging import logging_redirect_tqdm
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
 from seq2seq.cli_cache import cache_app
-from seq2seq.data.encode import SAMPLE_KEEP
+from seq2seq.config.bounds import SAMPLE_KEEP
 from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
 
@@ -107,6 +105,9 @@ def train(
     device: Annotated[str | None, Option(help="auto, cpu, cuda or cuda:N (overrides train.device).")] = None,
 ) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
+    import torch
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
     from seq2seq.training.distributed import init_distributed, shutdown, torchrun_info
     from seq2seq.training.plan import plan_training, run_mode
     from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
@@ -431,8 +432,8 @@ def serve(
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)
         origins = tuple(cors_origin or ())
         settings = ServerSettings(asked, batch_window_ms / 1000, limits, origins, to, engine, batching)
-        placement = Placement(device, precision, quantize)
-        run_serve(ServeJob(run_dir, settings, placement, threads), host, port, verbose)
+        placement = Placement(device, precision, quantize, threads)
+        run_serve(ServeJob(run_dir, settings, placement), host, port, verbose)
 
 
 def main() -> None:

@@ -279,7 +279,10 @@ Workers = Annotated[
 Host = Annotated[str, Option(help="Address to listen on (0.0.0.0: every interface).")]
 Port = Annotated[int, Option(help="Port (0: a free one, named in the log).", callback=between(0, 65535))]
 Threads = Annotated[
-    int, Option(help="CPU threads for torch (0 = torch's default).", callback=between(0, MAX_THREADS))
+    int,
+    Option(
+        help="CPU threads for torch and CTranslate2 (0 = one per core).", callback=between(0, MAX_THREADS)
+    ),
 ]
 BatchWindow = Annotated[
     float,

@@ -267,13 +267,13 @@ def test_nbest_empty_line_keeps_the_field_count(tiny_run):
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_length_limits_can_be_set_on_the_command_line(tiny_run, tmp_path, monkeypatch, command):
     """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
-    import seq2seq.decoding.answers as answers
+    import seq2seq.decoding.search as searching
 
     run = tiny_run.run
     seen = []
-    real_search = answers.search
+    real_search = searching.search
     monkeypatch.setattr(
-        answers, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
+        searching, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
     )
     src = tmp_path / "src.txt"
     src.write_text("red cat\n")

@@ -2,7 +2,7 @@
 
 The order, lowest first (a name is a top-level module or a subpackage of `seq2seq`):
 
-    core        errors, files, locks, special, device, batching    (they import only each other)
+    core        errors, files, locks, special, cpu, device, batching    (they import only each other)
     config      the typed config and its loader
     run         run (layout, lock, change, checks), checkpoint    (the run directory on disk)
     data        tokenizer, labels, reading and encoding corpora, the prepared corpus
@@ -31,7 +31,7 @@ PACKAGE = Path(seq2seq.__file__).parent
 
 # each level may import any level before it; wings on one level may not import each other
 LEVELS: list[set[str]] = [
-    {"errors", "files", "locks", "special", "device", "batching", "__init__"},
+    {"errors", "files", "locks", "special", "cpu", "device", "batching", "__init__"},
     {"config"},
     {"run", "checkpoint"},
     {"data", "models"},
