@@ -19,19 +19,26 @@ import typer
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
+from seq2seq.cli_app import Commands, Version
 from seq2seq.cli_cache import cache_app
 from seq2seq.config.bounds import SAMPLE_KEEP
 from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
 
 app = typer.Typer(
-    cls=opt.Commands,
+    cls=Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Train and use Transformers: translators (encoder-decoder, decoder-only), readers (classify, tag).",
 )
 app.add_typer(cache_app, name="cache")
+
+
+@app.callback()
+def options(version: Version = False) -> None:
+    """Train and use Transformers: translators (encoder-decoder, decoder-only), readers (classify, tag)."""
+
+
 log = logging.getLogger("seq2seq")
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a Unix tool stopped by SIGPIPE
@@ -257,7 +264,8 @@ def export(
     shortlist_common: opt.ShortlistCommon = 100,
     verbose: opt.Verbose = False,
 ) -> None:
-    """Export a run to CTranslate2 (pip install 's2s\\[ct2]') or Hugging Face transformers ('s2s\\[hf]')."""
+    """Export a run to CTranslate2 (to ship it: translate, evaluate and serve make their own on first
+    use) or Hugging Face transformers (pip install 's2s\\[hf]')."""
     from seq2seq.commands.export import ExportJob
     from seq2seq.commands.export import export as run_export
 
@@ -410,7 +418,7 @@ def serve(
     engine: opt.Engine = "auto",
     verbose: opt.LogRequests = False,
 ) -> None:
-    """Serve RUN_DIR (or a CTranslate2 export, --engine ctranslate2) over HTTP: a JSON API and a page
+    """Serve RUN_DIR (or a CTranslate2 export of one) over HTTP: a JSON API and a page
     at /, batching concurrent requests together."""
     from seq2seq.serve.server import check_available
     from seq2seq.translate.options import DecodeOverrides

@@ -106,6 +106,16 @@ def choose_engine(
     return _ctranslate2(cached.path, asked, ct2_placement, why)
 
 
+def auto_engine_here(placement: Placement) -> str:
+    """What `auto` takes on this machine for a run CTranslate2 can decode (`s2s --version`)."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        return "s2s (CTranslate2 is not installed: it publishes no wheel for this platform)"
+    why_not = _prefers_own(placement)
+    if why_not is not None:
+        return f"s2s ({why_not})"
+    return "ctranslate2 for an encoder-decoder run (s2s for readers, ensembles, --precision, --quantize)"
+
+
 def resumed_choice(engine: str, placement: Placement, resumed: Path | None) -> tuple[str, Placement]:
     """The engine and placement to ask for: for an output being resumed (`resumed`), what its first
     command chose where this one leaves the choice to `auto`, not chosen again halfway (on another

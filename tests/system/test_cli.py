@@ -350,10 +350,10 @@ def test_int8_translation_keeps_the_lines_and_is_recorded(tiny_run, tmp_path):
     assert result.exit_code == 2 and "the only choice is int8" in result.output
 
 
-def test_export_help_names_the_ct2_extra():
-    # rich reads "[ct2]" as markup unless escaped, which printed "pip install 's2s'"
+def test_export_help_names_the_hf_extra():
+    # rich reads "[hf]" as markup unless escaped, which printed "pip install 's2s'"
     result = run_cli("export", "--help")
-    assert "'s2s[ct2]'" in result.output
+    assert "'s2s[hf]'" in result.output
 
 
 @pytest.mark.slow
