@@ -3,13 +3,13 @@
 #   train.{de,en}  val.{de,en}  test_2016_flickr.{de,en}
 #
 #   scripts/fetch_multi30k.sh                      download from the public multi30k/dataset repository
-#   scripts/fetch_multi30k.sh --from DIR           copy a local copy (e.g. ../shared/data/multi30k)
+#   scripts/fetch_multi30k.sh --from DIR           copy a local copy of the files from DIR
 #   scripts/fetch_multi30k.sh --out DIR ...        write somewhere else
 #   scripts/fetch_multi30k.sh --langs de,en,fr,cs  these languages of task 1 (default de,en; all four
 #                                                  are parallel line by line: the multilingual recipe)
 #   scripts/fetch_multi30k.sh --mono [--from DIR]  task 2's monolingual captions instead, train.{1..5}.{en,de}
 #                                                  into data/multi30k_mono/ (back-translation; --from names
-#                                                  a local copy such as ../shared/data/multi30k_mono)
+#                                                  a local copy of them)
 set -euo pipefail
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }

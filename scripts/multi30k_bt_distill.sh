@@ -2,8 +2,8 @@
 # Back-translation and distillation on Multi30k de->en, end to end, with plain s2s commands
 # (docs/distillation.md has the table this makes and why each step is what it is):
 #
-#   scripts/fetch_multi30k.sh --from ../shared/data/multi30k              # or without --from when online
-#   scripts/fetch_multi30k.sh --mono --from ../shared/data/multi30k_mono
+#   scripts/fetch_multi30k.sh [--from DIR]                # DIR: a local copy; else a download
+#   scripts/fetch_multi30k.sh --mono [--from DIR]
 #   bash scripts/multi30k_bt_distill.sh
 #
 # Every step is skipped when its result exists and continues when it was interrupted: after a kill,

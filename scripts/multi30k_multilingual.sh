@@ -2,7 +2,7 @@
 # One model for six directions against six bilingual models in the same total time, on Multi30k
 # (README "Multilingual"; docs/multilingual.md has the table this makes):
 #
-#   scripts/fetch_multi30k.sh --langs de,en,fr,cs --from ../shared/data/multi30k   # or without --from
+#   scripts/fetch_multi30k.sh --langs de,en,fr,cs [--from DIR]   # DIR: a local copy; else a download
 #   bash scripts/multi30k_multilingual.sh
 #
 # 1. six bilingual recipe models (de, fr, cs to and from English), MINUTES each (default 10, of

@@ -19,7 +19,7 @@ on val and test_2016_flickr with the recipe's decode settings (beam 5); each fil
 and recall against the planted noise, and `s2s score`'s throughput against `s2s translate --beam 1`
 on the crawl's lines, are measured too. Results: WORK/results.json and WORK/results.md.
 
-    python scripts/noisy_corpus.py --work runs/noisy --data ../shared/data/multi30k --minutes 15
+    python scripts/noisy_corpus.py --work runs/noisy --data data/multi30k --minutes 15
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def make_corpora(data: Path, work: Path) -> None:
     de, en = lines(data / "train.de"), lines(data / "train.en")
     french = data / "train.fr"
     if not french.is_file():
-        sys.exit(f"{french} is missing: use --data with Multi30k's French too (e.g. ../shared/data/multi30k)")
+        sys.exit(f"{french} is missing: fetch it with scripts/fetch_multi30k.sh --langs de,en,fr")
     fr = lines(french)
     half = len(de) // 2
     (work / "clean.de").write_text("\n".join(de[:half]) + "\n", encoding="utf-8")

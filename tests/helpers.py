@@ -25,6 +25,8 @@ from seq2seq.cli import app
 from seq2seq.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
+# Multi30k, where scripts/fetch_multi30k.sh puts it, or S2S_MULTI30K; tests that need it skip without it
+MULTI30K_DIR = Path(os.environ.get("S2S_MULTI30K", ROOT / "data" / "multi30k"))
 
 
 def run_cli(*args: str, input: str | bytes | None = None) -> Result:

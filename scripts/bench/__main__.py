@@ -82,7 +82,7 @@ def run_sections(opts: Options, device: torch.device) -> Result:
 
 
 def targets_report(values: dict[str, float], skipped: list[str], failed: dict[str, str]) -> str:
-    lines = ["== targets (issues 11, 24 and 28)"]
+    lines = ["== targets"]
     lines += [f"{name:<52}{value:>8.2f}{'' if 'BLEU' in name else 'x'}" for name, value in values.items()]
     lines += [f"skipped {note}" for note in skipped]
     lines += [f"failed {name}: {error.splitlines()[0]}" for name, error in failed.items()]

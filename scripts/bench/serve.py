@@ -15,7 +15,7 @@ answers differ from the offline translation or never came.
 The mixed load (`--mixed-clients S,L`): S clients send the shortest quarter of the lines, one line
 per request, first alone and then while L clients send the longest quarter, 8 lines per request,
 round and round. Short requests should not wait for long ones: the p99 latency of the short requests
-under the mixed load over their p99 alone is the number to watch (issue 28: at most 2).
+under the mixed load over their p99 alone is the number to watch (the target: at most 2).
 
 Traffic goes to 127.0.0.1 only; each load phase stops at `--time-limit` seconds. The `serve` extra
 must be installed.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -22,7 +21,7 @@ from seq2seq.files import check_outputs
 
 DRY_LINES = {"train": 1000, "val": 16, "test_2016_flickr": 4}  # the dry run's share of each file
 OUT_FILES = ("summary.md", "steps.json", "gpu_check.log", "cuda_tests.xml", "bench_train.json")
-OUT_FILES += ("bench_decode.json", "train_metrics.jsonl", "torchrun_metrics.jsonl")  # eight come back
+OUT_FILES += ("bench_decode.json", "train_metrics.jsonl", "torchrun_metrics.jsonl")  # all it writes to --out
 DRY_TOKENIZER = 400  # vocabulary of the dry run's 1,000 training pairs
 DRY_DECODE = {"max_len_a": 0.0, "max_len_b": 8}  # the untrained dry-run model writes to the length limit
 SUMMARY = scripts.gpu_check.__doc__.split("\n\n")[0]  # --help's first line: what the check does
@@ -33,7 +32,7 @@ def parse(argv: list[str] | None) -> Check:
     p.add_argument("data", nargs="?", help="the Multi30k directory (train, val, test_2016_flickr .de/.en)")
     p.add_argument("--data", dest="data_option", help="the same, as an option")
     p.add_argument("--dry-run", action="store_true", help="the same steps on the CPU, tiny, no CUDA call")
-    p.add_argument("--out", help="where the results go (default: $OUT, else /tmp/gpu_check)")
+    p.add_argument("--out", help="where the results go (default: /tmp/gpu_check)")
     p.add_argument("--work", help="runs and scratch (default: TMPDIR/gpu_check_work)")
     p.add_argument(
         "--steps", default=",".join(STEP_NAMES), help=f"comma-separated, of {','.join(STEP_NAMES)}"
@@ -51,7 +50,7 @@ def parse(argv: list[str] | None) -> Check:
     data = a.data_option or a.data
     if not data:
         raise UsageError("give the Multi30k directory: bash scripts/gpu_check.sh --data data/multi30k")
-    out = Path(a.out or os.environ.get("OUT") or "/tmp/gpu_check").resolve()
+    out = Path(a.out or "/tmp/gpu_check").resolve()
     work = Path(a.work or Path(tempfile.gettempdir()) / "gpu_check_work").resolve()
     check = Check(Path(data).resolve(), out, work, a.dry_run, a.tests, steps, a.budget)
     check_multi30k(check.data)
@@ -75,7 +74,7 @@ def check_multi30k(data: Path) -> None:
     if missing:
         raise UsageError(
             f"{data} holds no Multi30k (missing or empty: {', '.join(missing)}); fill data/multi30k with "
-            "scripts/fetch_multi30k.sh --from ../shared/data/multi30k, then pass --data data/multi30k"
+            "scripts/fetch_multi30k.sh [--from DIR], then pass --data data/multi30k"
         )
 
 
@@ -95,7 +94,7 @@ def prepare_work(check: Check) -> None:
         cfg["decode"] |= DRY_DECODE
     check.config.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     check.out.mkdir(parents=True, exist_ok=True)
-    for name in OUT_FILES:  # no result of an earlier check may come back as this one's
+    for name in OUT_FILES:  # no result of an earlier check is taken for this one's
         (check.out / name).unlink(missing_ok=True)
 
 

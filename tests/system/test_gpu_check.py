@@ -17,21 +17,22 @@ import pytest
 import torch
 
 from scripts.gpu_check import machine
+from scripts.gpu_check.__main__ import OUT_FILES
 from scripts.gpu_check.check import MULTI30K, Check, StepResult
 from scripts.gpu_check.process import run_step
 from scripts.gpu_check.steps import STEP_NAMES, STEPS, read_machine, torchrun_command
 from scripts.gpu_check.summary import SECTIONS, markdown
 from seq2seq.device import cpu_has_bf16_kernels
-from tests.conftest import ROOT
+from tests.helpers import MULTI30K_DIR, ROOT
 
 pytestmark = pytest.mark.slow
 
-DATA = ROOT.parent / "shared" / "data" / "multi30k"
+DATA = MULTI30K_DIR
 
 
 def gpu_check_sh(*args: str | Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     command = ["bash", str(ROOT / "scripts" / "gpu_check.sh"), *map(str, args)]
-    env = {k: v for k, v in os.environ.items() if k != "OUT"} | {"OMP_NUM_THREADS": "1"}
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
 
 
@@ -71,9 +72,8 @@ def test_the_dry_run_goes_through_every_step_and_fills_every_section(tmp_path: P
     assert re.search(r"^\| beam5 \| no \|", found[next(h for h in found if h.startswith("Beam-5"))], re.M)
     assert "2 CPU processes (gloo)" in found["2-GPU torchrun (dry run)"]
     assert "| date | 20" in summary and "| software | torch " in summary
-    files = list(out.rglob("*"))  # what the device tool returns: at most 8 plain files, named plainly
-    assert len(files) <= 8 and all(f.is_file() and f.parent == out for f in files)
-    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", f.name) for f in files)
+    files = list(out.rglob("*"))  # the check's output: the files it names, plain, directly under --out
+    assert {f.name for f in files} <= set(OUT_FILES) and all(f.is_file() and f.parent == out for f in files)
 
 
 def test_a_directory_without_multi30k_exits_2_before_any_work(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_a_directory_without_multi30k_exits_2_before_any_work(tmp_path: Path) ->
     done = gpu_check_sh("--data", tmp_path / "data", "--out", out, "--work", work, timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: {tmp_path / 'data'} holds no Multi30k"), done.stderr
-    assert "train.en, val.de" in done.stderr and "scripts/fetch_multi30k.sh --from" in done.stderr
+    assert "train.en, val.de" in done.stderr and "scripts/fetch_multi30k.sh [--from DIR]" in done.stderr
     assert "Traceback" not in done.stderr and not out.exists() and not work.exists()
     done = gpu_check_sh("--out", out, timeout=60)  # no directory at all: never an empty path
     assert done.returncode == 2 and "give the Multi30k directory" in done.stderr and not out.exists()

@@ -3,7 +3,7 @@
 tests/fixtures/run_v0/ is a tiny run (150 steps) made by the code before the run directory had a
 format version (commit a955a8d), with the greedy output that code gave, greedy.txt, from the command
 in `OLD_OUTPUTS` (`s2s translate run -i data/valid.src -o NAME OPTIONS`); its beam output changed on
-purpose when beam search's stopping rule and scores did (issue 24), and is no longer kept. It has no
+purpose when beam search's stopping rule and scores did (docs/decoding.md), and is no longer kept. It has no
 prepared/ corpus, so resuming it prepares the corpus again.
 """
 

@@ -1,11 +1,10 @@
 """A minutes-long smoke run of the Multi30k recipe (the real config, a few steps), when the corpus is here.
 
-CI has the corpus beside the checkout (../shared/data/multi30k); S2S_MULTI30K can point elsewhere.
+The corpus is read from data/multi30k (scripts/fetch_multi30k.sh), or from S2S_MULTI30K.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -13,9 +12,9 @@ import pytest
 
 from seq2seq.run.layout import RunDir
 from tests.conftest import ROOT
-from tests.helpers import run_cli
+from tests.helpers import MULTI30K_DIR, run_cli
 
-CORPUS = Path(os.environ.get("S2S_MULTI30K", ROOT.parent / "shared" / "data" / "multi30k"))
+CORPUS = MULTI30K_DIR
 
 pytestmark = [
     pytest.mark.slow,
