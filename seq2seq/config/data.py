@@ -2,156 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from seq2seq.config.bounds import MAX_CORPUS_WEIGHT, MAX_TEMPERATURE, MIN_TEMPERATURE
+from seq2seq.config.bounds import MAX_TEMPERATURE, MIN_TEMPERATURE
+from seq2seq.config.corpus import CleanConfig, CorpusConfig, ValidConfig, direction_of, language_token
 from seq2seq.config.rules import Rule, broken
 from seq2seq.config.task import Task
 
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a corpus's name is also its prepared directory's
-LANGUAGE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]+)?")  # an ISO 639 code, maybe a script or region: pt_BR
-
-
-def language_token(code: str) -> str:
-    """The control token that asks for `code` as the target language (Johnson et al. 2017): <2fr>."""
-    return f"<2{code}>"
-
-
-@dataclass(frozen=True)
-class CleanConfig:
-    """Which cleaning rules `s2s prepare` applies to one corpus (all off by default).
-
-    A pair is dropped by the first rule it breaks, in this order, after the empty-side rule and
-    before the length rules (`seq2seq.data.cleaning`).
-    """
-
-    copies: bool = False  # drop pairs whose source equals their target (untranslated copies)
-    control_chars: bool = False  # drop pairs with a control character (Unicode Cc other than tab)
-    min_alnum: float = 0.0  # drop pairs where a side has a smaller share of letters/digits (0 = off)
-    langid: bool = False  # drop pairs whose sides are not in the corpus's languages (py3langid)
-    dedup: bool = False  # drop exact duplicates of an earlier pair of the corpus
-
-    def problems(self, where: str, languages: bool) -> list[str]:
-        return broken(
-            [
-                (not 0 <= self.min_alnum <= 1, f"{where}.min_alnum: must be in [0, 1]"),
-                (
-                    self.langid and not languages,
-                    f"{where}.langid: needs the corpus's languages: its src_lang and tgt_lang, or "
-                    "data.src_lang and data.tgt_lang (ISO 639-1 codes, e.g. de, en)",
-                ),
-            ]
-        )
-
-
-@dataclass(frozen=True)
-class CorpusConfig:
-    """One training corpus: two aligned files (`src`, `tgt`) or one TSV file (`tsv`: source<TAB>target).
-
-    Each epoch draws size x `weight` of its pairs (2 = every pair twice, 0.3 = a fresh 30% sample each
-    epoch); `tag`, a control token declared in tokenizer.control_tokens, starts each of its sources.
-    In a multilingual run every corpus names its direction (`src_lang`, `tgt_lang`), and its sources
-    start with the target language's token (`language_token`: <2en>), before any tag. Every setting
-    here is the corpus's own: its languages (`DataConfig.corpus_languages`), tag, weight and `clean`
-    rules hold for its pairs alone, whatever the other corpora say.
-    """
-
-    name: str = ""
-    src: str = ""
-    tgt: str = ""
-    tsv: str = ""
-    weight: float = 1.0
-    tag: str = ""
-    src_lang: str = ""
-    tgt_lang: str = ""
-    clean: CleanConfig = field(default_factory=CleanConfig)
-
-    @property
-    def direction(self) -> str:
-        """`de-en` for a corpus of a multilingual run, "" for a bilingual run's."""
-        return direction_of(self.src_lang, self.tgt_lang)
-
-    def files(self) -> dict[str, str]:
-        """Its text files by role: {"src": ..., "tgt": ...} or {"tsv": ...}."""
-        return {"tsv": self.tsv} if self.tsv else {"src": self.src, "tgt": self.tgt}
-
-    def problems(
-        self, where: str, control_tokens: tuple[str, ...], languages: bool, multilingual: bool
-    ) -> list[str]:
-        two_files = bool(self.src or self.tgt)
-        return broken(
-            [
-                *(
-                    (
-                        multilingual and not LANGUAGE.fullmatch(code),
-                        f"{where}.{key}: "
-                        + (
-                            f"{code!r} is not a language code such as de, en or pt_BR"
-                            if code
-                            else "required: a multilingual run names the direction of every corpus"
-                        ),
-                    )
-                    for key, code in (("src_lang", self.src_lang), ("tgt_lang", self.tgt_lang))
-                ),  # fmt: skip
-                (
-                    not NAME.fullmatch(self.name),
-                    f"{where}.name: required: letters, digits, '_', '.' or '-' (it names the corpus's "
-                    "prepared directory)",
-                ),
-                (two_files and bool(self.tsv), f"{where}: give src and tgt, or tsv, not both"),
-                (
-                    not self.tsv and not (self.src and self.tgt),
-                    f"{where}: give src and tgt (two aligned files) or tsv (one source<TAB>target file)",
-                ),
-                (
-                    not 0 < self.weight <= MAX_CORPUS_WEIGHT,
-                    f"{where}.weight: must be > 0 and at most {MAX_CORPUS_WEIGHT:g} (each pair drawn "
-                    "that many times an epoch)",
-                ),
-                (
-                    bool(self.tag) and self.tag not in control_tokens,
-                    f"{where}.tag: {self.tag} is not declared in tokenizer.control_tokens "
-                    f"({', '.join(control_tokens) or 'none declared'}); declare it there",
-                ),
-            ]
-        ) + self.clean.problems(f"{where}.clean", languages or bool(self.src_lang and self.tgt_lang))
-
-
-@dataclass(frozen=True)
-class ValidConfig:
-    """One validation set of a multilingual run: two aligned files and their direction."""
-
-    src: str = ""
-    tgt: str = ""
-    src_lang: str = ""
-    tgt_lang: str = ""
-
-    @property
-    def direction(self) -> str:
-        """`de-en`: the direction it validates."""
-        return direction_of(self.src_lang, self.tgt_lang)
-
-    def problems(self, where: str, languages: list[str]) -> list[str]:
-        return broken(
-            [
-                (not self.src, f"{where}.src: required"),
-                (not self.tgt, f"{where}.tgt: required"),
-                *(
-                    (
-                        code not in languages,
-                        f"{where}.{key}: "
-                        + (
-                            f"{code!r} is not a language of the training corpora ({', '.join(languages)})"
-                            if code
-                            else "required: the direction it validates"
-                        ),
-                    )
-                    for key, code in (("src_lang", self.src_lang), ("tgt_lang", self.tgt_lang))
-                ),  # fmt: skip
-            ]
-        )
+__all__ = ["CleanConfig", "CorpusConfig", "DataConfig", "ValidConfig", "direction_of", "language_token"]
 
 
 @dataclass(frozen=True)
@@ -163,18 +22,28 @@ class DataConfig:
     file), each pair of files a corpus of weight 1.
     """
 
+    # required unless `corpora`: training text, one sentence a line; a file or a list of files (each
+    # pair of files a corpus of weight 1, named train, train.1, ...)
     train_src: tuple[str, ...] = ()
-    train_tgt: tuple[str, ...] = ()
+    train_tgt: tuple[str, ...] = ()  # the target files, aligned with train_src's line by line
+    # instead of train_src and train_tgt: named corpora, each weighted, tagged and cleaned on its own
     corpora: tuple[CorpusConfig, ...] = ()
-    valid_src: str = ""
-    valid_tgt: str = ""
+    valid_src: str = ""  # required (bilingual): validation source text (loss, perplexity, BLEU)
+    valid_tgt: str = ""  # required (bilingual): its references
     valid: tuple[ValidConfig, ...] = ()  # a multilingual run's validation sets, one per direction
     src_lang: str = ""  # ISO 639-1 code of the source language (clean.langid of a corpus naming none)
-    tgt_lang: str = ""
-    max_len: int = 256  # max subword tokens per side; longer training pairs are dropped
-    max_len_ratio: float = 3.0  # drop training pairs whose token-length ratio exceeds this (0 = off)
-    temperature: float = 1.0  # sampling across the directions of a multilingual run: 1 = by size, 5 = flatter
-    prepared_dir: str = ""  # where `s2s prepare` keeps the token arrays ("" = RUN_DIR/prepared)
+    tgt_lang: str = ""  # ISO 639-1 code of the target language (see src_lang)
+    # >= 1: training pairs with more subword tokens on a side are dropped (and counted); validation
+    # sources are cut to it
+    max_len: int = 256
+    # >= 0: drop training pairs whose token-length ratio exceeds this (0 = off; not for readers)
+    max_len_ratio: float = 3.0
+    # a multilingual run samples directions by (size x weight) ** (1/T) each epoch: 1 keeps the
+    # proportions, 5 flattens them so small directions are not drowned (0.01 - 100)
+    temperature: float = 1.0
+    # where the tokenized training corpus lives ("" = RUN_DIR/prepared); runs that share a corpus and
+    # a tokenizer can share one directory
+    prepared_dir: str = ""
 
     @property
     def multilingual(self) -> bool:
@@ -317,11 +186,6 @@ class DataConfig:
     def validation_sets(self) -> tuple[ValidConfig, ...]:
         """What training validates: a multilingual run's `valid`, or the one pair of files (no direction)."""
         return self.valid if self.multilingual else (ValidConfig(self.valid_src, self.valid_tgt),)
-
-
-def direction_of(src_lang: str, tgt_lang: str) -> str:
-    """`de-en` from its two language codes; "" when neither is named (a bilingual run)."""
-    return f"{src_lang}-{tgt_lang}" if src_lang or tgt_lang else ""
 
 
 def languages_of(corpora: Sequence[CorpusConfig]) -> list[str]:

@@ -20,14 +20,16 @@ LENGTH_NORMS: tuple[str, ...] = typing.get_args(LengthNorm)
 class DecodeConfig:
     """Defaults for `s2s translate` and `s2s evaluate` (each can be overridden on the command line)."""
 
-    beam: int = 5
+    beam: int = 5  # 1 - 256: beam size (1 = greedy)
     length_penalty: float = 1.0  # alpha of the length normalization; 0 = plain sum of log-probabilities
-    length_norm: LengthNorm = "power"  # LENGTH_NORMS, above
-    max_len_a: float = 1.5  # max output length = a * source length + b
-    max_len_b: int = 10
-    min_len: int = 1
+    # how a hypothesis' log-probability is divided by its length: power = steps ** alpha (CTranslate2's
+    # and Hugging Face's rule, a chosen </s> a step), gnmt = ((5 + length + 1) / 6) ** alpha
+    length_norm: LengthNorm = "power"
+    max_len_a: float = 1.5  # >= 0: longest output = a x source tokens + b
+    max_len_b: int = 10  # >= 0: the b of max_len_a
+    min_len: int = 1  # shortest output in tokens, below model.max_positions - 1 (1: no empty output)
     no_repeat_ngram: int = 0  # never repeat an n-gram of this size in one translation (0 = off)
-    max_tokens: int = 4000  # source tokens per decoding batch
+    max_tokens: int = 4000  # source tokens per decoding batch (beam-expanded: divided by the beam)
 
     def problems(self, *, max_positions: int) -> list[str]:
         """Every broken rule of this section; `max_positions` is model.max_positions."""

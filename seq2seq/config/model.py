@@ -18,19 +18,24 @@ from seq2seq.config.task import Task
 class ModelConfig:
     """Transformer family, sizes and regularization."""
 
+    # the family: the Transformer of "Attention Is All You Need", a decoder-only translator (one causal
+    # stack reads `source <sep>` and writes the target), or a bidirectional reader with a label head
     arch: Literal["encoder_decoder", "decoder_only", "encoder_only"] = "encoder_decoder"
-    task: Task = Task.TRANSLATE  # classify, tag: encoder_only readers
+    task: Task = Task.TRANSLATE  # translate (encoder_decoder, decoder_only); classify or tag (encoder_only)
     prefix_lm: bool = False  # decoder_only: source positions see the whole source (not only the past)
     pooling: Literal["cls", "mean"] = "cls"  # classify: read the <cls> state, or the mean of the tokens
-    d_model: int = 256
-    heads: int = 4
-    ffn_dim: int = 1024
-    encoder_layers: int = 3
-    decoder_layers: int = 3
-    dropout: float = 0.1  # residual and embedding dropout
-    attention_dropout: float = 0.0
-    activation_dropout: float = 0.0
+    d_model: int = 256  # model width: even, divisible by heads, d_model / heads even
+    heads: int = 4  # >= 1: attention heads
+    ffn_dim: int = 1024  # >= 1: feed-forward inner size
+    encoder_layers: int = 3  # >= 1: encoder layers (a decoder_only model has none)
+    decoder_layers: int = 3  # >= 1: decoder layers (decoder_only: the whole stack; encoder_only: none)
+    dropout: float = 0.1  # 0 <= p < 1: residual and embedding dropout
+    attention_dropout: float = 0.0  # 0 <= p < 1: dropout on attention weights
+    activation_dropout: float = 0.0  # 0 <= p < 1: dropout after the feed-forward ReLU
+    # pre: LayerNorm before each sublayer, plus a final one; post: after, as in the original paper
     norm: Literal["pre", "post"] = "pre"
+    # longest sequence (sinusoidal positions): data.max_len + 2 to 65,536; decoder_only holds source and
+    # target in one sequence, so at least 2 x (data.max_len + 2), half for each
     max_positions: int = 1024
     share_all_embeddings: bool = True  # source = target embedding = output (needs a joint vocabulary)
     tie_output: bool = True  # target embedding = output projection

@@ -17,6 +17,7 @@ from seq2seq.errors import ConfigError
 class Config:
     """One training run: where it lives and how every stage is configured."""
 
+    # required: the directory the run writes to (config, tokenizer, checkpoints, log, metrics)
     run_dir: str = ""
     data: DataConfig = field(default_factory=DataConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)

@@ -17,13 +17,16 @@ RESERVED = ("<pad>", "<unk>", "<s>", "</s>", "<sep>", "<cls>")  # SentencePiece'
 class TokenizerConfig:
     """SentencePiece model trained on the training corpus and stored in the run directory."""
 
-    type: Literal["bpe", "unigram"] = "bpe"
-    vocab_size: int = 8000
-    joint: bool = True  # one vocabulary for source and target
-    character_coverage: float = 1.0
-    split_digits: bool = False
-    byte_fallback: bool = False  # unknown characters become UTF-8 byte pieces instead of <unk>
-    max_sentences: int = 2_000_000  # sentences sampled for training the tokenizer
+    type: Literal["bpe", "unigram"] = "bpe"  # SentencePiece's model type
+    vocab_size: int = 8000  # 8 - 1,000,000: pieces in the vocabulary (a soft limit on tiny corpora)
+    joint: bool = True  # one vocabulary for source and target; false trains one per side
+    character_coverage: float = 1.0  # 0.98 - 1: SentencePiece's character coverage
+    split_digits: bool = False  # split numbers into single digits
+    # characters outside the vocabulary become UTF-8 byte pieces instead of <unk> (needs vocab_size
+    # > 260); without it, the <unk> shares of training and validation text are logged
+    byte_fallback: bool = False
+    # >= 1: lines sampled (seeded) to train the tokenizer, in proportion to each corpus's size x weight
+    max_sentences: int = 2_000_000
     # reserved pieces (corpus tags such as <bt>, language tokens): single ids, never made from text;
     # declared before the tokenizer is trained, so a later run with the same tokenizer can use them
     control_tokens: tuple[str, ...] = ()

@@ -17,28 +17,38 @@ DEFAULT_BLEU_TOKENIZE = "13a"  # sacreBLEU's own default, built into every versi
 class TrainConfig:
     """Optimization, batching, checkpointing and validation."""
 
-    seed: int = 1
+    seed: int = 1  # 0 - 2^31 - 1: seeds the weights, the batch order and dropout
     init_from: str = ""  # fine-tune: start from this run directory's weights (or this checkpoint file)
     init_checkpoint: str = "best"  # which checkpoint of the init_from run directory
     # a smaller model from init_from's (a student): which of its layers starts each of this model's
     # (default: as many as this model has, evenly spread, the first and the last among them)
     init_encoder_layers: tuple[int, ...] = ()
-    init_decoder_layers: tuple[int, ...] = ()
-    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    init_decoder_layers: tuple[int, ...] = ()  # the same, for the decoder's layers
+    # auto (CUDA when available), cpu, cuda, cuda:N; under torchrun each process takes the GPU of its
+    # local rank (choose GPUs with CUDA_VISIBLE_DEVICES)
+    device: str = "auto"
+    # auto: bf16 autocast on GPUs that compute in bf16 (compute capability 8.0 and up), fp16 with a
+    # grad scaler on older ones; on a CPU bf16 where its features make it faster (AMX, or AMD's
+    # AVX512-BF16), else fp32, decided from the features alone, logged and kept on resume. fp32 is
+    # true fp32 (no TF32); fp16 is for GPUs only
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     max_tokens: int = 4096  # per batch (and per GPU), padding included
-    accum_steps: int = 1
-    lr: float = 5e-4  # peak learning rate
+    accum_steps: int = 1  # 1 - 1024: batches accumulated into one optimizer step
+    lr: float = 5e-4  # (0, 1]: peak learning rate (AdamW, betas 0.9/0.98)
+    # after the warm-up: inverse_sqrt decays as sqrt(warmup_steps / step); linear and cosine decay to
+    # min_lr at max_steps (which they need); constant stays at the peak
     schedule: Literal["inverse_sqrt", "linear", "cosine", "constant"] = "inverse_sqrt"
     warmup_steps: int = 4000  # linear warm-up from 0 to lr; the peak is reached at this step
     min_lr: float = 0.0  # floor after the warm-up; linear and cosine reach it at max_steps
-    weight_decay: float = 0.0
-    clip_norm: float = 1.0  # 0 = no clipping
-    label_smoothing: float = 0.1
+    weight_decay: float = 0.0  # >= 0: AdamW weight decay
+    clip_norm: float = 1.0  # >= 0: gradient norm clipping (0 = none)
+    label_smoothing: float = 0.1  # 0 <= e < 1: label smoothing of the cross-entropy
     max_steps: int = 0  # 0 = no limit
     max_epochs: int = 0  # 0 = no limit
-    max_minutes: float = 0.0  # stop after this much wall-clock training time (0 = no limit)
-    log_every: int = 50
+    # stop after this much wall-clock training time (0 = no limit); a run needs one of the three limits
+    max_minutes: float = 0.0
+    log_every: int = 50  # >= 1: steps between train records (log line, metrics.jsonl, progress bar)
+    # >= 1: steps between validations and numbered checkpoints; training also validates when it ends
     valid_every: int = 500
     keep_checkpoints: int = 5  # numbered checkpoints kept besides last.pt and best.pt
     keep_optimizer: Literal["last", "all"] = "last"  # optimizer state in last.pt only, or in every checkpoint
@@ -49,12 +59,14 @@ class TrainConfig:
     valid_bleu_tokenize: str = (
         DEFAULT_BLEU_TOKENIZE  # sacreBLEU tokenizer for validation BLEU: 13a, intl, zh, ja-mecab, char...
     )
-    valid_beam: int = 1
+    valid_beam: int = 1  # beam of validation decoding (1 = greedy)
     valid_subset: int = 0  # decode only the first N validation sentences for BLEU (0 = all)
     valid_samples: int = 3  # sample translations written to the log at each validation
-    ema_decay: float = 0.0  # exponential moving average of weights, used for validation and saving
+    # 0 <= d < 1: keep an exponential moving average of the weights (e.g. 0.999, with a warm-up);
+    # validation scores it and the raw weights, and the better is used (0 = off)
+    ema_decay: float = 0.0
     num_threads: int = 0  # CPU threads for torch (0 = torch's default)
-    compile: bool = False  # torch.compile the model
+    compile: bool = False  # torch.compile the model (dynamic shapes: compiled once, not per shape)
     tensorboard: bool = False  # also write the metrics as TensorBoard curves to RUN_DIR/tensorboard/
 
     @property

@@ -3,29 +3,16 @@ terminal of any width (no line break inside a paragraph), and no option without 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import click
 import typer.main
 
+from scripts.docs.cli_reference import commands  # the walk the command-line reference is made by
 from seq2seq.cli import app
 from tests.helpers import run_cli
 
 
-def commands(group: Any, path: str = "s2s") -> Iterator[tuple[str, click.Command]]:
-    """Each command as `--help` shows it (through its group's `get_command`), subcommands included."""
-    ctx = click.Context(group)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        yield f"{path} {name}", command
-        if isinstance(command, click.Group):
-            yield from commands(command, f"{path} {name}")
-
-
 def test_every_option_has_help_and_every_help_paragraph_is_one_line():
     found = []
-    for path, command in commands(typer.main.get_command(app)):
+    for path, command, _ in commands(typer.main.get_command(app)):
         for paragraph in (command.help or "").split("\n\n"):
             if "\n" in paragraph:
                 found.append(f"{path}: a paragraph of its help is cut into lines: {paragraph[:60]!r}")
