@@ -9,20 +9,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import click
 import typer.main
 
 from seq2seq.cli import app
 
 
-def commands(group: Any, path: str = "s2s", parent: Any = None) -> Iterator[tuple[str, click.Command, Any]]:
+def commands(group: Any, path: str = "s2s", parent: Any = None) -> Iterator[tuple[str, Any, Any]]:
     """(`s2s cache clear`, the command, its click context) for each command as `--help` shows it
     (through its group's `get_command`), subcommands included."""
-    ctx = click.Context(group, info_name=path.rsplit(" ", 1)[-1], parent=parent)
+    ctx = group.context_class(group, info_name=path.rsplit(" ", 1)[-1], parent=parent)
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
-        yield f"{path} {name}", command, click.Context(command, info_name=name, parent=ctx)
-        if isinstance(command, click.Group):
+        yield f"{path} {name}", command, command.context_class(command, info_name=name, parent=ctx)
+        if hasattr(command, "list_commands"):  # a group (typer may run on its own copy of click)
             yield from commands(command, f"{path} {name}", ctx)
 
 
@@ -31,10 +30,10 @@ def cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def command_section(path: str, command: click.Command, ctx: Any) -> list[str]:
+def command_section(path: str, command: Any, ctx: Any) -> list[str]:
     """One command: its usage, its help and a table of its arguments and options."""
     lines = [f"## `{path}`", "", "```text", command.get_usage(ctx).replace("Usage: ", ""), "```", ""]
-    lines += [command.help or "", ""]
+    lines += [(command.help or "").replace("\\[", "["), ""]  # rich markup's escape, not text
     records = [(p, p.get_help_record(ctx)) for p in command.params if not getattr(p, "hidden", False)]
     records = [(p, r) for p, r in records if r is not None]
     if records:
@@ -55,7 +54,7 @@ def cli_reference() -> str:
         "and progress go to stderr, results to stdout; a mistake is one `error:` line and exit code 2.",
         "",
     ]
-    lines += command_section("s2s", root, click.Context(root, info_name="s2s"))
+    lines += command_section("s2s", root, root.context_class(root, info_name="s2s"))
     for path, command, ctx in commands(root):
         lines += command_section(path, command, ctx)
     return "\n".join(lines).rstrip() + "\n"

@@ -61,7 +61,8 @@ def sections(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, type]]
     for f in dataclasses.fields(cls):
         inner = _item_type(hints[f.name])
         if inner is not None:
-            yield from sections(inner, f"{prefix}{f.name}[]." if inner is not hints[f.name] else f"{prefix}{f.name}.")
+            listed = "[]" if inner is not hints[f.name] else ""
+            yield from sections(inner, f"{prefix}{f.name}{listed}.")
 
 
 def _item_type(hint: Any) -> type | None:
@@ -82,7 +83,8 @@ def type_name(hint: Any) -> str:
         return " \\| ".join(f"`{m.value}`" for m in hint)
     if typing.get_origin(hint) is tuple:
         return f"list of {type_name(typing.get_args(hint)[0])}"
-    return {bool: "bool", int: "int", float: "float", str: "string"}.get(hint, getattr(hint, "__name__", str(hint)))
+    plain = {bool: "bool", int: "int", float: "float", str: "string"}
+    return plain.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 def default_text(f: dataclasses.Field[Any]) -> str:

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository, which `mkdocs` doe
 
 
 def on_files(files: Any, config: Any) -> Any:
-    """Add each generated page (mkdocs's `File.generated`) to the files of the build."""
+    """Put each generated page (mkdocs's `File.generated`) in place of its committed stub, which says
+    where the page comes from to whoever opens it outside the site."""
     from mkdocs.structure.files import File
 
     if str(ROOT) not in sys.path:
@@ -20,5 +21,8 @@ def on_files(files: Any, config: Any) -> Any:
     from scripts.docs import PAGES
 
     for name, make in PAGES.items():
+        stub = files.get_file_from_path(name)
+        if stub is not None:
+            files.remove(stub)
         files.append(File.generated(config, name, content=make()))
     return files
