@@ -31,11 +31,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seq2seq import __version__
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_files
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
+from seq2seq.hf.card import model_card
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
@@ -44,8 +44,6 @@ from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 
 log = logging.getLogger(__name__)
-
-TESTED_TRANSFORMERS = "5.24.0"  # the version the export's equality tests ran against
 
 
 class HFExportError(Seq2SeqError):
@@ -254,64 +252,6 @@ def write_tokenizer(tokenizer: Tokenizer, spm_model: Path, max_positions: int, d
         },
     )
     write_json(directory / "special_tokens_map.json", {**special, "additional_special_tokens": controls})
-
-
-def model_card(config: Config, run_dir: Path, checkpoint: Path) -> str:
-    """README.md: where the model came from, how well it did, how to run it."""
-    run = RunDir(run_dir)
-    valid = [r for r in run.read_metrics() if r.get("kind") == "valid" and "valid_bleu" in r]
-    best = max(valid, key=lambda r: r["valid_bleu"], default=None)
-    corpora = [f"- `{c.src}` → `{c.tgt}`" for c in config.data.corpora] or [
-        f"- `{config.data.train_src}` → `{config.data.train_tgt}`"
-    ]
-    languages = sorted({c.tgt_lang for c in config.data.corpora if c.tgt_lang})
-    start = f'"<2{languages[0]}> ' if languages else '"'
-    tokens = ", ".join(f"`<2{x}>`" for x in languages)
-    how = f"Start every source with its target language's token ({tokens}).\n" if languages else ""
-    search = "greedy" if config.train.valid_beam == 1 else f"beam {config.train.valid_beam}"
-    score = (
-        f"Best validation BLEU during training: {best['valid_bleu']:.2f} at step {best['step']} "
-        f"({search}; sacreBLEU `{best.get('bleu_signature', 'signature not recorded')}`). Score a test "
-        "set with `s2s evaluate`, which prints BLEU with its signature."
-        if best
-        else "No validation BLEU was recorded."
-    )
-    return f"""---
-library_name: transformers
-tags: [translation, s2s]
----
-
-# {run_dir.name}
-
-A Transformer translation model trained with s2s {__version__} and exported with
-`s2s export {run_dir.name} OUT --to huggingface` (checkpoint `{checkpoint.name}`).
-
-## Training data
-
-{chr(10).join(corpora)}
-
-## Quality
-
-{score}
-
-## Use
-
-```python
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-tokenizer = AutoTokenizer.from_pretrained("PATH")
-model = AutoModelForSeq2SeqLM.from_pretrained("PATH")
-batch = tokenizer([{start}A sentence to translate."], return_tensors="pt", padding=True)
-out = model.generate(**batch, max_new_tokens=100)
-print(tokenizer.batch_decode(out, skip_special_tokens=True))
-```
-
-{how}The generation config holds the run's decode defaults (beam {config.decode.beam}, length penalty
-{config.decode.length_penalty}). `generate` has no limit relative to the source length: s2s decodes
-at most {config.decode.max_len_a} x source tokens (with `</s>`) + {config.decode.max_len_b} steps,
-`</s>` included; `max_new_tokens` one less gives the same search.
-Tested with transformers {TESTED_TRANSFORMERS}.
-"""
 
 
 def write_json(path: Path, value: Any) -> None:
