@@ -72,3 +72,15 @@ def test_the_readme_config_is_the_recipe_it_names():
     assert block, "README.md: the complete config example, after the name of the recipe it shows"
     shown = config_from_dict(yaml.safe_load(block.group(2)))
     assert shown == load_config(ROOT / block.group(1))
+
+
+def test_every_file_the_docs_name_exists():
+    """A script, config or test the README or a page names is there, so a command they quote runs."""
+    named = re.compile(r"(?<![\w/.])((?:scripts|tests|seq2seq|configs|docs)/[\w./-]+?\.(?:py|sh|yaml|md))")
+    missing = [
+        f"{page.relative_to(ROOT)}: {path}"
+        for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+        for path in named.findall(page.read_text(encoding="utf-8"))
+        if not (ROOT / path).exists()
+    ]
+    assert missing == [], "\n".join(missing)
