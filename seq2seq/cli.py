@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
-import torch
 import typer
 from tqdm.contrib.logging import logging_redirect_tqdm
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
 from seq2seq.cli_cache import cache_app
-from seq2seq.data.encode import SAMPLE_KEEP
+from seq2seq.cli_pipeline import pipeline_app
+from seq2seq.config.bounds import SAMPLE_KEEP
 from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
 
@@ -34,6 +34,7 @@ app = typer.Typer(
     help="Train and use Transformers: translators (encoder-decoder, decoder-only), readers (classify, tag).",
 )
 app.add_typer(cache_app, name="cache")
+app.add_typer(pipeline_app)  # pipeline, filter, select
 log = logging.getLogger("seq2seq")
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a Unix tool stopped by SIGPIPE
@@ -126,6 +127,8 @@ def train(
         if info.is_main:
             setup_logging(logging.INFO, plan.run.log_file)
         if plan.cfg.train.num_threads:
+            import torch  # here: the commands that need no model (filter, select) start faster without it
+
             torch.set_num_threads(plan.cfg.train.num_threads)
         if tokenizer_only:
             make_tokenizers_only(claimed, info)
