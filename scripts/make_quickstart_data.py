@@ -75,7 +75,9 @@ def main() -> None:
     mono = [n for n in sample_numbers(rng, args.mono * 4) if n not in held_out][: 2 * args.mono]
     (args.out / "mono.src").write_text("".join(f"{n}\n" for n in mono[::2]), encoding="utf-8")
     (args.out / "mono.tgt").write_text("".join(in_words(n) + "\n" for n in mono[1::2]), encoding="utf-8")
-    print(f"wrote {', '.join(f'{k}: {len(v)}' for k, v in splits.items())} pairs to {args.out}, and mono.src,")
+    print(
+        f"wrote {', '.join(f'{k}: {len(v)}' for k, v in splits.items())} pairs to {args.out}, and mono.src,"
+    )
     print(f"mono.tgt: {args.mono} lines of each side without a translation")
 
 

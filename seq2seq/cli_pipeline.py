@@ -27,7 +27,11 @@ def pipeline(
     ] = False,
     until: Annotated[str | None, Option(help="Stop after this step.", metavar="STEP")] = None,
     redo: Annotated[
-        list[str] | None, Option(help="Run this step again, and the steps after it.", metavar="STEP")
+        list[str] | None,
+        Option(
+            help="Make this step again (the steps after it follow when what they read changes).",
+            metavar="STEP",
+        ),
     ] = None,
 ) -> None:
     """Run a pipeline's steps, from corpora to a deployed student: each step an s2s command, skipped

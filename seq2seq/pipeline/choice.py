@@ -50,11 +50,14 @@ class Decoder:
         return (self.selection, *(RunDir(r).finished_file for r in self.runs))
 
 
-def chosen(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path, ...]) -> Decoder:
-    """The model `name` of `runs` as its choice step chose it, or with placeholders until it has."""
+def chosen(
+    cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path, ...], unchosen: frozenset[str]
+) -> Decoder:
+    """The model `name` of `runs` as its choice step chose it, or with placeholders until it has (or
+    while it is to choose again: in `unchosen`)."""
     select = f"select_{name}"
     path = ws.selection(select)
-    if not path.is_file():
+    if not path.is_file() or select in unchosen:
         numbered = [f".{i + 1}" for i in range(len(runs))] if len(runs) > 1 else [""]
         holes = tuple(f"{{{select}.checkpoint{n}}}" for n in numbered)
         return Decoder(name, runs, holes, cfg.steps.select.beam, f"{{{select}.length_penalty}}", path, select)

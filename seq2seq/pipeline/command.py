@@ -82,9 +82,14 @@ def differences(before: list[str], now: list[str]) -> list[str]:
     ]
 
 
+def _is_option(arg: str) -> bool:
+    """`--beam` or `-i`, not a value (`-0.5`)."""
+    return arg.startswith("--") or (len(arg) == 2 and arg[0] == "-" and arg[1].isalpha())
+
+
 def _positional(argv: list[str]) -> list[str]:
     """The arguments before the first option."""
-    return next(([*argv[:i]] for i, arg in enumerate(argv) if arg.startswith("--")), argv)
+    return next((argv[:i] for i, arg in enumerate(argv) if _is_option(arg)), argv)
 
 
 def _options(argv: list[str]) -> dict[str, list[str]]:
@@ -92,9 +97,9 @@ def _options(argv: list[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     rest = argv[len(_positional(argv)) :]
     for i, arg in enumerate(rest):
-        if not arg.startswith("--"):
+        if not _is_option(arg):
             continue
-        value = rest[i + 1] if i + 1 < len(rest) and not rest[i + 1].startswith("--") else ""
+        value = rest[i + 1] if i + 1 < len(rest) and not _is_option(rest[i + 1]) else ""
         key = arg
         if arg == "--set" and "=" in value:
             name, value = value.split("=", 1)

@@ -14,7 +14,6 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import file_sha256, write_text
@@ -93,23 +92,20 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
-def read_differences(record: Record, now: dict[str, str]) -> list[str]:
-    """Each file the step read whose content is not what it was when the step ran."""
-    return [
-        f"{path}: {'changed' if path in now else 'missing'} since the step ran"
-        for path, sha in sorted(record.reads.items())
+def changed_reads(record: Record, now: dict[str, str]) -> dict[str, str]:
+    """Each file the step read whose content is not what it was when the step ran: {path: why}."""
+    found = {
+        path: f"{path}: {'changed' if path in now else 'gone'} since the step ran"
+        for path, sha in record.reads.items()
         if now.get(path) != sha
-    ] + [f"{path}: not read when the step ran" for path in sorted(now.keys() - record.reads.keys())]
+    }
+    return found | {path: f"{path}: not read when the step ran" for path in now.keys() - record.reads.keys()}
 
 
-def write_differences(record: Record, now: dict[str, str]) -> list[str]:
-    """Each result of the step that was changed since it made it (a missing one is made again)."""
+def changed_writes(record: Record, now: dict[str, str]) -> list[str]:
+    """Each result of the step that was changed since it made it (one that is gone is made again)."""
     return [
         f"{path}: changed since the step made it"
         for path, sha in sorted(record.writes.items())
         if path in now and now[path] != sha
     ]
-
-
-def as_json(value: Any) -> str:
-    return json.dumps(value, indent=1)

@@ -15,16 +15,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.checkpoint import inference_weights, load_checkpoint
 from seq2seq.files import write_text
-from seq2seq.models.build import build_model
-from seq2seq.models.encoder_decoder import count_parameters
 from seq2seq.pipeline.delivery import Scored
 from seq2seq.pipeline.plan import Plan
 from seq2seq.pipeline.records import read_record
-from seq2seq.run.layout import RunDir
 
 log = logging.getLogger(__name__)
 COLUMNS = (
@@ -124,13 +119,10 @@ def _engine(decode: dict[str, Any]) -> str:
 
 
 def _parameters(one: Scored) -> int:
-    """The model's parameters, counted on an empty copy of each member."""
+    """The model's parameters (of each member of an ensemble): its checkpoint's tensors, a tensor that
+    several names share (tied embeddings) counted once."""
     total = 0
-    for path in one.decoder.runs:
-        run = RunDir(path)
-        cfg = run.load_config()
-        tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
-        with torch.device("meta"):
-            model = build_model(cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
-        total += count_parameters(model)
+    for path in one.decoder.checkpoints:
+        weights = inference_weights(load_checkpoint(Path(path)))
+        total += sum({t.untyped_storage().data_ptr(): t.numel() for t in weights.values()}.values())
     return total

@@ -22,10 +22,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from seq2seq.pipeline.config import PipelineConfig
+
 
 class Workspace:
     def __init__(self, root: Path, src_lang: str, tgt_lang: str) -> None:
         self.root, self.src, self.tgt = root, src_lang, tgt_lang
+
+    @staticmethod
+    def of(cfg: PipelineConfig) -> Workspace:
+        return Workspace(Path(cfg.workspace), cfg.src_lang, cfg.tgt_lang)
 
     def folder(self, step: str) -> Path:
         return self.root / step
