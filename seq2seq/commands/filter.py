@@ -105,7 +105,10 @@ def _check(job: FilterJob) -> None:
     if bool(job.targets) != (job.out_tgt is not None):
         raise Seq2SeqError("--tgt and --out-tgt go together: a parallel text in, its kept pairs out")
     if rules.scores is not None and not job.targets:
-        raise Seq2SeqError("--scores ranks pairs (what `s2s score` wrote for them): give --tgt too")
+        raise Seq2SeqError(
+            "--scores ranks the pairs of a parallel text (what `s2s score` wrote for them): give --tgt "
+            "and --out-tgt too"
+        )
     if not 0 < rules.keep <= 1 or (rules.keep < 1 and rules.scores is None):
         raise Seq2SeqError(f"--keep {rules.keep}: a share in (0, 1] of the pairs --scores ranks")
     inputs: dict[str, Path | None] = {f"--src {p}": p for p in job.sources}

@@ -31,7 +31,7 @@ from seq2seq.pipeline.plan import Plan, check_pipeline, make_plan
 from seq2seq.pipeline.process import run_logged
 from seq2seq.pipeline.records import checksums, disk_bytes, new_record, read_record, write_record
 from seq2seq.pipeline.step import Action, Status, Step
-from seq2seq.pipeline.table import print_summary, write_table
+from seq2seq.pipeline.table import print_summary, size, write_table
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +84,7 @@ def overview(plan: Plan, redo: tuple[str, ...]) -> list[Status]:
     statuses: list[Status] = []
     first_run = first_refused = ""
     for i, step in enumerate(plan.steps):
-        status = step.decide(
-            read_record(plan.workspace.root, step.name), step.name in redo, plan.workspace.root
-        )
+        status = decide(plan, step, step.name in redo)
         if first_refused:
             status = Status(Action.REFUSE, f"after {first_refused}")
         elif first_run and status.action is Action.SKIP:  # what it reads may be made again first
@@ -101,6 +99,13 @@ def overview(plan: Plan, redo: tuple[str, ...]) -> list[Status]:
         first_refused = first_refused or (step.name if status.action is Action.REFUSE else "")
         statuses.append(status)
     return statuses
+
+
+def decide(plan: Plan, step: Step, redo: bool) -> Status:
+    """The step's state, from its record unless it is to be made again (a damaged one then too)."""
+    return step.decide(
+        None if redo else read_record(plan.workspace.root, step.name), redo, plan.workspace.root
+    )
 
 
 def describe(shown: list[tuple[Step, Status]], commands: bool) -> str:
@@ -147,7 +152,7 @@ def run_step(file: Path, cfg: PipelineConfig, index: int, total: int, redo: bool
     """Step `index` as the plan stands now (with the choices made so far): run unless it is done."""
     plan = make_plan(cfg)
     step, ws = plan.steps[index], plan.workspace
-    status = step.decide(read_record(ws.root, step.name), redo, ws.root)
+    status = decide(plan, step, redo)
     where = f"[{index + 1}/{total}] {step.name}"
     if status.action is Action.SKIP:
         log.info("%s: skipped (%s)", where, status.why)
@@ -167,4 +172,4 @@ def run_step(file: Path, cfg: PipelineConfig, index: int, total: int, redo: bool
     write_record(
         ws.root, new_record(step.name, settings, checksums(step.reads), checksums(step.writes), seconds, disk)
     )
-    log.info("%s: done in %.1f s, %.1f MB in %s", where, seconds, disk / 1e6, step.folder)
+    log.info("%s: done in %.1f s, %s in %s", where, seconds, size(disk), step.folder)

@@ -71,7 +71,7 @@ def read_record(path: Path) -> tuple[tuple[str, ...], int, float, float, str]:
 def candidates(records: Sequence[Path]) -> list[Candidate]:
     """Every setting the records measured, best mean BLEU first (first seen first among equals)."""
     if not records:
-        raise SelectionError("no records to choose from: give `s2s evaluate --json` files")
+        raise SelectionError("no `s2s evaluate --json` records to choose from")
     groups: dict[tuple[tuple[str, ...], int, float], list[tuple[Path, float, str]]] = {}
     for path in records:
         checkpoints, beam, penalty, bleu, signature = read_record(path)

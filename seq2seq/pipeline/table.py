@@ -87,8 +87,13 @@ def markdown(data: dict[str, Any]) -> str:
 
 def steps_markdown(found: list[dict[str, Any]]) -> str:
     lines = ["| step | seconds | disk |", "|---|---|---|"]
-    lines += [f"| {s['step']} | {s['seconds']:,.1f} | {s['disk_bytes'] / 1e6:,.1f} MB |" for s in found]
+    lines += [f"| {s['step']} | {s['seconds']:,.1f} | {size(s['disk_bytes'])} |" for s in found]
     return "\n".join(lines) + "\n"
+
+
+def size(n: int) -> str:
+    """Bytes for people: 18.4 MB, 920 kB."""
+    return f"{n / 1e6:,.1f} MB" if n >= 1e6 else f"{n / 1e3:,.0f} kB"
 
 
 def print_summary(plan: Plan, names: list[str]) -> None:

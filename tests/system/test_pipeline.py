@@ -139,6 +139,33 @@ def test_the_file_is_checked_whole_before_any_step_runs(here: PipelineRun, tmp_p
     assert result.exit_code == 2 and "studnet: no such step (did you mean student?)" in result.output
 
 
+def test_an_export_is_evaluated_with_the_advised_out(here: PipelineRun, tmp_path: Path) -> None:
+    asked = ["evaluate", str(here.workspace / "export"), "--src", "data/quickstart/valid.src"]
+    asked += ["--ref", "data/quickstart/valid.tgt", "--json", str(tmp_path / "valid.json")]
+    result = run_cli(*asked)
+    assert result.exit_code == 2 and "nothing is written into: give --out FILE" in result.output
+    result = run_cli(*asked, "--out", str(tmp_path / "valid.hyp"))
+    assert result.exit_code == 0, result.output
+    decode = json.loads((tmp_path / "valid.json").read_text(encoding="utf-8"))["decode"]
+    assert decode["engine"] == "ctranslate2" and decode["shortlist"]
+
+
+def test_a_damaged_record_is_redone_as_advised(here: PipelineRun) -> None:
+    """The step is made again (the filter: its pairs as before), and nothing after it is."""
+    record = here.workspace / "records" / "filter.json"
+    kept = tree_digest(here.workspace / "filter")
+    record.write_text("{", encoding="utf-8")
+    result = run_cli("pipeline", str(here.file), "--dry-run")
+    assert result.exit_code == 2 and "run the step again with --redo filter" in result.output
+    again = subprocess.run(
+        [sys.executable, "-m", "seq2seq", "pipeline", str(here.file), "--redo", "filter"],
+        env=pipeline_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert tree_digest(here.workspace / "filter") == kept
+    assert "[7/10] student: skipped" in again.stderr and "[10/10] evaluate: skipped" in again.stderr
+
+
 def test_a_pipeline_killed_in_a_step_continues_to_the_same_table(here: PipelineRun) -> None:
     """Killed (SIGKILL, the pipeline and its command) while the student trains again, after its first
     checkpoint; run again, it continues the training and ends with the table it had, speeds aside.
@@ -155,6 +182,7 @@ def test_a_pipeline_killed_in_a_step_continues_to_the_same_table(here: PipelineR
     )
     while killed.poll() is None and not (last.is_file() and last.stat().st_mtime > started):
         time.sleep(0.02)
+    assert killed.poll() is None, "the pipeline ended before the student's first checkpoint"
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait()
     again = subprocess.run(command[:-2], env=pipeline_env(), capture_output=True, text=True)

@@ -11,6 +11,7 @@ import pytest
 from seq2seq.commands.filter import FilterJob, FilterRules, filter_text
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError
+from tests.helpers import run_cli
 
 
 def lines(path: Path, *items: str) -> Path:
@@ -66,3 +67,24 @@ def test_a_refused_filter_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(Seq2SeqError, match="1 lines for 2 pairs"):
         filter_text(FilterJob((src,), (src,), tmp_path / "o.s", tmp_path / "o.t", FilterRules(scores=scores)))
     assert not (tmp_path / "o.s").exists() and not (tmp_path / "o.t").exists()
+
+
+def test_scores_advise_a_parallel_text(tmp_path: Path) -> None:
+    src, tgt = lines(tmp_path / "s", "a", "b"), lines(tmp_path / "t", "A", "B")
+    scores = lines(tmp_path / "scores", "-1\t-1", "-2\t-2")
+    asked = [
+        "filter",
+        "--src",
+        str(src),
+        "--scores",
+        str(scores),
+        "--keep",
+        "0.5",
+        "--out-src",
+        str(tmp_path / "o.s"),
+    ]
+    refused = run_cli(*asked)
+    assert refused.exit_code == 2 and "give --tgt and --out-tgt too" in refused.output
+    followed = run_cli(*asked, "--tgt", str(tgt), "--out-tgt", str(tmp_path / "o.t"))
+    assert followed.exit_code == 0, followed.output
+    assert read(tmp_path / "o.s") == ["a"] and read(tmp_path / "o.t") == ["A"]

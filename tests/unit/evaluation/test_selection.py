@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from seq2seq.evaluation.selection import SelectionError, candidates, read_selection, write_selection
+from tests.helpers import run_cli
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
@@ -87,7 +88,19 @@ def test_records_that_cannot_be_chosen_from_are_refused(tmp_path: Path) -> None:
     ):
         with pytest.raises(SelectionError, match=why):
             candidates([path])
-    with pytest.raises(SelectionError, match="no records"):
+    with pytest.raises(SelectionError, match="no `s2s evaluate --json` records"):
         candidates([])
     with pytest.raises(SelectionError, match="s2s select"):
         read_selection(broken)
+
+
+def test_a_damaged_choice_is_made_again_as_advised(tmp_path: Path) -> None:
+    paths = [record(tmp_path, f"best_{p}", "best", p, 30.0 + p) for p in (0.6, 1.0)]
+    choice = tmp_path / "selection.json"
+    choice.write_text("{", encoding="utf-8")
+    with pytest.raises(SelectionError, match="choose again with `s2s select RECORD.json ... --json FILE`"):
+        read_selection(choice)
+    result = run_cli("select", *map(str, paths), "--json", str(choice))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "/runs/a/checkpoints/best.pt 1 31.00\n"
+    assert read_selection(choice).length_penalty == 1.0
