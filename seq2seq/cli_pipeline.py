@@ -12,9 +12,9 @@ from typing import Annotated
 import typer
 from typer import Argument, Option
 
-from seq2seq import cli_options as opt
+from seq2seq.cli_app import Commands
 
-pipeline_app = typer.Typer(cls=opt.Commands)
+pipeline_app = typer.Typer(cls=Commands)
 
 Files = Annotated[list[Path], Option(help="Read this file (repeat it: read one after the other).")]
 

@@ -8,8 +8,8 @@ import logging
 
 import typer
 
-from seq2seq.commands.engines import EXPORT_INFO, choose_engine
-from seq2seq.ct2.export import read_export_info
+from seq2seq.commands.engines import choose_engine
+from seq2seq.ct2.export_dir import EXPORT_INFO, read_export_info
 from seq2seq.evaluation.metrics import MetricOptions
 from seq2seq.evaluation.plan import EvaluateFiles, plan_evaluation, run_evaluation
 from seq2seq.evaluation.record import format_table, write_json
