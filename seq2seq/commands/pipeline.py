@@ -29,7 +29,14 @@ from seq2seq.locks import lock_or_refuse
 from seq2seq.pipeline.config import PipelineConfig, read_pipeline
 from seq2seq.pipeline.plan import Plan, check_pipeline, make_plan
 from seq2seq.pipeline.process import run_logged
-from seq2seq.pipeline.records import checksums, disk_bytes, new_record, read_record, write_record
+from seq2seq.pipeline.records import (
+    checksums,
+    disk_bytes,
+    new_record,
+    read_record,
+    record_file,
+    write_record,
+)
 from seq2seq.pipeline.step import Action, Status, Step
 from seq2seq.pipeline.table import print_summary, size, write_table
 
@@ -162,6 +169,7 @@ def run_step(file: Path, cfg: PipelineConfig, index: int, total: int, redo: bool
         raise PipelineError(f"step {step.name} {status.why}, which the steps before it did not make")
     log.info("%s: %s (%s)", where, step.what, status.why)
     started = time.monotonic()
+    record_file(ws.root, step.name).unlink(missing_ok=True)  # what it says is about to change
     for path in step.cleared:  # its own result from before, which its command will not replace
         shutil.rmtree(path, ignore_errors=True)
     step.folder.mkdir(parents=True, exist_ok=True)

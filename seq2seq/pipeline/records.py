@@ -1,10 +1,11 @@
 """What a pipeline keeps of each step it ran: `WORKSPACE/records/STEP.json`.
 
-A record is written when every command of the step has succeeded, never before, so a step that was
-interrupted has none. It holds the step's commands (its settings), the sha256 of what it read and of
-what it wrote (a folder's: of its files' sums, by name), how long it took and the disk it used. A
-training step's record is kept for the time and the disk alone: whether a training is done is its
-run directory's own record (`seq2seq.run.finished`).
+A record is written when every command of the step has succeeded, and removed when the step starts
+again, so a step that was interrupted has none. It holds the step's commands (its settings), the
+sha256 of what it read and of what it wrote (a folder's: of its files' sums, by name), how long it
+took and the disk it used. Whether a training is done is its run directory's own record
+(`seq2seq.run.finished`); a training step's record adds what else it started from (a teacher's
+tokenizer, its choice on val), the time and the disk.
 """
 
 from __future__ import annotations

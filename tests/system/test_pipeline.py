@@ -167,11 +167,12 @@ def test_a_damaged_record_is_redone_as_advised(here: PipelineRun) -> None:
 
 
 def test_a_pipeline_killed_in_a_step_continues_to_the_same_table(here: PipelineRun) -> None:
-    """Killed (SIGKILL, the pipeline and its command) while the student trains again, after its first
-    checkpoint; run again, it continues the training and ends with the table it had, speeds aside.
-    Last in this file: it changes the shared workspace, and leaves it whole."""
-    last = here.workspace / "student" / "checkpoints" / "last.pt"
-    command = [sys.executable, "-m", "seq2seq", "pipeline", str(here.file), "--redo", "student"]
+    """Killed (SIGKILL to the pipeline and its command) in the evaluation, once it has scored one model
+    again; run again, it skips every step done and ends with the table it had, speeds aside. (Which
+    command continues a training, and how, is tests/unit/pipeline/test_step.py's.) Last in this file:
+    it changes the shared workspace, and leaves it whole."""
+    first = here.workspace / "evaluate" / "teacher.test.json"
+    command = [sys.executable, "-m", "seq2seq", "pipeline", str(here.file), "--redo", "evaluate"]
     started = time.time()
     killed = subprocess.Popen(
         command,
@@ -180,14 +181,15 @@ def test_a_pipeline_killed_in_a_step_continues_to_the_same_table(here: PipelineR
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    while killed.poll() is None and not (last.is_file() and last.stat().st_mtime > started):
+    while killed.poll() is None and first.stat().st_mtime < started:
         time.sleep(0.02)
-    assert killed.poll() is None, "the pipeline ended before the student's first checkpoint"
+    assert killed.poll() is None, "the pipeline ended before it was killed"
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait()
+    assert not (here.workspace / "records" / "evaluate.json").exists()  # it no longer says what is there
     again = subprocess.run(command[:-2], env=pipeline_env(), capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "shrunk from the teacher (interrupted: continues (--resume))" in again.stderr
+    assert "[9/10] export: skipped" in again.stderr and "[10/10] evaluate: score every model" in again.stderr
     table = json.loads((here.workspace / "table.json").read_text(encoding="utf-8"))
 
     def scores(data: dict) -> list[dict]:
