@@ -15,7 +15,7 @@ from seq2seq.config import config_from_dict, load_config
 from tests.helpers import ROOT
 
 README_MAX_LINES = 250
-TREES = ("README.md", "docs", "seq2seq", "scripts", "tests", "configs")
+TREES = ("README.md", "docs", "seq2seq", "scripts", "tests", "configs", "examples")
 TEXT = {".md", ".py", ".sh", ".yaml", ".yml", ".toml", ".txt", ".html", ".json", ".cfg"}
 # what the project's text may not name (this file aside): paths beside the repository, issue numbers,
 # tools of the machines s2s was developed on
@@ -76,7 +76,9 @@ def test_the_readme_config_is_the_recipe_it_names():
 
 def test_every_file_the_docs_name_exists():
     """A script, config or test the README or a page names is there, so a command they quote runs."""
-    named = re.compile(r"(?<![\w/.])((?:scripts|tests|seq2seq|configs|docs)/[\w./-]+?\.(?:py|sh|yaml|md))")
+    named = re.compile(
+        r"(?<![\w/.])((?:scripts|tests|seq2seq|configs|docs|examples)/[\w./-]+?\.(?:py|sh|yaml|md))"
+    )
     missing = [
         f"{page.relative_to(ROOT)}: {path}"
         for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
