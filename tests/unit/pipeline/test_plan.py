@@ -77,7 +77,14 @@ def test_an_ensembles_members_share_the_first_ones_tokenizer_with_seeds_of_their
     assert sum(arg == "--checkpoint" for arg in select.commands[3].args) == 3  # the ensemble decodes together
 
 
-def test_a_pipeline_without_optional_steps_trains_chooses_and_scores_the_teacher(tmp_path: Path) -> None:
+def test_a_pipeline_without_optional_steps_trains_chooses_and_scores_the_teacher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the example's corpora, relative to where the pipeline runs
+    for name in ("train", "valid", "test"):
+        for side in ("src", "tgt"):
+            (tmp_path / "data" / "quickstart").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "data" / "quickstart" / f"{name}.{side}").write_text("1\n", encoding="utf-8")
     path = example(tmp_path)
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     raw["steps"] = {}
