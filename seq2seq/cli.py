@@ -279,6 +279,8 @@ def evaluate(
     lowercase: opt.Lowercase = False,
     chrf_plus: opt.ChrfPlus = False,
     bootstrap: opt.Bootstrap = 1000,
+    augment: opt.Augment = None,
+    seed: opt.AugmentSeed = 1,
     task: opt.Task = None,
     beam: opt.Beam = None,
     length_penalty: opt.LengthPenalty = None,
@@ -321,7 +323,8 @@ def evaluate(
             Placement(device, precision, quantize),
             MetricOptions(tokenize, lowercase, chrf_plus),
         )
-        run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot))
+        augmented = (augment, seed)
+        run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot), augmented)
 
 
 @app.command()

@@ -182,7 +182,7 @@ OPTION_CASES: dict[str, tuple[str, ...]] = {
     "--temperature": ("inf", "--sampling"),
     "--top-k": (BIG, "--sampling"),
     "--top-p": ("nan", "--sampling"),
-    "--seed": (BIG, "--sampling"),
+    "--seed": (BIG,),  # translate's (for --sampling) and evaluate's (for --augment)
     "--max-tokens": (BIG,),
     "--bootstrap": (BIG,),
     "--shortlist": ("61",),  # the tiny run's target vocabulary has 60 pieces
