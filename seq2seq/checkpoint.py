@@ -22,6 +22,7 @@ from seq2seq.config import Config, config_differences, config_to_dict
 from seq2seq.errors import RunDirError
 from seq2seq.files import atomic_output, check_outputs, disk_error
 from seq2seq.run.layout import CHECKPOINT_NAMES, RunDir
+from seq2seq.run.parts import run_parts
 
 
 def atomic_save(obj: Any, path: Path) -> None:
@@ -249,15 +250,6 @@ def _mean(tensors: list[Tensor]) -> Tensor:
     """Element-wise mean of same-shaped tensors, summed in float64, in their dtype."""
     total = sum((t.double() for t in tensors[1:]), tensors[0].double())
     return (total / len(tensors)).to(tensors[0].dtype)
-
-
-def run_parts(run: RunDir, whole_checkpoints: bool = True) -> dict[str, Path]:
-    """What makes up a run, for `check_outputs`: its files, and its folders whole (tokenizer/,
-    checkpoints/, prepared/, tensorboard/), so that nothing new appears in them either. Without
-    `whole_checkpoints` (`s2s average`, which writes there) checkpoints/ protects only training's own."""
-    folders = [run.tokenizer_dir, run.path / "prepared", run.tensorboard_dir]
-    folders += [run.checkpoint_dir] if whole_checkpoints else []
-    return {**{f"the run's {p.name}/ folder": p for p in folders if p.is_dir()}, **run.own_files()}
 
 
 def average_output(run: RunDir, output: str) -> Path:

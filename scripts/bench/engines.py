@@ -112,9 +112,9 @@ def _direct(spec: dict[str, Any]) -> Any:
     import ctranslate2
     import sentencepiece
 
-    from seq2seq.ct2.export import read_export_info
-    from seq2seq.decoding.batched import config_search
+    from seq2seq.ct2.export_dir import read_export_info
     from seq2seq.decoding.limits import output_limits
+    from seq2seq.decoding.settings import config_search
 
     export = Path(spec["model"])
     sp = sentencepiece.SentencePieceProcessor(model_file=str(export / "tokenizer" / "spm.model"))
@@ -187,8 +187,8 @@ def run_engines_section(
     grid_tokens: tuple[int, ...] = (2000, 4000, 8000),
 ) -> dict[str, Any]:
     """The grid, then every engine and setting on the lines of `src`, round-robin `repeat` times."""
+    from seq2seq.cpu import cpu_has_int8_dot_products
     from seq2seq.ct2.export import export_ctranslate2
-    from seq2seq.device import cpu_has_int8_dot_products
 
     count = len(_lines(src, limit))
     refs = _lines(ref, limit) if ref else None

@@ -10,6 +10,7 @@ from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SEED, MAX_THRE
 from seq2seq.config.rules import Rule, broken
 
 MAX_ACCUM_STEPS = 1024  # batches summed into one update
+DEFAULT_BLEU_TOKENIZE = "13a"  # sacreBLEU's own default, built into every version of it
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class TrainConfig:
     patience: int = 0  # stop after this many validations without improvement (0 = never)
     valid_bleu: bool = True  # decode the validation set and compute BLEU at each validation
     valid_bleu_tokenize: str = (
-        "13a"  # sacreBLEU tokenizer for validation BLEU: 13a, intl, zh, ja-mecab, char...
+        DEFAULT_BLEU_TOKENIZE  # sacreBLEU tokenizer for validation BLEU: 13a, intl, zh, ja-mecab, char...
     )
     valid_beam: int = 1
     valid_subset: int = 0  # decode only the first N validation sentences for BLEU (0 = all)
@@ -170,7 +171,10 @@ class TrainConfig:
 
 
 def _bleu_tokenizer_rules(name: str) -> list[Rule]:
-    """sacreBLEU knows the tokenizer and has what it needs (some need an extra package)."""
+    """sacreBLEU knows the tokenizer and has what it needs (some need an extra package). The default
+    is known without importing sacreBLEU, which a command that only translates never needs."""
+    if name == DEFAULT_BLEU_TOKENIZE:
+        return []
     from sacrebleu.metrics import BLEU  # only when a config is checked, not on every import
 
     if name not in BLEU.TOKENIZERS:

@@ -19,11 +19,11 @@ from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOp
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
 from seq2seq.run.layout import RunDir
+from seq2seq.run.parts import run_inputs
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.request import Request
-from seq2seq.translate.translator import run_inputs
 
 log = logging.getLogger(__name__)
 

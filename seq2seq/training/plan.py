@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import InitSource, check_can_init, init_source, run_parts
+from seq2seq.checkpoint import InitSource, check_can_init, init_source
 from seq2seq.config import Config, check_data_files, data_files, load_config
 from seq2seq.data.corpora import check_aligned
 from seq2seq.data.parallel import read_parallel
@@ -23,6 +23,7 @@ from seq2seq.errors import RunDirError
 from seq2seq.files import check_outputs, same_file
 from seq2seq.run.change import Mode
 from seq2seq.run.layout import RunDir
+from seq2seq.run.parts import run_parts
 from seq2seq.training.distributed import DistInfo, training_device
 from seq2seq.training.shrink import LAYER_COUNTS, chosen_layers
 from seq2seq.training.tensorboard_log import check_available as check_tensorboard

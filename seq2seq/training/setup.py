@@ -40,7 +40,7 @@ from seq2seq.data.tokenizer import (
     train_or_load_tokenizers,
 )
 from seq2seq.errors import DataError, RunDirError, Seq2SeqError
-from seq2seq.models.build import model_family
+from seq2seq.models.family import model_family
 from seq2seq.run.change import RunChange, changing, recover
 from seq2seq.run.checks import check_run_dir, check_same_inputs, data_checksums
 from seq2seq.run.layout import RunDir

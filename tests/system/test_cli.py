@@ -267,13 +267,13 @@ def test_nbest_empty_line_keeps_the_field_count(tiny_run):
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_length_limits_can_be_set_on_the_command_line(tiny_run, tmp_path, monkeypatch, command):
     """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
-    import seq2seq.decoding.answers as answers
+    import seq2seq.decoding.search as searching
 
     run = tiny_run.run
     seen = []
-    real_search = answers.search
+    real_search = searching.search
     monkeypatch.setattr(
-        answers, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
+        searching, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
     )
     src = tmp_path / "src.txt"
     src.write_text("red cat\n")
@@ -350,10 +350,10 @@ def test_int8_translation_keeps_the_lines_and_is_recorded(tiny_run, tmp_path):
     assert result.exit_code == 2 and "the only choice is int8" in result.output
 
 
-def test_export_help_names_the_ct2_extra():
-    # rich reads "[ct2]" as markup unless escaped, which printed "pip install 's2s'"
+def test_export_help_names_the_hf_extra():
+    # rich reads "[hf]" as markup unless escaped, which printed "pip install 's2s'"
     result = run_cli("export", "--help")
-    assert "'s2s[ct2]'" in result.output
+    assert "'s2s[hf]'" in result.output
 
 
 @pytest.mark.slow
