@@ -328,11 +328,8 @@ def evaluate(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        placement, metrics = (
-            Placement(device, precision, quantize),
-            MetricOptions(tokenize, lowercase, chrf_plus),
-        )
-        augmented = (augment, seed)
+        placement = Placement(device, precision, quantize)
+        metrics, augmented = MetricOptions(tokenize, lowercase, chrf_plus), (augment, seed)
         run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot), augmented)
 
 
