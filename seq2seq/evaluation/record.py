@@ -186,14 +186,10 @@ def format_table(evaluation: Evaluation) -> str:
     for i, system in enumerate(e.systems):
         label = f"baseline: {system.name}" if e.bootstrap and i == 0 else system.name
         rows.append([label, *(score_cell(e, i, k) for k in keys)])
+    clean = e.systems[0].scores
     for augmented in e.augmented:  # each beside the set as given: its score and the change
-        clean = e.systems[0].scores
-        rows.append(
-            [
-                f"+{augmented.modifier}",
-                *(f"{s.score:.2f} ({s.score - clean[k].score:+.2f})" for k, s in augmented.scores.items()),
-            ]
-        )
+        changes = (f"{s.score:.2f} ({s.score - clean[k].score:+.2f})" for k, s in augmented.scores.items())
+        rows.append([f"+{augmented.modifier}", *changes])
     widths = [max(len(row[j]) for row in rows) for j in range(len(header))]
     lines = [
         "  ".join(
