@@ -200,6 +200,23 @@ def init_source(cfg: Config) -> InitSource:
     return InitSource(run, run.checkpoint_path(cfg.train.init_checkpoint))
 
 
+def check_tokenizer_source(cfg: Config) -> None:
+    """`train.tokenizer_from` is a run directory with a tokenizer made with this config's tokenizer
+    section, or an error lists each difference."""
+    source = RunDir(cfg.train.tokenizer_from)
+    saved = config_to_dict(source.load_config())  # says so when it is not a run directory
+    differences = [
+        f"{key}: {old!r} in {source.path}, {value!r} here"
+        for key, old, value in config_differences(saved, config_to_dict(cfg), ("tokenizer",))
+    ]
+    if differences:
+        raise RunDirError(
+            "train.tokenizer_from: its tokenizer was made with other settings:\n  " + "\n  ".join(differences)
+        )
+    if not source.tokenizer_dir.is_dir():
+        raise RunDirError(f"train.tokenizer_from: {source.path} has no tokenizer/ yet")
+
+
 def check_can_init(source: InitSource, cfg: Config, may_differ: Sequence[str] = ()) -> None:
     """The new run's model and tokenizer sections must equal the source run's (but the dotted keys
     `may_differ`), or an error lists each difference."""

@@ -21,6 +21,7 @@ from typer import Argument, Option
 from seq2seq import cli_options as opt
 from seq2seq.cli_app import Commands, Version
 from seq2seq.cli_cache import cache_app
+from seq2seq.cli_pipeline import pipeline_app
 from seq2seq.config.bounds import SAMPLE_KEEP
 from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
@@ -32,6 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(cache_app, name="cache")
+app.add_typer(pipeline_app)  # pipeline, filter, select
 
 
 @app.callback()

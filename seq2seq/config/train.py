@@ -24,6 +24,9 @@ class TrainConfig:
     # (default: as many as this model has, evenly spread, the first and the last among them)
     init_encoder_layers: tuple[int, ...] = ()
     init_decoder_layers: tuple[int, ...] = ()
+    # take the tokenizer of this run directory instead of training one (runs that share a tokenizer can
+    # be ensembled); the tokenizer sections must be equal
+    tokenizer_from: str = ""
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     max_tokens: int = 4096  # per batch (and per GPU), padding included
@@ -80,14 +83,22 @@ class TrainConfig:
         return {"encoder_layers": self.init_encoder_layers, "decoder_layers": self.init_decoder_layers}
 
     def _init_rules(self) -> list[Rule]:
-        """Which layers of `init_from` start a smaller model (whether it has them, the plan checks)."""
+        """Which layers of `init_from` start a smaller model (whether it has them, the plan checks), and
+        where the tokenizer comes from."""
         return [
-            rule
-            for key, layers in self.init_layers.items()
-            for rule in (
-                (any(i < 0 for i in layers), f"train.init_{key}: layer numbers count from 0"),
-                (bool(layers) and not self.init_from, f"train.init_{key}: only with train.init_from"),
-            )
+            (
+                bool(self.tokenizer_from and self.init_from),
+                "train.tokenizer_from: a fine-tuned run (train.init_from) takes the tokenizer of the run it "
+                "starts from: leave tokenizer_from out",
+            ),
+            *(
+                rule
+                for key, layers in self.init_layers.items()
+                for rule in (
+                    (any(i < 0 for i in layers), f"train.init_{key}: layer numbers count from 0"),
+                    (bool(layers) and not self.init_from, f"train.init_{key}: only with train.init_from"),
+                )
+            ),
         ]
 
     def _optimizer_rules(self) -> list[Rule]:

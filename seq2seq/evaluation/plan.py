@@ -61,13 +61,18 @@ def plan_evaluation(
     tag: str = "",
     to: str = "",
     pivot: str = "",
+    export: Config | None = None,
     augment: ModifiedSets = AS_GIVEN,
 ) -> EvaluationPlan:
     """Check the mode and the outputs, and decide the task, reading the run's config once.
 
-    `tag` (a control token before every source) and `augment` need a translation of --src to apply to.
+    `tag` (a control token before every source) and `augment` (modified copies of --src) need a
+    translation of --src to apply to. `export`: RUN_DIR is a CTranslate2 export (`s2s export`) of a
+    run with this config, which it translates with; nothing may be written into it.
     """
-    run = check_evaluate_mode(files)
+    if export is not None and files.out is None:
+        raise EvaluateError(f"{files.run_dir} is an export, which nothing is written into: give --out FILE")
+    run = export or check_evaluate_mode(files)
     if tag and files.hyps:
         raise EvaluateError("--tag starts the sources RUN_DIR translates; --hyp files are already translated")
     if augment.modifiers and files.hyps:
@@ -88,6 +93,7 @@ def plan_evaluation(
             **{f"--ref #{i + 1}": p for i, p in enumerate(files.refs)},
             **{f"--hyp #{i + 1}": p for i, p in enumerate(files.hyps)},
             **run_inputs(files.run_dir, decoding.checkpoints),
+            **({"the export": files.run_dir} if export is not None else {}),
         },
     )
     evaluated = evaluation_task(task, run, files.run_dir)

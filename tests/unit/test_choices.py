@@ -40,6 +40,8 @@ TASK_CHOOSERS = {
     ("evaluation/plan.py", "evaluation_task"),  # hypotheses without a run are translations
     ("evaluation/plan.py", "scoring_options"),  # BLEU, chrF and TER, or a reader's scores
 }
+# where s2s's commands are named, one of which is `translate`: a command line's verb, not the task
+VERBS = {("pipeline/command.py", "Verb")}
 # where `model.arch` may be read and a family named: the config's rules, the families and their builder
 FAMILY_READERS = ("config/", "models/family.py", "models/build.py")
 
@@ -91,7 +93,7 @@ def named(package: Path = PACKAGE) -> dict[str, list[Named]]:
 
 
 def task_named_elsewhere(package: Path = PACKAGE) -> list[str]:
-    return [str(n) for n in named(package)["task"] if (n.module, n.scope) not in TASK_CHOOSERS]
+    return [str(n) for n in named(package)["task"] if (n.module, n.scope) not in TASK_CHOOSERS | VERBS]
 
 
 def family_read_elsewhere(package: Path = PACKAGE) -> list[str]:
