@@ -356,6 +356,12 @@ def test_evaluate_augment_scores_the_same_modified_copies_for_the_same_seed(tiny
     assert [s["changes"] for s in records[0]] == ["source and references", "source"]
     refused = run_cli("evaluate", "--hyp", ref, "--ref", ref, "--augment", "typos")
     assert refused.exit_code == 2 and refused.output.startswith("error: --augment"), refused.output
+    source = tmp_path / "c.upper"  # what --out c writes its upper-cased copy's translations to
+    source.write_text("red cat\n")
+    args = ["--src", str(source), "--ref", str(source), "--out", str(tmp_path / "c"), "--augment", "upper"]
+    refused = run_cli("evaluate", str(tiny_run.run), *args)
+    assert refused.exit_code == 2 and "--out (+upper)" in refused.output and "is also --src" in refused.output
+    assert source.read_text() == "red cat\n" and not (tmp_path / "c").exists()
 
 
 def test_int8_translation_keeps_the_lines_and_is_recorded(tiny_run, tmp_path):
