@@ -290,6 +290,8 @@ def evaluate(
     lowercase: opt.Lowercase = False,
     chrf_plus: opt.ChrfPlus = False,
     bootstrap: opt.Bootstrap = 1000,
+    augment: opt.Augment = None,
+    seed: opt.AugmentSeed = 1,
     task: opt.Task = None,
     beam: opt.Beam = None,
     length_penalty: opt.LengthPenalty = None,
@@ -328,11 +330,9 @@ def evaluate(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        placement, metrics = (
-            Placement(device, precision, quantize),
-            MetricOptions(tokenize, lowercase, chrf_plus),
-        )
-        run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot))
+        placement = Placement(device, precision, quantize)
+        metrics, augmented = MetricOptions(tokenize, lowercase, chrf_plus), (augment, seed)
+        run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot), augmented)
 
 
 @app.command()

@@ -244,6 +244,10 @@ Bootstrap = Annotated[
         callback=between(1, MAX_BOOTSTRAP, "sacrebleu holds resamples x lines in memory"),
     ),
 ]
+Augment = Annotated[
+    str | None, Option(help="Also score --src modified: upper,title,typos,nopunct (comma-separated).")
+]
+AugmentSeed = Annotated[int, Option("--seed", help="Seed of --augment.", callback=between(0, MAX_SEED))]
 Task = Annotated[
     str | None,
     Option(

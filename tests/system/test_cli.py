@@ -333,6 +333,37 @@ def test_evaluate_records_the_precision_and_decode_options(tiny_run, tmp_path):
     assert decode["precision"] == "float32" and decode["no_repeat_ngram"] == 2
 
 
+@pytest.mark.slow
+def test_evaluate_augment_scores_the_same_modified_copies_for_the_same_seed(tiny_run, tmp_path):
+    src, ref = str(tiny_run.data / "valid.src"), str(tiny_run.data / "valid.tgt")
+    records, outputs = [], []
+    for name in ("a", "b"):
+        out, record = tmp_path / name, tmp_path / f"{name}.json"
+        result = run_cli(
+            "evaluate", str(tiny_run.run), "--src", src, "--ref", ref, "--out", str(out), "--json",
+            str(record), "--augment", "upper,typos", "--seed", "4", "--engine", "s2s",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        rows = [line.split()[0] for line in result.stdout.splitlines()[1:4]]
+        assert rows == [name, "+upper", "+typos"] and "--seed 4" in result.stdout
+        records.append(json.loads(record.read_text())["augmented"])
+        outputs.append([(out.parent / f"{name}.{m}").read_text() for m in ("upper", "typos")])
+    for sets in records:
+        for s in sets:
+            del s["hypotheses"]["path"], s["decode"]["seconds"]
+            del s["decode"]["sentences_per_second"], s["decode"]["tokens_per_second"]
+    assert records[0] == records[1] and outputs[0] == outputs[1]
+    assert [s["changes"] for s in records[0]] == ["source and references", "source"]
+    refused = run_cli("evaluate", "--hyp", ref, "--ref", ref, "--augment", "typos")
+    assert refused.exit_code == 2 and refused.output.startswith("error: --augment"), refused.output
+    source = tmp_path / "c.upper"  # what --out c writes its upper-cased copy's translations to
+    source.write_text("red cat\n")
+    args = ["--src", str(source), "--ref", str(source), "--out", str(tmp_path / "c"), "--augment", "upper"]
+    refused = run_cli("evaluate", str(tiny_run.run), *args)
+    assert refused.exit_code == 2 and "--out (+upper)" in refused.output and "is also --src" in refused.output
+    assert source.read_text() == "red cat\n" and not (tmp_path / "c").exists()
+
+
 def test_int8_translation_keeps_the_lines_and_is_recorded(tiny_run, tmp_path):
     run = tiny_run.run
     result = run_cli(

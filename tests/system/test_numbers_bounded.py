@@ -39,6 +39,11 @@ CONFIG_CASES = [
     (f"{CORPUS}weight", "0"),
     (f"{CORPUS}weight", "1e12"),
     (f"{CORPUS}clean.min_alnum", "1.5"),
+    (f"{CORPUS}augment.upper", "1.5"),
+    (f"{CORPUS}augment.title", "-0.1"),
+    (f"{CORPUS}augment.typos", "nan"),
+    (f"{CORPUS}augment.nopunct", "2"),
+    (f"{CORPUS}augment.noise", "inf"),
     ("tokenizer.vocab_size", "2000000"),
     ("tokenizer.character_coverage", "0.5"),
     ("tokenizer.max_sentences", "0"),
@@ -178,7 +183,7 @@ OPTION_CASES: dict[str, tuple[str, ...]] = {
     "--temperature": ("inf", "--sampling"),
     "--top-k": (BIG, "--sampling"),
     "--top-p": ("nan", "--sampling"),
-    "--seed": (BIG, "--sampling"),
+    "--seed": (BIG,),  # translate's (for --sampling) and evaluate's (for --augment)
     "--max-tokens": (BIG,),
     "--bootstrap": (BIG,),
     "--shortlist": ("61",),  # the tiny run's target vocabulary has 60 pieces
