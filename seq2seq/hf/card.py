@@ -56,6 +56,14 @@ def evaluation_records(run_dir: Path, checkpoint: Path) -> list[dict[str, Any]]:
     return [found[name] for name in sorted(found)]
 
 
+def metrics_of(scored: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record's scores (of a system, or of a modified set) as model-index metrics."""
+    return [
+        {"type": key, "value": round(s["score"], 2), "name": s["name"], "args": {"signature": s["signature"]}}
+        for key, s in scored["scores"].items()
+    ]
+
+
 def model_index(
     run_name: str, records: list[dict[str, Any]], valid: dict[str, Any] | None, valid_set: str
 ) -> list[dict[str, Any]]:
@@ -63,16 +71,18 @@ def model_index(
     results = []
     for record in records:
         name = dataset_name(record["references"][0]["path"])
-        metrics = [
+        results.append(
             {
-                "type": key,
-                "value": round(s["score"], 2),
-                "name": s["name"],
-                "args": {"signature": s["signature"]},
+                "dataset": {"name": name, "type": name, "split": "test"},
+                "metrics": metrics_of(record["systems"][0]),
             }
-            for key, s in record["systems"][0]["scores"].items()
-        ]
-        results.append({"dataset": {"name": name, "type": name, "split": "test"}, "metrics": metrics})
+        )
+        for modified in record.get("augmented") or []:  # `s2s evaluate --augment`: the set modified one way
+            how = modified["modifier"]
+            dataset = {"name": f"{name} ({how})", "type": name, "config": how, "split": "test"}
+            results.append(
+                {"dataset": dataset | {"args": {"seed": modified["seed"]}}, "metrics": metrics_of(modified)}
+            )
     if not results and valid is not None:
         signature = valid.get("bleu_signature", "not recorded")
         metric = {"type": "bleu", "value": round(valid["valid_bleu"], 2), "name": "validation BLEU"}
@@ -93,9 +103,12 @@ def quality_text(records: list[dict[str, Any]], valid: dict[str, Any] | None, se
         rows = ["| test set | metric | score | signature |", "|---|---|---|---|"]
         for record in records:
             name = dataset_name(record["references"][0]["path"])
+            sets = [(name, record["systems"][0])]
+            sets += [(f"{name} ({m['modifier']})", m) for m in record.get("augmented") or []]
             rows += [
-                f"| {name} | {s['name']} | {s['score']:.2f} | `{escaped(s['signature'])}` |"
-                for s in record["systems"][0]["scores"].values()
+                f"| {label} | {s['name']} | {s['score']:.2f} | `{escaped(s['signature'])}` |"
+                for label, scored in sets
+                for s in scored["scores"].values()
             ]
         return "Scored by `s2s evaluate` with this checkpoint:\n\n" + "\n".join(rows)
     if valid is None:

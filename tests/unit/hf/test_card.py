@@ -64,6 +64,8 @@ def results(card_text: str, tmp_path: Path) -> list:
 def test_the_card_lists_each_evaluation_of_the_exported_checkpoint(tmp_path: Path) -> None:
     run, checkpoint = run_dir(tmp_path)
     test = record(run, b"the weights", "/data/test_2016_flickr.en.gz", 40.1634)
+    upper = {"name": "BLEU", "score": 21.5, "signature": SIGNATURE, "summary": ""}
+    test["augmented"] = [{"modifier": "upper", "seed": 1, "scores": {"bleu": upper}}]  # evaluate --augment
     (run / "test.json").write_text(json.dumps(test), encoding="utf-8")
     other = record(run, b"other weights", "/data/test_2017_flickr.en", 12.0)  # another checkpoint's
     (run / "eval").mkdir()
@@ -72,7 +74,9 @@ def test_the_card_lists_each_evaluation_of_the_exported_checkpoint(tmp_path: Pat
     assert [(r.dataset_name, r.dataset_split, r.metric_type, r.metric_value) for r in found] == [
         ("test_2016_flickr", "test", "bleu", 40.16),
         ("test_2016_flickr", "test", "chrf", 60.12),
+        ("test_2016_flickr (upper)", "test", "bleu", 21.5),
     ]
+    assert found[2].dataset_config == "upper" and found[2].dataset_args == {"seed": 1}
     assert all(r.task_type == "translation" for r in found)
     assert found[0].metric_args == {"signature": SIGNATURE}
 
