@@ -36,6 +36,7 @@ from seq2seq.ct2.export import load_for_export, write_export
 from seq2seq.ct2.shortlist import Shortlist, ShortlistSize, run_shortlist
 from seq2seq.errors import Seq2SeqError
 from seq2seq.translate.placement import Placement
+from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 
 INT8, FLOAT32 = "int8", "float32"  # the compute types an entry is loaded with
@@ -165,7 +166,6 @@ def sample_translations(export_dir: Path, compute_type: str, sample: ValSample) 
     """The export's best translation of each sample source, decoded as its run's `decode` config says
     (the one place the cache decodes)."""
     translator = CT2Translator.load(export_dir, Placement("cpu", "fp32", compute_type))
-    translator.use_source_tokens(sample.to)
-    options = translator.options()
-    found = translator.translate(sample.sources, options.search, options.max_tokens, scores=False)
+    request = Request.of(translator.options(), to=sample.to, scores=False)
+    found = translator.translate(sample.sources, request)
     return [translation.texts[0] for translation in found]
