@@ -27,7 +27,11 @@ class SlowEngine:
         self.tokenizers = SimpleNamespace(src=SimpleNamespace(encode=lambda ls: [s.split() for s in ls]))
 
     def translate(
-        self, lines: Sequence[str], request: Request, first_line: int = 1, prefixes: Sequence[str] | None = None
+        self,
+        lines: Sequence[str],
+        request: Request,
+        first_line: int = 1,
+        prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
         with self.lock:
             self.inside += 1
