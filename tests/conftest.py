@@ -3,9 +3,11 @@ that a session shares (`trained_run`, each kind trained once)."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,7 +184,11 @@ RUNS: dict[str, dict[str, dict[str, object]]] = {
 
 def pytest_configure(config: pytest.Config) -> None:
     """One of several test processes (`pytest -n N`) computes on one thread, and so do its children:
-    N processes on N cores, none oversubscribed."""
+    N processes on N cores, none oversubscribed. Each process (and its children) keeps its CTranslate2
+    export cache in a temporary directory of its own, never the user's."""
+    cache = tempfile.mkdtemp(prefix="s2s-test-cache-")
+    os.environ["S2S_CACHE_DIR"] = cache
+    atexit.register(shutil.rmtree, cache, True)
     if "PYTEST_XDIST_WORKER" in os.environ:
         os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)

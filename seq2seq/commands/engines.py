@@ -27,7 +27,7 @@ from seq2seq.run.layout import RunDir
 from seq2seq.translate import resume
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
-from seq2seq.translate.placement import Placement
+from seq2seq.translate.placement import Placement, check_device_name
 
 if TYPE_CHECKING:
     from seq2seq.translate.translator import Translator
@@ -62,6 +62,7 @@ def choose_engine(
     an input: nothing is loaded or exported before."""
     if engine not in ENGINES:
         raise Seq2SeqError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    check_device_name(placement.device)
     outputs = outputs or {}
     if (Path(path) / EXPORT_INFO).is_file():
         if engine == "s2s":

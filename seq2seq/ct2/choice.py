@@ -166,6 +166,5 @@ def sample_translations(export_dir: Path, compute_type: str, sample: ValSample) 
     """The export's best translation of each sample source, decoded as its run's `decode` config says
     (the one place the cache decodes)."""
     translator = CT2Translator.load(export_dir, Placement("cpu", "fp32", compute_type))
-    request = Request.of(translator.options(), to=sample.to, scores=False)
-    found = translator.translate(sample.sources, request)
+    found = translator.translate(sample.sources, Request.of(translator.options(), to=sample.to, scores=False))
     return [translation.texts[0] for translation in found]

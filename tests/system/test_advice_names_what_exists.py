@@ -52,7 +52,7 @@ FOLLOWED = {
     "test_a_stage_that_no_longer_matches_is_replaced_by_prepare_overwrite",
     "use --device cuda": f"{OTHERS}::test_a_gpu_for_every_process_is_advised_as_device_cuda",
     "use --batching static": f"{OTHERS}::test_static_batching_is_advised_where_continuous_cannot_be",
-    "make one with `s2s export": f"{OTHERS}::test_the_advised_export_is_made_and_translates",
+    "make one with `s2s export": f"{OTHERS}::test_an_export_is_made_as_advised_and_translates",
     "no prepared corpus in": f"{OTHERS}::{PREPARED}",
     "is missing or unreadable: run `s2s prepare": f"{OTHERS}::{PREPARED}",
     "score its predictions with `s2s evaluate`": "tests/system/test_every_family.py::"

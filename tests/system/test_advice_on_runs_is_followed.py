@@ -86,14 +86,21 @@ def test_static_batching_is_advised_where_continuous_cannot_be(trained_run):
 
 
 @pytest.mark.slow
-def test_the_advised_export_is_made_and_translates(tiny_run, tmp_path):
-    translate = ("translate", "--engine", "ctranslate2", "--device", "cpu")
-    message = refused(translate[0], str(tiny_run.run), *translate[1:], input="red cat\n")
+def test_an_export_is_made_as_advised_and_translates(tiny_run, tmp_path):
+    """CTranslate2 given a run where it reads an export advises `s2s export`, whose export then
+    translates; s2s's decoder given that export advises leaving --engine out, which translates too."""
+    from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.ct2.export import ExportError
+
+    with pytest.raises(ExportError) as refusal:
+        CT2Translator.load(tiny_run.run)
     export = tmp_path / "export"
-    command = advised_command(message, {"RUN_DIR": str(tiny_run.run), "OUT_DIR": str(export)})
+    command = advised_command(str(refusal.value), {"RUN_DIR": str(tiny_run.run), "OUT_DIR": str(export)})
     assert command[0] == "export"
     succeeds(*command)
-    succeeds(translate[0], str(export), *translate[1:], input="red cat\n")
+    message = refused("translate", str(export), "--engine", "s2s", "--device", "cpu", input="red cat\n")
+    assert "leave --engine out" in message
+    succeeds("translate", str(export), "--device", "cpu", input="red cat\n")
 
 
 @pytest.mark.slow

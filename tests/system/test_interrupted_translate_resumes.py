@@ -73,7 +73,7 @@ def test_precision_auto_continues_at_the_precision_it_began_with(
     rng = random.Random(7)
     source = tmp_path / "mono.txt"
     source.write_text("".join(" ".join(rng.choices(WORDS, k=3)) + "\n" for _ in range(10)), encoding="utf-8")
-    args = ["translate", str(tiny_run.run), "-i", str(source), "--device", "cpu"]
+    args = ["translate", str(tiny_run.run), "-i", str(source), "--device", "cpu", "--engine", "s2s"]
     whole, out = tmp_path / "whole.txt", tmp_path / "out.txt"
     began = "bf16" if first is torch.bfloat16 else "fp32"
     assert run_cli(*args, "--precision", began, "-o", str(whole)).exit_code == 0
@@ -109,3 +109,39 @@ def test_precision_auto_continues_at_the_precision_it_began_with(
 def test_restart_where_nothing_resumes_is_refused(tiny_run, tmp_path):
     refused = run_cli("translate", str(tiny_run.run), "--device", "cpu", "--restart", input="a b\n")
     assert refused.exit_code == 2 and "error: --restart" in refused.output
+
+
+@pytest.mark.slow
+def test_a_file_begun_by_one_engine_is_never_finished_by_another(tiny_run, tmp_path, monkeypatch):
+    """`--engine auto` continues with the engine the record names (here CTranslate2, what auto took on
+    this CPU) into the file an uninterrupted command writes, where it would now choose otherwise;
+    forcing the other engine is refused, naming the engine, and OUTPUT is left unwritten."""
+    from seq2seq.commands import engines
+    from seq2seq.ct2.engine import CT2Translator
+
+    monkeypatch.setattr(resume, "CHUNK_LINES", 4)
+    rng = random.Random(3)
+    source = tmp_path / "mono.txt"
+    source.write_text("".join(" ".join(rng.choices(WORDS, k=3)) + "\n" for _ in range(10)), encoding="utf-8")
+    args = ["translate", str(tiny_run.run), "-i", str(source), "--device", "cpu"]
+    whole, out = tmp_path / "whole.txt", tmp_path / "out.txt"
+    assert run_cli(*args, "-o", str(whole)).exit_code == 0
+    real, chunks = CT2Translator.translate, []
+
+    def killed_at_the_second_chunk(self, lines, *rest, **named):
+        chunks.append(lines)
+        if len(chunks) == 2:
+            raise KeyboardInterrupt
+        return real(self, lines, *rest, **named)
+
+    monkeypatch.setattr(CT2Translator, "translate", killed_at_the_second_chunk)
+    assert run_cli(*args, "-o", str(out)).exit_code != 0
+    assert json.loads(partial_paths(out)[1].read_text())["settings"]["engine"] == "ctranslate2"
+    monkeypatch.setattr(CT2Translator, "translate", real)
+    # auto would now keep s2s's decoder (as on a GPU): the record's engine still decides
+    monkeypatch.setattr(engines, "_prefers_own", lambda placement: "pretended: a GPU")
+    refused = run_cli(*args, "--engine", "s2s", "-o", str(out))
+    assert refused.exit_code == 2 and "engine" in refused.output and not out.exists()
+    continued = run_cli(*args, "-o", str(out))
+    assert continued.exit_code == 0, continued.output
+    assert out.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")

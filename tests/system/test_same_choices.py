@@ -56,7 +56,7 @@ def served_info(monkeypatch: pytest.MonkeyPatch, run: Path) -> dict:
         sock.close()
 
     monkeypatch.setattr(serve, "run_server", answer_nothing)
-    result = run_cli("serve", str(run), "--device", "cpu", "--port", "0")
+    result = run_cli("serve", str(run), "--device", "cpu", "--port", "0", "--engine", "s2s")
     assert result.exit_code == 0, result.output
     with TestClient(apps[0]) as client:
         return client.get("/info").json()
@@ -79,9 +79,9 @@ def test_train_translate_evaluate_and_serve_make_the_cpus_one_choice(
     _, run = train_tiny_run(tmp_path, precision="auto", max_steps=2, valid_every=2)
     src, record = tmp_path / "src.txt", tmp_path / "eval.json"
     src.write_text("red cat\nthe big dog\n", encoding="utf-8")
-    translated = run_cli("translate", str(run), "--device", "cpu", "-i", str(src))
+    translated = run_cli("translate", str(run), "--device", "cpu", "--engine", "s2s", "-i", str(src))
     assert translated.exit_code == 0, translated.output
-    args = ["--device", "cpu", "--src", str(src), "--ref", str(src), "--json", str(record)]
+    args = ["--device", "cpu", "--engine", "s2s", "--src", str(src), "--ref", str(src), "--json", str(record)]
     evaluated = run_cli("evaluate", str(run), *args)
     assert evaluated.exit_code == 0, evaluated.output
     info = served_info(monkeypatch, run)

@@ -300,7 +300,7 @@ def test_the_engine_decodes_one_batch_per_core_by_default(trained):
 
 @pytest.mark.parametrize(
     "case",
-    ["export_into_nonempty", "checkpoint_with_export", "run_dir_as_export", "unknown_engine", "bad_quantize"],
+    ["export_into_nonempty", "checkpoint_with_export", "export_as_run", "unknown_engine", "bad_quantize"],
 )
 def test_export_mistakes_are_clear_errors(trained, tmp_path, case):
     run, export = trained
@@ -313,8 +313,14 @@ def test_export_mistakes_are_clear_errors(trained, tmp_path, case):
             ["translate", str(export), "--engine", "ctranslate2", "--checkpoint", "last"],
             "--checkpoint",
         ),
-        "run_dir_as_export": (["translate", str(run), "--engine", "ctranslate2"], "s2s export"),
-        "unknown_engine": (["translate", str(run), "--engine", "marian"], "choose s2s or ctranslate2"),
+        "export_as_run": (
+            ["translate", str(export), "--engine", "s2s"],
+            "s2s's decoder reads a run directory",
+        ),
+        "unknown_engine": (
+            ["translate", str(run), "--engine", "marian"],
+            "choose one of auto, s2s, ctranslate2",
+        ),
         "bad_quantize": (["export", str(run), str(tmp_path / "q"), "--quantize", "int3"], "choose one of"),
     }[case]
     result = run_cli(*args, input="red cat\n")
