@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Generate the quickstart corpus: digits -> English number words ("42007" -> "forty-two thousand seven").
 
-Deterministic (seeded) and disjoint splits, written to data/quickstart/{train,valid,test}.{src,tgt}.
+Deterministic (seeded) and disjoint splits, written to data/quickstart/{train,valid,test}.{src,tgt},
+and monolingual text of each side for the pipeline example (examples/quickstart_pipeline.yaml):
+mono.src (numbers in digits) and mono.tgt (other numbers in words), neither with a translation here.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=30000)
     parser.add_argument("--valid", type=int, default=500)
     parser.add_argument("--test", type=int, default=500)
+    parser.add_argument("--mono", type=int, default=1000, help="lines of monolingual text of each side")
     parser.add_argument("--seed", type=int, default=1234)
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -69,7 +72,13 @@ def main() -> None:
     for name, numbers in splits.items():
         (args.out / f"{name}.src").write_text("".join(f"{n}\n" for n in numbers), encoding="utf-8")
         (args.out / f"{name}.tgt").write_text("".join(in_words(n) + "\n" for n in numbers), encoding="utf-8")
-    print(f"wrote {', '.join(f'{k}: {len(v)}' for k, v in splits.items())} pairs to {args.out}")
+    mono = [n for n in sample_numbers(rng, args.mono * 4) if n not in held_out][: 2 * args.mono]
+    (args.out / "mono.src").write_text("".join(f"{n}\n" for n in mono[::2]), encoding="utf-8")
+    (args.out / "mono.tgt").write_text("".join(in_words(n) + "\n" for n in mono[1::2]), encoding="utf-8")
+    print(
+        f"wrote {', '.join(f'{k}: {len(v)}' for k, v in splits.items())} pairs to {args.out}, and mono.src,"
+    )
+    print(f"mono.tgt: {args.mono} lines of each side without a translation")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 #   bash scripts/multi30k_eval.sh RUN_DIR SRC TGT       e.g. runs/multi30k_de_en de en
 # Candidates: best.pt and the average of the last 5 numbered checkpoints (or all, if fewer), each with beam 5 and
 # length penalty 0.6 / 1.0 / 1.4, scored on val. The best on val is used on test_2016_flickr.
-# Writes RUN_DIR/eval/{val_*.json, val_table.txt, selection.json (scripts/select_on_val.py), test.json, test.hyp}
+# Writes RUN_DIR/eval/{val_*.json, selection.json (s2s select: the choice and every candidate ranked), test.json,
+# test.hyp}
 # and RUN_DIR/eval/report/index.html. Run it from the repository root. PRECISION (default auto) is
 # passed to every decode: bf16 or fp32 keep a busy machine's timing out of auto's choice.
 set -euo pipefail
@@ -22,9 +23,9 @@ for checkpoint in best averaged; do
       --out "$out/val_${checkpoint}_lp$lp.hyp" --json "$out/val_${checkpoint}_lp$lp.json" > /dev/null
   done
 done
-choice=$(python -m scripts.select_on_val "$out")  # "CHECKPOINT LP VAL_BLEU"
+# "CHECKPOINT LP VAL_BLEU"; every candidate's val BLEU on stderr
+choice=$(s2s select "$out"/val_*_lp*.json --json "$out/selection.json")
 read -r checkpoint lp _ <<< "$choice"
-cat "$out/val_table.txt"
 echo "selected on val: checkpoint $checkpoint, beam 5, length penalty $lp"
 s2s evaluate "$run" --checkpoint "$checkpoint" --beam 5 --length-penalty "$lp" --precision "$precision" \
   --src "$data/test_2016_flickr.$src" --ref "$data/test_2016_flickr.$tgt" \

@@ -1,21 +1,28 @@
-"""The multilingual table (docs/multilingual.md), from what scripts/multi30k_multilingual_eval.sh
-wrote into RUNS: test_2016 BLEU (val BLEU in brackets) of the six bilingual runs, each with its own
-choice on val, and of the six-direction run with its one choice, zero-shot fr->de with and without
-pivoting through English; and each run's training steps.
+"""The multilingual table (docs/multilingual.md), from what its commands wrote into RUNS: test_2016
+BLEU (val BLEU in brackets) of the six bilingual runs, each with its own choice on val, and of the
+six-direction run with its one choice, zero-shot fr->de with and without pivoting through English;
+and each run's training steps.
 
     python -m scripts.multilingual_table runs/ml
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
-from scripts.select_on_val import bleu, recorded
+from seq2seq.evaluation.selection import read_selection
 from seq2seq.run.finished import read_finished
 from seq2seq.run.layout import RunDir
 
 DIRECTIONS = ("de-en", "fr-en", "cs-en", "en-de", "en-fr", "en-cs")
+
+
+def bleu(path: Path) -> tuple[float, str]:
+    """BLEU and its signature from an `s2s evaluate --json` record."""
+    score = json.loads(path.read_text(encoding="utf-8"))["systems"][0]["scores"]["bleu"]
+    return float(score["score"]), str(score["signature"])
 
 
 def cell(val: Path, test: Path) -> str:
@@ -41,7 +48,7 @@ def main(runs: Path) -> None:
     cells, counts = [], []
     for direction in DIRECTIONS:
         folder = runs / direction.replace("-", "_") / "eval"
-        cells.append(cell(folder / recorded(folder)["val_record"], folder / "test.json"))
+        cells.append(cell(Path(read_selection(folder / "selection.json").records[0]), folder / "test.json"))
         counts.append(steps(runs / direction.replace("-", "_")))
     print("| six bilingual models | " + " | ".join(cells) + " | — | — |")
     run = runs / "multilingual"
@@ -51,11 +58,11 @@ def main(runs: Path) -> None:
         for d in (*DIRECTIONS, "fr-de", "fr-en-de")
     ]
     print("| one six-direction model | " + " | ".join(cells) + " |")
-    choice = recorded(folder)
+    choice = read_selection(folder / "selection.json")
     print(f"\nSteps: bilingual {', '.join(counts)}; six-direction {steps(run)}.")
     print(
-        f"Six-direction choice on the mean of val: checkpoint {choice['checkpoint']}, beam 5, length penalty "
-        f"{choice['length_penalty']} (mean val BLEU {choice['val_bleu']:.2f})."
+        f"Six-direction choice on the mean of val: checkpoint {Path(choice.checkpoints[0]).stem}, beam "
+        f"{choice.beam}, length penalty {choice.length_penalty:g} (mean val BLEU {choice.val_bleu:.2f})."
     )
     print(f"BLEU signature: {bleu(folder / 'de-en' / 'test_2016_flickr.json')[1]}")
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
-from seq2seq.checkpoint import run_parts
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.run.layout import RunDir
+from seq2seq.run.parts import run_parts
 
 SENTENCES = [
     "Ein Mann fährt mit dem Fahrrad über eine Brücke.",

@@ -22,6 +22,7 @@ from seq2seq.config import Config, config_differences, config_to_dict
 from seq2seq.errors import RunDirError
 from seq2seq.files import atomic_output, check_outputs, disk_error
 from seq2seq.run.layout import CHECKPOINT_NAMES, RunDir
+from seq2seq.run.parts import run_parts
 
 
 def atomic_save(obj: Any, path: Path) -> None:
@@ -199,6 +200,23 @@ def init_source(cfg: Config) -> InitSource:
     return InitSource(run, run.checkpoint_path(cfg.train.init_checkpoint))
 
 
+def check_tokenizer_source(cfg: Config) -> None:
+    """`train.tokenizer_from` is a run directory with a tokenizer made with this config's tokenizer
+    section, or an error lists each difference."""
+    source = RunDir(cfg.train.tokenizer_from)
+    saved = config_to_dict(source.load_config())  # says so when it is not a run directory
+    differences = [
+        f"{key}: {old!r} in {source.path}, {value!r} here"
+        for key, old, value in config_differences(saved, config_to_dict(cfg), ("tokenizer",))
+    ]
+    if differences:
+        raise RunDirError(
+            "train.tokenizer_from: its tokenizer was made with other settings:\n  " + "\n  ".join(differences)
+        )
+    if not source.tokenizer_dir.is_dir():
+        raise RunDirError(f"train.tokenizer_from: {source.path} has no tokenizer/ yet")
+
+
 def check_can_init(source: InitSource, cfg: Config, may_differ: Sequence[str] = ()) -> None:
     """The new run's model and tokenizer sections must equal the source run's (but the dotted keys
     `may_differ`), or an error lists each difference."""
@@ -249,15 +267,6 @@ def _mean(tensors: list[Tensor]) -> Tensor:
     """Element-wise mean of same-shaped tensors, summed in float64, in their dtype."""
     total = sum((t.double() for t in tensors[1:]), tensors[0].double())
     return (total / len(tensors)).to(tensors[0].dtype)
-
-
-def run_parts(run: RunDir, whole_checkpoints: bool = True) -> dict[str, Path]:
-    """What makes up a run, for `check_outputs`: its files, and its folders whole (tokenizer/,
-    checkpoints/, prepared/, tensorboard/), so that nothing new appears in them either. Without
-    `whole_checkpoints` (`s2s average`, which writes there) checkpoints/ protects only training's own."""
-    folders = [run.tokenizer_dir, run.path / "prepared", run.tensorboard_dir]
-    folders += [run.checkpoint_dir] if whole_checkpoints else []
-    return {**{f"the run's {p.name}/ folder": p for p in folders if p.is_dir()}, **run.own_files()}
 
 
 def average_output(run: RunDir, output: str) -> Path:

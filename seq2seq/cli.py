@@ -15,25 +15,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
-import torch
 import typer
-from tqdm.contrib.logging import logging_redirect_tqdm
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
+from seq2seq.cli_app import Commands, Version
 from seq2seq.cli_cache import cache_app
-from seq2seq.data.encode import SAMPLE_KEEP
+from seq2seq.cli_pipeline import pipeline_app
+from seq2seq.config.bounds import SAMPLE_KEEP
 from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
 
 app = typer.Typer(
-    cls=opt.Commands,
+    cls=Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Train and use Transformers: translators (encoder-decoder, decoder-only), readers (classify, tag).",
 )
 app.add_typer(cache_app, name="cache")
+app.add_typer(pipeline_app)  # pipeline, filter, select
+
+
+@app.callback()
+def options(version: Version = False) -> None:
+    """Train and use Transformers: translators (encoder-decoder, decoder-only), readers (classify, tag)."""
+
+
 log = logging.getLogger("seq2seq")
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a Unix tool stopped by SIGPIPE
@@ -107,6 +114,9 @@ def train(
     device: Annotated[str | None, Option(help="auto, cpu, cuda or cuda:N (overrides train.device).")] = None,
 ) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
+    import torch
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
     from seq2seq.training.distributed import init_distributed, shutdown, torchrun_info
     from seq2seq.training.plan import plan_training, run_mode
     from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
@@ -256,7 +266,8 @@ def export(
     shortlist_common: opt.ShortlistCommon = 100,
     verbose: opt.Verbose = False,
 ) -> None:
-    """Export a run to CTranslate2 (pip install 's2s\\[ct2]') or Hugging Face transformers ('s2s\\[hf]')."""
+    """Export a run to CTranslate2 (to ship it: translate, evaluate and serve make their own on first
+    use) or Hugging Face transformers (pip install 's2s\\[hf]')."""
     from seq2seq.commands.export import ExportJob
     from seq2seq.commands.export import export as run_export
 
@@ -279,6 +290,8 @@ def evaluate(
     lowercase: opt.Lowercase = False,
     chrf_plus: opt.ChrfPlus = False,
     bootstrap: opt.Bootstrap = 1000,
+    augment: opt.Augment = None,
+    seed: opt.AugmentSeed = 1,
     task: opt.Task = None,
     beam: opt.Beam = None,
     length_penalty: opt.LengthPenalty = None,
@@ -317,11 +330,9 @@ def evaluate(
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
             checkpoints=tuple(checkpoint or ()),
         )  # fmt: skip
-        placement, metrics = (
-            Placement(device, precision, quantize),
-            MetricOptions(tokenize, lowercase, chrf_plus),
-        )
-        run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot))
+        placement = Placement(device, precision, quantize)
+        metrics, augmented = MetricOptions(tokenize, lowercase, chrf_plus), (augment, seed)
+        run_evaluate(files, task, asked, placement, engine, metrics, bootstrap, (tag, to, pivot), augmented)
 
 
 @app.command()
@@ -409,7 +420,7 @@ def serve(
     engine: opt.Engine = "auto",
     verbose: opt.LogRequests = False,
 ) -> None:
-    """Serve RUN_DIR (or a CTranslate2 export, --engine ctranslate2) over HTTP: a JSON API and a page
+    """Serve RUN_DIR (or a CTranslate2 export of one) over HTTP: a JSON API and a page
     at /, batching concurrent requests together."""
     from seq2seq.serve.server import check_available
     from seq2seq.translate.options import DecodeOverrides
@@ -431,8 +442,8 @@ def serve(
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)
         origins = tuple(cors_origin or ())
         settings = ServerSettings(asked, batch_window_ms / 1000, limits, origins, to, engine, batching)
-        placement = Placement(device, precision, quantize)
-        run_serve(ServeJob(run_dir, settings, placement, threads), host, port, verbose)
+        placement = Placement(device, precision, quantize, threads)
+        run_serve(ServeJob(run_dir, settings, placement), host, port, verbose)
 
 
 def main() -> None:

@@ -10,9 +10,10 @@ import typer
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
+from seq2seq.cli_app import Commands
 
 cache_app = typer.Typer(
-    cls=opt.Commands,
+    cls=Commands,
     no_args_is_help=True,
     help="The CTranslate2 exports s2s made of runs on first use ($S2S_CACHE_DIR, else ~/.cache/s2s).",
 )

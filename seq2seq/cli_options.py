@@ -1,5 +1,5 @@
 """The options and arguments of the `s2s` commands, declared once (typer `Annotated` types), each
-number with its range, and how a mistake in them is reported (`Commands`).
+number with its range (how a mistake in them is reported: `seq2seq.cli_app.Commands`).
 
 The command line's vocabulary, kept apart so that `seq2seq.cli` reads as its commands; only
 `seq2seq.cli` imports this module.
@@ -11,9 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
 from typer import Argument, BadParameter, Option
-from typer.core import TyperGroup
 
 from seq2seq.config.bounds import (
     MAX_BATCH_TOKENS,
@@ -30,22 +28,6 @@ from seq2seq.config.bounds import (
     MAX_THREADS,
     MAX_VOCAB,
 )
-
-# click's UsageError, the base of every parsing mistake, in whichever copy of click typer runs on
-USAGE_ERROR: Any = typer.BadParameter.__mro__[1]
-
-
-class Commands(TyperGroup):
-    """The commands: a mistake click finds while parsing (an unknown option, a number out of its
-    range, a missing argument) is one `error: ...` line and exit code 2, like every other mistake."""
-
-    def invoke(self, ctx: Any) -> Any:  # click's Context, in whichever copy
-        try:
-            return super().invoke(ctx)
-        except USAGE_ERROR as e:
-            where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
-            typer.echo(f"error: {e.format_message()}{where}", err=True)
-            raise typer.Exit(2) from None
 
 
 def between(low: float, high: float, why: str = "") -> Callable[[Any], Any]:
@@ -262,6 +244,10 @@ Bootstrap = Annotated[
         callback=between(1, MAX_BOOTSTRAP, "sacrebleu holds resamples x lines in memory"),
     ),
 ]
+Augment = Annotated[
+    str | None, Option(help="Also score --src modified: upper,title,typos,nopunct (comma-separated).")
+]
+AugmentSeed = Annotated[int, Option("--seed", help="Seed of --augment.", callback=between(0, MAX_SEED))]
 Task = Annotated[
     str | None,
     Option(
@@ -279,7 +265,10 @@ Workers = Annotated[
 Host = Annotated[str, Option(help="Address to listen on (0.0.0.0: every interface).")]
 Port = Annotated[int, Option(help="Port (0: a free one, named in the log).", callback=between(0, 65535))]
 Threads = Annotated[
-    int, Option(help="CPU threads for torch (0 = torch's default).", callback=between(0, MAX_THREADS))
+    int,
+    Option(
+        help="CPU threads for torch and CTranslate2 (0 = one per core).", callback=between(0, MAX_THREADS)
+    ),
 ]
 BatchWindow = Annotated[
     float,

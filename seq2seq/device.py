@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import platform
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
+from seq2seq.cpu import CpuFeatures, read_cpu_features
 from seq2seq.errors import Seq2SeqError
 
 
@@ -88,49 +88,6 @@ def cpu_has_bf16_kernels() -> bool:
     fp32 in a training step measured on a Zen 3."""
     check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
     return torch.backends.mkldnn.is_available() and check is not None and bool(check())
-
-
-INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
-
-
-@dataclass(frozen=True)
-class CpuFeatures:
-    """What /proc/cpuinfo says of the CPU: its vendor and its feature flags."""
-
-    vendor: str  # vendor_id: GenuineIntel, AuthenticAMD; "" where there is none to read
-    flags: frozenset[str]  # avx2, avx512_bf16, amx_bf16, ...; empty where there are none to read
-
-
-def _cpuinfo_field(cpuinfo: str, name: str) -> str | None:
-    """The value of the first `name` line of `cpuinfo`, or None where there is none (no /proc, not x86)."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            line = next((line for line in f if line.split(":", 1)[0].strip() == name), None)
-    except OSError:
-        return None
-    return line.split(":", 1)[1].strip() if line is not None else None
-
-
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str] | None:
-    """The CPU's feature flags (avx2, avx512_vnni, amx_int8, ...) from `cpuinfo`'s first `flags` line,
-    or None where there is none to read (no /proc, not x86)."""
-    flags = _cpuinfo_field(cpuinfo, "flags")
-    return frozenset(flags.split()) if flags is not None else None
-
-
-def read_cpu_features(cpuinfo: str = "/proc/cpuinfo") -> CpuFeatures:
-    """This CPU's vendor and flags (`CpuFeatures`), what `precision: auto` decides from."""
-    return CpuFeatures(_cpuinfo_field(cpuinfo, "vendor_id") or "", cpu_flags(cpuinfo) or frozenset())
-
-
-def cpu_has_int8_dot_products(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether int8 products sum in int32 on this CPU: not on an x86 CPU without VNNI (AVX2 only, as
-    AMD's Zen 3), where pairs of u8 x s8 products sum in int16 and full-range int8 weights overflow.
-    True where it cannot tell (not x86, no `cpuinfo`)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return True
-    flags = cpu_flags(cpuinfo)
-    return flags is None or not INT8_DOT_FLAGS.isdisjoint(flags)
 
 
 @dataclass(frozen=True)

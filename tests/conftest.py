@@ -1,12 +1,15 @@
 """Shared fixtures: a tiny synthetic parallel corpus, its config, a tiny model, and the trained runs
-that a session shares (`trained_run`, each kind trained once)."""
+that a session shares (`trained_run`, each kind trained once; `quickstart_pipeline`, run once)."""
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -297,3 +300,46 @@ def random_ids(rows: int, length: int, vocab: int = 23, seed: int = 0) -> torch.
 def served_run(trained_run: Callable[[str], TrainedRun]) -> Path:
     """The run directory the server tests (API and browser) serve."""
     return trained_run("served").run
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """The quickstart pipeline example run to its end: the directory it ran in (its data, the example
+    and its base config where the example names them), the example, its workspace, and what it
+    printed and wrote as the final table then."""
+
+    directory: Path
+    file: Path
+    workspace: Path
+    stderr: str
+    table: dict
+
+
+def pipeline_env() -> dict[str, str]:
+    """The environment `s2s pipeline` runs in as a process: one thread, this checkout's s2s."""
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
+@pytest.fixture(scope="session")
+def quickstart_pipeline(tmp_path_factory: pytest.TempPathFactory) -> PipelineRun:
+    """examples/quickstart_pipeline.yaml on the quickstart data, run once per session as a user runs
+    it (`s2s pipeline`, a process): every kind of step, about a minute on one core. Its tests share it
+    (tests/system/test_pipeline.py, one xdist group); one that changes it leaves it whole again."""
+    directory = tmp_path_factory.mktemp("pipeline")
+    env = pipeline_env()
+    data = [sys.executable, str(ROOT / "scripts" / "make_quickstart_data.py"), "--out", "data/quickstart"]
+    subprocess.run(data, cwd=directory, env=env, check=True, capture_output=True)
+    for name in ("examples/quickstart_pipeline.yaml", "configs/quickstart.yaml"):
+        (directory / name).parent.mkdir(exist_ok=True)
+        shutil.copyfile(ROOT / name, directory / name)
+    file = directory / "examples" / "quickstart_pipeline.yaml"
+    command = [sys.executable, "-m", "seq2seq", "pipeline", str(file.relative_to(directory))]
+    done = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-5000:]
+    workspace = directory / yaml.safe_load(file.read_text(encoding="utf-8"))["workspace"]
+    table = json.loads((workspace / "table.json").read_text(encoding="utf-8"))
+    return PipelineRun(directory, file, workspace, done.stderr, table)

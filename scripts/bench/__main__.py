@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from scripts.bench import data, decode, engines, fairseq, hf, machine, runs, serve, train
+from scripts.bench import data, decode, engines, fairseq, hf, machine, runs, serve, startup, train
 from scripts.bench.options import Options, UsageError, parse
 from seq2seq.device import resolve_device
 from seq2seq.errors import Seq2SeqError
@@ -54,6 +54,7 @@ SECTIONS = {
     "serve": Section(serve.run, serve.report, serve.missing, serve.targets),
     "runs": Section(runs.run, runs.report, engines.missing),
     "hf": Section(hf.run, hf.report, hf.missing),
+    "startup": Section(startup.run, startup.report),
 }
 
 

@@ -18,9 +18,9 @@ def translator(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     import ctranslate2
     import sentencepiece
 
-    from seq2seq.ct2.export import read_export_info
-    from seq2seq.decoding.batched import config_search
+    from seq2seq.ct2.export_dir import read_export_info
     from seq2seq.decoding.limits import output_limits
+    from seq2seq.decoding.settings import config_search
 
     export = Path(spec["model"])
     sp = sentencepiece.SentencePieceProcessor(model_file=str(export / "tokenizer" / "spm.model"))

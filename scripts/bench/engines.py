@@ -134,8 +134,8 @@ def run_engines_section(
 ) -> dict[str, Any]:
     """The grid, the default's first and later use (an export cache made fresh for this run), then
     every engine and setting on the lines of `src`, round-robin `repeat` times."""
+    from seq2seq.cpu import cpu_has_int8_dot_products
     from seq2seq.ct2.export import export_ctranslate2
-    from seq2seq.device import cpu_has_int8_dot_products
 
     count = len(_lines(src, limit))
     refs = _lines(ref, limit) if ref else None

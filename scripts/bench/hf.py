@@ -101,7 +101,7 @@ def _transformers(spec: dict[str, Any]) -> Any:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from seq2seq.decoding.limits import output_limits
-    from seq2seq.decoding.search import SearchSettings
+    from seq2seq.decoding.settings import SearchSettings
     from seq2seq.run.layout import RunDir
 
     tokenizer = AutoTokenizer.from_pretrained(spec["hf"])

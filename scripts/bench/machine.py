@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.device import cpu_flags
+from seq2seq.cpu import cpu_flags
 
 
 def cpu_model() -> str:

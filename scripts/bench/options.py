@@ -6,13 +6,13 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.checkpoint import run_parts
 from seq2seq.config import data_files, load_config
 from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SECONDS, MAX_THREADS, MAX_VOCAB
 from seq2seq.files import check_outputs
 from seq2seq.run.layout import RunDir
+from seq2seq.run.parts import run_parts
 
-SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs", "hf")
+SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs", "hf", "startup")
 MODEL_NAMES = ("recipe", "base")
 BATCHINGS = ("static", "continuous", "default")
 MAX_CLIENTS = 1024  # concurrent clients of the serve section
@@ -27,7 +27,7 @@ class Options:
     """Everything the sections read; each takes the fields it uses."""
 
     config: str  # the recipe: train, fairseq and data sections
-    run_dir: str | None  # a trained run: decode, engines, serve (and train's tokenizer)
+    run_dir: str | None  # a trained run: decode, engines, serve, startup (and train's tokenizer)
     runs: tuple[str, ...]  # runs: trained runs side by side, the first the reference
     shortlist: int  # runs: also each run's int8 export with `s2s export --shortlist` this (0 = not)
     src: str
@@ -57,6 +57,7 @@ class Options:
     window_ms: float
     rounds: int
     time_limit: float
+    startup_runs: int  # startup: runs of each command (the median counts)
     json: Path | None
 
 
@@ -65,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m scripts.bench", description="Benchmark s2s: " + ", ".join(SECTIONS) + "."
     )
     p.add_argument("--config", default="configs/multi30k_de_en.yaml", help="recipe: train, fairseq, data")
-    p.add_argument("--run-dir", help="trained run: decode, engines, serve; train uses its tokenizer")
+    p.add_argument("--run-dir", help="trained run: decode, engines, serve, startup; train its tokenizer")
     p.add_argument(
         "--runs", default="", help="runs: trained run directories, comma-separated, first = reference"
     )
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--window-ms", type=float, default=5.0, help="serve: the server's --batch-window-ms")
     p.add_argument("--rounds", type=int, default=3, help="serve: offline then server, this many times")
     p.add_argument("--time-limit", type=float, default=300.0, help="serve: seconds per load phase")
+    p.add_argument("--startup-runs", type=int, default=5, help="startup: runs of each command (median)")
     p.add_argument("--json", type=Path, help="write all results to this file")
     return p
 
@@ -154,6 +156,7 @@ NUMBERS: dict[str, tuple[str, float, float, str]] = {
     "--rounds": ("rounds", 1, 1000, "offline then server, each round"),
     "--time-limit": ("time_limit", 1e-3, MAX_SECONDS, "seconds per load phase"),
     "--fractions": ("fractions", 1e-6, 1 - 1e-6, "shares of the sentences, in (0, 1)"),
+    "--startup-runs": ("startup_runs", 1, 1000, "a fresh process each"),
 }
 
 
@@ -208,6 +211,7 @@ def parse(argv: list[str] | None) -> Options:
         window_ms=a.window_ms,
         rounds=a.rounds,
         time_limit=a.time_limit,
+        startup_runs=a.startup_runs,
         json=a.json,
     )
     check_numbers(opts)
@@ -215,8 +219,10 @@ def parse(argv: list[str] | None) -> Options:
         raise UsageError("--serve-precision: auto, fp32 or bf16")
     if opts.mixed_clients and len(opts.mixed_clients) != 2:
         raise UsageError("--mixed-clients: two numbers, short,long (or '' for no mixed load)")
-    if {"decode", "engines", "serve", "hf"} & set(opts.sections) and not opts.run_dir:
-        raise UsageError("--sections decode/engines/serve/hf need --run-dir RUN (a trained run directory)")
+    if {"decode", "engines", "serve", "hf", "startup"} & set(opts.sections) and not opts.run_dir:
+        raise UsageError(
+            "--sections decode/engines/serve/hf/startup need --run-dir RUN (a trained run directory)"
+        )
     if "runs" in opts.sections and not opts.runs:
         raise UsageError(
             "--sections runs needs --runs A,B,... (trained run directories, the first the reference)"

@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from seq2seq.config import Config
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
+from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
+from seq2seq.run.parts import run_inputs
 from seq2seq.translate import resume
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
@@ -77,10 +80,10 @@ def choose_engine(
         return _ctranslate2(path, asked, placement, "an export directory")
     cfg = RunDir(path).load_config()  # a wrong path fails here, saying so
     options = decode_options(asked, cfg.decode, cfg.model.max_positions)
-    check_outputs(outputs, {"-i/--input": input, **_run_inputs(path, options.checkpoints)})
+    check_outputs(outputs, {"-i/--input": input, **run_inputs(path, options.checkpoints)})
     if engine == "s2s":
         return _own(path, options, placement, "asked for (--engine s2s)")
-    why_not = _cannot(options, path)
+    why_not = _cannot(options, cfg)
     if why_not is None and engine == "auto":
         why_not = _prefers_own(placement)
     if why_not is not None:
@@ -96,9 +99,21 @@ def choose_engine(
             raise
         return _own(path, options, placement, f"{e}; s2s's decoder instead")
     check_outputs(outputs, {"the export": cached.path})
-    ct2_placement = Placement(placement.device, "fp32", placement.quantize or cached.compute_type)
+    ct2_placement = dataclasses.replace(
+        placement, precision="fp32", quantize=placement.quantize or cached.compute_type
+    )
     why = "asked for (--engine ctranslate2)" if engine == "ctranslate2" else "CTranslate2 runs all asked"
     return _ctranslate2(cached.path, asked, ct2_placement, why)
+
+
+def auto_engine_here(placement: Placement) -> str:
+    """What `auto` takes on this machine for a run CTranslate2 can decode (`s2s --version`)."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        return "s2s (CTranslate2 is not installed: it publishes no wheel for this platform)"
+    why_not = _prefers_own(placement)
+    if why_not is not None:
+        return f"s2s ({why_not})"
+    return "ctranslate2 for an encoder-decoder run (s2s for readers, ensembles, --precision, --quantize)"
 
 
 def resumed_choice(engine: str, placement: Placement, resumed: Path | None) -> tuple[str, Placement]:
@@ -114,15 +129,13 @@ def resumed_choice(engine: str, placement: Placement, resumed: Path | None) -> t
     return engine, placement
 
 
-def _cannot(options: DecodeOptions, path: Path) -> str | None:
-    """Why CTranslate2 cannot run what is asked of run PATH, or None when it can."""
+def _cannot(options: DecodeOptions, cfg: Config) -> str | None:
+    """Why CTranslate2 cannot run what is asked of a run of config `cfg`, or None when it can."""
     if importlib.util.find_spec("ctranslate2") is None:
         return "CTranslate2 is not installed (it publishes no wheel for this platform)"
     if len(options.checkpoints) > 1:
         return "an ensemble of several checkpoints decodes with s2s's decoder only"
-    from seq2seq.models.build import model_family
-
-    family = model_family(RunDir(path).load_config().model)
+    family = model_family(cfg.model)
     if not family.exports:  # a reader's family never exports: CTranslate2 runs translations
         return f"a {family.name} run: CTranslate2's export holds encoder-decoders"
     return None
@@ -142,12 +155,6 @@ def _prefers_own(placement: Placement) -> str | None:
     if placement.device.startswith("cuda") or ctranslate2.get_cuda_device_count():
         return "on a GPU s2s's decoder stays the default until both engines are measured there"
     return None
-
-
-def _run_inputs(run_dir: Path, checkpoints: tuple[str, ...]) -> dict[str, Path]:
-    from seq2seq.translate.translator import run_inputs
-
-    return run_inputs(run_dir, checkpoints)
 
 
 def _ctranslate2(export_dir: Path, asked: DecodeOverrides, placement: Placement, reason: str) -> Chosen:

@@ -9,6 +9,8 @@ import logging
 import typer
 
 from seq2seq.commands.engines import choose_engine
+from seq2seq.ct2.export_dir import EXPORT_INFO, read_export_info
+from seq2seq.evaluation.augmented import ModifiedSets
 from seq2seq.evaluation.metrics import MetricOptions
 from seq2seq.evaluation.plan import EvaluateFiles, plan_evaluation, run_evaluation
 from seq2seq.evaluation.record import format_table, write_json
@@ -28,10 +30,14 @@ def evaluate(
     metrics: MetricOptions,
     bootstrap: int,
     source_tokens: tuple[str, str, str] = ("", "", ""),
+    augment: tuple[str | None, int] = (None, 1),
 ) -> None:
-    """Evaluate as `files` name; `source_tokens`: --tag, --to and --pivot."""
+    """Evaluate as `files` name; `source_tokens`: --tag, --to and --pivot; `augment`: --augment, --seed."""
     tag, to, pivot = source_tokens
-    plan = plan_evaluation(files, task, asked, tag, to, pivot)
+    export = None
+    if files.run_dir is not None and (files.run_dir / EXPORT_INFO).is_file():  # an export translates
+        export = read_export_info(files.run_dir)[1]
+    plan = plan_evaluation(files, task, asked, tag, to, pivot, export, ModifiedSets.parse(*augment))
 
     def load() -> Engine:
         assert files.run_dir is not None  # translating --src: the plan's rules

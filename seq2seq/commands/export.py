@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.ct2.export import QUANTIZATIONS, ShortlistSize, export_ctranslate2, is_int8
+from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2
+from seq2seq.ct2.export_dir import is_int8
+from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.hf.export import export_huggingface
-from seq2seq.translate.translator import run_inputs
+from seq2seq.run.parts import run_inputs
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,6 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from seq2seq.commands.engines import choose_engine
 from seq2seq.errors import ServeError
 from seq2seq.serve.app import ServerSettings, create_app
@@ -27,7 +25,6 @@ class ServeJob:
     run_dir: Path  # a run, or a CTranslate2 export of one
     settings: ServerSettings
     placement: Placement = AUTO
-    threads: int = 0  # torch's threads, and CTranslate2's; 0: their default
 
 
 def serve(job: ServeJob, host: str, port: int, access_log: bool = False) -> None:
@@ -38,8 +35,6 @@ def serve(job: ServeJob, host: str, port: int, access_log: bool = False) -> None
             f"--batch-window-ms {s.window_s * 1000:g}: a request waits a window for others, so every one "
             f"would outlast --timeout {s.limits.timeout_s:g} s; shorten the window"
         )
-    if job.threads:
-        torch.set_num_threads(job.threads)  # before loading: CTranslate2 takes its threads then
     chosen = choose_engine(job.run_dir, s.engine, s.asked, job.placement)
     name = job.run_dir.resolve().name
     application = create_app(chosen.engine, s, name, decode_thread=False, running=chosen.own)

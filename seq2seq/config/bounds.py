@@ -26,4 +26,5 @@ MAX_SECONDS = 86_400.0  # a time limit: a day is more than any wait of s2s's nee
 MAX_SERVE_LINES = 100_000  # lines of one request, decoded together
 MAX_SERVE_CHARS = 1_000_000  # characters of one line of a request
 MAX_BODY_BYTES = 1 << 30  # a request's body, held in memory whole
+SAMPLE_KEEP = 100  # dropped pairs kept per cleaning rule and corpus, for `s2s prepare --sample`
 MAX_BOOTSTRAP = 10_000  # paired bootstrap resamples: sacrebleu holds resamples x lines x statistics at once

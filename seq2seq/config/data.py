@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from seq2seq.config.augment import AugmentConfig
 from seq2seq.config.bounds import MAX_CORPUS_WEIGHT, MAX_TEMPERATURE, MIN_TEMPERATURE
 from seq2seq.config.rules import Rule, broken
 from seq2seq.config.task import Task
@@ -54,8 +55,8 @@ class CorpusConfig:
     epoch); `tag`, a control token declared in tokenizer.control_tokens, starts each of its sources.
     In a multilingual run every corpus names its direction (`src_lang`, `tgt_lang`), and its sources
     start with the target language's token (`language_token`: <2en>), before any tag. Every setting
-    here is the corpus's own: its languages (`DataConfig.corpus_languages`), tag, weight and `clean`
-    rules hold for its pairs alone, whatever the other corpora say.
+    here is the corpus's own: its languages (`DataConfig.corpus_languages`), tag, weight, `clean`
+    rules and `augment` shares hold for its pairs alone, whatever the other corpora say.
     """
 
     name: str = ""
@@ -67,6 +68,7 @@ class CorpusConfig:
     src_lang: str = ""
     tgt_lang: str = ""
     clean: CleanConfig = field(default_factory=CleanConfig)
+    augment: AugmentConfig = field(default_factory=AugmentConfig)  # modified pairs while training
 
     @property
     def direction(self) -> str:
@@ -81,7 +83,7 @@ class CorpusConfig:
         self, where: str, control_tokens: tuple[str, ...], languages: bool, multilingual: bool
     ) -> list[str]:
         two_files = bool(self.src or self.tgt)
-        return broken(
+        problems = broken(
             [
                 *(
                     (
@@ -117,6 +119,7 @@ class CorpusConfig:
                 ),
             ]
         ) + self.clean.problems(f"{where}.clean", languages or bool(self.src_lang and self.tgt_lang))
+        return problems + self.augment.problems(f"{where}.augment")
 
 
 @dataclass(frozen=True)

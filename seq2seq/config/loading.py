@@ -17,13 +17,14 @@ import typing
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 
 from seq2seq.config.schema import Config
 from seq2seq.errors import ConfigError
 
+T = TypeVar("T")
 MAX_INT = 2**31  # every integer setting fits a C int (SentencePiece, torch)
 MAX_BYTES = 256 << 10  # a config is a few hundred lines; pure-Python YAML reads about 100 KB a second
 MAX_DEPTH = 32  # a config needs 4: the document, a section, a list of files, a file name
@@ -38,27 +39,34 @@ def load_config(path: str | Path, overrides: list[str] | None = None, saved: boo
     `saved`: the file is a run's own resolved config, so a key it lacks is one that did not exist when
     it was written, and means what it meant then (`SAVED_BEFORE`), not today's default.
     """
+    raw = read_yaml_mapping(path)
+    for item in overrides or []:
+        apply_override(raw, item)
+    return config_from_dict(raw, saved)
+
+
+def read_yaml_mapping(path: str | Path, what: str = "config") -> dict[str, Any]:
+    """The mapping a YAML file holds (a config, a pipeline), read within the bounds: its size, UTF-8,
+    its nesting and what its aliases expand to. `what` names the file in errors."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+        raise ConfigError(f"{what} file not found: {path}")
     try:
         with path.open("rb") as f:
             data = f.read(MAX_BYTES + 1)
     except OSError as e:
-        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+        raise ConfigError(f"cannot read {what} file {path}: {e.strerror}") from None
     if len(data) > MAX_BYTES:
-        raise ConfigError(f"{path} is over {MAX_BYTES // 1024} KiB: is it a config? (one is a few KB)")
+        raise ConfigError(f"{path} is over {MAX_BYTES // 1024} KiB: is it a {what}? (one is a few KB)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise ConfigError(f"{path}: line {line} is not valid UTF-8 (save the config as UTF-8)") from None
+        raise ConfigError(f"{path}: line {line} is not valid UTF-8 (save the {what} as UTF-8)") from None
     raw = parse_yaml(text, str(path)) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
-    for item in overrides or []:
-        apply_override(raw, item)
-    return config_from_dict(raw, saved)
+    return raw
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:
@@ -206,6 +214,13 @@ def save_config(cfg: Config, path: Path) -> None:
     write_text(path, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
 
 
+def dataclass_from_dict(cls: type[T], raw: Any, errors: list[str], prefix: str = "") -> T:
+    """An instance of the frozen dataclass `cls` (a config's, a pipeline's) from plain data, as the
+    strict loader builds one: each unknown key (with the closest valid one) or mistyped value is
+    appended to `errors`, named by its dotted path under `prefix`."""
+    return typing.cast(T, _build(cls, raw, prefix, errors))
+
+
 def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
     """An instance of the dataclass `cls` from `raw`, appending each unknown key or bad value to `errors`."""
     if not isinstance(raw, dict):
@@ -218,18 +233,30 @@ def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f" (did you mean {prefix}{close[0]}?)" if close else f" (valid keys: {', '.join(names)})"
             errors.append(f"{prefix}{_key(key)}: unknown key{hint}")
-    values = {}
+    values: dict[str, Any] = {}
     for name in names:
         if name not in raw:
             continue
         kind = hints[name]
-        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-            values[name] = _build(kind, raw[name], f"{prefix}{name}.", errors)
+        if (section := _optional_dataclass(kind)) is not None and raw[name] is None:
+            values[name] = None  # a section given as `null`: left out
+        elif section is not None:
+            values[name] = _build(section, raw[name], f"{prefix}{name}.", errors)
         elif (item := _listed_dataclass(kind)) is not None:
             values[name] = _build_list(item, raw[name], f"{prefix}{name}", errors)
         else:
             values[name] = _coerce(raw[name], kind, f"{prefix}{name}", errors)
     return cls(**values)
+
+
+def _optional_dataclass(kind: Any) -> type | None:
+    """The dataclass `X` when `kind` is `X` or `X | None` (a section that may be left out)."""
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        return kind
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    if type(None) in typing.get_args(kind) and len(args) == 1 and dataclasses.is_dataclass(args[0]):
+        return typing.cast(type, args[0])
+    return None
 
 
 def _listed_dataclass(kind: Any) -> type | None:
@@ -285,6 +312,13 @@ def _coerce(value: Any, kind: Any, key: str, errors: list[str]) -> Any:
         if all(isinstance(v, str) and v for v in items):
             return tuple(items)
         errors.append(f"{key}: expected a name or a list of names, got {shown(value)}")
+        return ()
+    elif kind == tuple[float, ...]:  # one number or a list of them (length penalties)
+        items = value if isinstance(value, list) else [value]
+        numbers = [_as_float(v) for v in items]
+        if items and all(n is not None and math.isfinite(n) for n in numbers):
+            return tuple(numbers)
+        errors.append(f"{key}: expected a number or a list of finite numbers, got {shown(value)}")
         return ()
     elif kind == tuple[int, ...]:  # one number or a list of them (layer indices)
         items = value if isinstance(value, list) else [value]

@@ -10,6 +10,7 @@ from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SEED, MAX_THRE
 from seq2seq.config.rules import Rule, broken
 
 MAX_ACCUM_STEPS = 1024  # batches summed into one update
+DEFAULT_BLEU_TOKENIZE = "13a"  # sacreBLEU's own default, built into every version of it
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,9 @@ class TrainConfig:
     # (default: as many as this model has, evenly spread, the first and the last among them)
     init_encoder_layers: tuple[int, ...] = ()
     init_decoder_layers: tuple[int, ...] = ()
+    # take the tokenizer of this run directory instead of training one (runs that share a tokenizer can
+    # be ensembled); the tokenizer sections must be equal
+    tokenizer_from: str = ""
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     max_tokens: int = 4096  # per batch (and per GPU), padding included
@@ -46,7 +50,7 @@ class TrainConfig:
     patience: int = 0  # stop after this many validations without improvement (0 = never)
     valid_bleu: bool = True  # decode the validation set and compute BLEU at each validation
     valid_bleu_tokenize: str = (
-        "13a"  # sacreBLEU tokenizer for validation BLEU: 13a, intl, zh, ja-mecab, char...
+        DEFAULT_BLEU_TOKENIZE  # sacreBLEU tokenizer for validation BLEU: 13a, intl, zh, ja-mecab, char...
     )
     valid_beam: int = 1
     valid_subset: int = 0  # decode only the first N validation sentences for BLEU (0 = all)
@@ -79,14 +83,22 @@ class TrainConfig:
         return {"encoder_layers": self.init_encoder_layers, "decoder_layers": self.init_decoder_layers}
 
     def _init_rules(self) -> list[Rule]:
-        """Which layers of `init_from` start a smaller model (whether it has them, the plan checks)."""
+        """Which layers of `init_from` start a smaller model (whether it has them, the plan checks), and
+        where the tokenizer comes from."""
         return [
-            rule
-            for key, layers in self.init_layers.items()
-            for rule in (
-                (any(i < 0 for i in layers), f"train.init_{key}: layer numbers count from 0"),
-                (bool(layers) and not self.init_from, f"train.init_{key}: only with train.init_from"),
-            )
+            (
+                bool(self.tokenizer_from and self.init_from),
+                "train.tokenizer_from: a fine-tuned run (train.init_from) takes the tokenizer of the run it "
+                "starts from: leave tokenizer_from out",
+            ),
+            *(
+                rule
+                for key, layers in self.init_layers.items()
+                for rule in (
+                    (any(i < 0 for i in layers), f"train.init_{key}: layer numbers count from 0"),
+                    (bool(layers) and not self.init_from, f"train.init_{key}: only with train.init_from"),
+                )
+            ),
         ]
 
     def _optimizer_rules(self) -> list[Rule]:
@@ -170,7 +182,10 @@ class TrainConfig:
 
 
 def _bleu_tokenizer_rules(name: str) -> list[Rule]:
-    """sacreBLEU knows the tokenizer and has what it needs (some need an extra package)."""
+    """sacreBLEU knows the tokenizer and has what it needs (some need an extra package). The default
+    is known without importing sacreBLEU, which a command that only translates never needs."""
+    if name == DEFAULT_BLEU_TOKENIZE:
+        return []
     from sacrebleu.metrics import BLEU  # only when a config is checked, not on every import
 
     if name not in BLEU.TOKENIZERS:

@@ -30,9 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seq2seq.ct2.cache_key import HASH_TRIES, CheckpointChanging, checkpoint_sha256, entry_key, same_file
-from seq2seq.ct2.choice import FLOAT32, INT8, Choice, choose_export
-from seq2seq.ct2.export import (
+from seq2seq.cpu import cpu_has_int8_dot_products
+from seq2seq.ct2.cache_key import (
+    FLOAT32,
+    HASH_TRIES,
+    INT8,
+    RULES,
+    CheckpointChanging,
+    checkpoint_sha256,
+    entry_key,
+    same_file,
+)
+from seq2seq.ct2.export_dir import (
     FULL_INT8,
     REDUCED_INT8,
     ExportError,
@@ -40,7 +49,6 @@ from seq2seq.ct2.export import (
     read_export_info,
     require_ctranslate2,
 )
-from seq2seq.device import cpu_has_int8_dot_products
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError
 from seq2seq.locks import lock_or_wait
@@ -96,7 +104,7 @@ def cached_export(run_dir: Path, checkpoint: str = "best", root: Path | None = N
             sha, stamp = checkpoint_sha256(checkpoint_file, root)
         except CheckpointChanging:
             break
-        parts = entry_key(run, cfg, sha, int8_range, Choice())
+        parts = entry_key(run, cfg, sha, int8_range, RULES)
         entry = exports / parts["key"]
         found = open_entry(entry)
         if isinstance(found, CachedExport):
@@ -138,6 +146,8 @@ def open_entry(entry: Path) -> CachedExport | str:
 def make_entry(checkpoint: Path, stamp: str, entry: Path, parts: dict[str, Any]) -> CachedExport | None:
     """Export, choose and rename the entry into place (`parts`: what it depends on, `cache_key`);
     None when the checkpoint was replaced meanwhile (`stamp`) or another process's entry is damaged."""
+    from seq2seq.ct2.choice import choose_export  # the model, in torch: only where an entry is made
+
     with writing(entry.parent):
         scratch = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent))
     try:

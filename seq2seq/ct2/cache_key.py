@@ -3,7 +3,8 @@
 An entry's key is a hash of the checkpoint's content (sha256), the run directory (an export records
 where it came from), the run's config (the decode defaults an export carries) and tokenizer files,
 s2s's export format (`EXPORT_FORMAT`), CTranslate2's version, the int8 weights' range (8 bits where
-this CPU sums int8 products in int32, 7 elsewhere) and the rules that choose the export (`Choice`).
+this CPU sums int8 products in int32, 7 elsewhere) and the rules that choose the export (`Choice`,
+which `ct2.choice` applies).
 
 A checkpoint's sha256 is remembered in the cache by the file's identity (its resolved path, inode,
 size and modification time), so a later use does not read a large file again; s2s saves a checkpoint
@@ -16,18 +17,34 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seq2seq.config import Config, config_to_dict
-from seq2seq.ct2.choice import Choice
-from seq2seq.ct2.export import EXPORT_FORMAT, require_ctranslate2
+from seq2seq.ct2.export_dir import EXPORT_FORMAT, require_ctranslate2
+from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.data.tokenizer import tokenizer_checksums
 from seq2seq.files import OutputError, file_sha256, write_text
 from seq2seq.run.layout import RunDir
 
 HASHES = "sha256"  # the folder of the cache that remembers checkpoints' sums
 HASH_TRIES = 3  # a checkpoint replaced while it was read is read again, this many times at most
+
+INT8, FLOAT32 = "int8", "float32"  # the compute types an entry is loaded with
+
+
+@dataclass(frozen=True)
+class Choice:
+    """How the cache chooses an export: part of every entry's key, so a new rule makes new entries."""
+
+    sample_lines: int = 200
+    int8_loss: float = 0.2  # BLEU int8 may lose against float32 on the sample
+    shortlist: ShortlistSize = field(default_factory=lambda: ShortlistSize(20, 100))
+    shortlist_loss: float = 0.1  # BLEU the shortlist may lose against the export without one
+
+
+RULES = Choice()  # the rules the cache chooses by (`ct2.choice`)
 
 
 class CheckpointChanging(Exception):

@@ -1,6 +1,6 @@
 """Which CTranslate2 export the cache keeps for a run: chosen once, on a sample of its validation set.
 
-int8 weights (7 or 8 bits, as this CPU sums int8 products: `seq2seq.device.cpu_has_int8_dot_products`)
+int8 weights (7 or 8 bits, as this CPU sums int8 products: `seq2seq.cpu.cpu_has_int8_dot_products`)
 unless they lose more than `Choice.int8_loss` BLEU against float32 on the sample; then a lexical
 shortlist (`ct2.shortlist`, counted from the run's prepared training pairs where it still has them),
 kept unless it loses more than `Choice.shortlist_loss` BLEU against the export without one. A run
@@ -24,32 +24,21 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sacrebleu
 
 from seq2seq.config import Config
+from seq2seq.ct2.cache_key import FLOAT32, INT8, RULES, Choice
 from seq2seq.ct2.engine import CT2Translator
-from seq2seq.ct2.export import load_for_export, write_export
-from seq2seq.ct2.shortlist import Shortlist, ShortlistSize, run_shortlist
+from seq2seq.ct2.export import load_for_export, run_shortlist, write_export
+from seq2seq.ct2.shortlist import Shortlist, ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
-
-INT8, FLOAT32 = "int8", "float32"  # the compute types an entry is loaded with
-
-
-@dataclass(frozen=True)
-class Choice:
-    """How the cache chooses an export: part of every entry's key, so a new rule makes new entries."""
-
-    sample_lines: int = 200
-    int8_loss: float = 0.2  # BLEU int8 may lose against float32 on the sample
-    shortlist: ShortlistSize = field(default_factory=lambda: ShortlistSize(20, 100))
-    shortlist_loss: float = 0.1  # BLEU the shortlist may lose against the export without one
 
 
 @dataclass(frozen=True)
@@ -74,7 +63,7 @@ class ValSample:
 
 
 def choose_export(
-    run_dir: Path, checkpoint: str, scratch: Path, full_range_int8: bool, choice: Choice = Choice()
+    run_dir: Path, checkpoint: str, scratch: Path, full_range_int8: bool, choice: Choice = RULES
 ) -> Chosen:
     """Export the run's `checkpoint` into `scratch` as each candidate, and return the one `choice` keeps
     (`full_range_int8`: int8 weights in 8 bits, not 7, where this CPU sums int8 products in int32)."""

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
+import numpy as np
 
 from seq2seq.config import Config
-from seq2seq.ct2.export import (
+from seq2seq.cpu import cpu_has_int8_dot_products, usable_cores
+from seq2seq.ct2.export_dir import (
     check_export_files,
     full_range_int8,
     read_export_info,
@@ -36,10 +37,8 @@ from seq2seq.ct2.shortlist import VMAP_FILE
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.hypothesis import Hypothesis, length_normalizer
-from seq2seq.decoding.limits import output_limits
-from seq2seq.decoding.prefix import prefix_limits
-from seq2seq.decoding.search import SearchSettings
-from seq2seq.device import cpu_has_int8_dot_products
+from seq2seq.decoding.limits import output_limits_of_counts
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.attention import AttentionMap
@@ -67,8 +66,9 @@ class Threads:
 
 
 def default_threads(cores: int = 0) -> Threads:
-    """One batch per core, one thread each (`cores`: 0 = torch's thread count, one per core)."""
-    return Threads(cores or torch.get_num_threads(), 1)
+    """One batch per core, one thread each (`cores`: 0 = every core the process may use, as torch
+    counts them: `seq2seq.cpu.usable_cores`)."""
+    return Threads(cores or usable_cores(), 1)
 
 
 class CT2Translator:
@@ -101,7 +101,7 @@ class CT2Translator:
         """`placement.quantize` (e.g. int8) converts the weights at load time; None keeps the exported
         type. CTranslate2 picks its own precision, so `placement.precision` is not used.
 
-        `threads`: None = `default_threads()` on a CPU, one batch at a time on a GPU.
+        `threads`: None = `default_threads(placement.threads)` on a CPU, one batch at a time on a GPU.
         """
         ctranslate2 = require_ctranslate2()
         info, config = read_export_info(Path(export_dir))
@@ -111,7 +111,7 @@ class CT2Translator:
         device = "cuda" if device == "auto" and ctranslate2.get_cuda_device_count() else device
         device = "cpu" if device == "auto" else device
         if threads is None:
-            threads = default_threads() if device == "cpu" else Threads(1, 1)
+            threads = default_threads(placement.threads) if device == "cpu" else Threads(1, 1)
         try:
             engine = ctranslate2.Translator(
                 str(export_dir),
@@ -219,10 +219,10 @@ class CT2Translator:
             return_end_token=True,
             max_input_length=0,
         )[0]
-        weights = torch.tensor(result.attention[0][: len(tgt) + 1], dtype=torch.float32)  # (T, S - 1)
+        weights = np.asarray(result.attention[0][: len(tgt) + 1], dtype=np.float32)  # (T, S - 1)
         # CTranslate2 leaves out the column of the </s> it added to the source; each row summed to 1
-        end = (1 - weights.sum(1, keepdim=True)).clamp(min=0)  # (T, 1)
-        return AttentionMap([*src, "</s>"], [*tgt, "</s>"], torch.cat([weights, end], 1))
+        end = np.maximum(1 - weights.sum(1, keepdims=True), 0)  # (T, 1)
+        return AttentionMap([*src, "</s>"], [*tgt, "</s>"], np.concatenate([weights, end], 1))
 
     def search(
         self,
@@ -239,10 +239,11 @@ class CT2Translator:
         CTranslate2 takes one length limit per call: the sources are decoded in one call per limit,
         all submitted at once, so that its threads work on several calls together.
         """
-        limits = self.length_limits(settings, [len(s) + 1 for s in sources])  # + </s>
-        if prefixes is not None:  # long enough for the prefix and a </s>, as s2s's search makes them
-            lengths = torch.tensor([len(p) for p in prefixes])
-            limits = prefix_limits(torch.tensor(limits), lengths, self.config.model.max_positions).tolist()
+        # each source's longest output as s2s's search allows it, </s> counted on both sides; with a
+        # prefix, long enough for the prefix and a </s>
+        forced = None if prefixes is None else [len(p) for p in prefixes]
+        counts = [len(s) + 1 for s in sources]
+        limits = output_limits_of_counts(counts, settings, self.config.model.max_positions, forced)
         if settings.sampling and settings.seed is not None:
             require_ctranslate2().set_random_seed(settings.seed)
         options = self._options(settings, max_tokens, scores)
@@ -289,10 +290,6 @@ class CT2Translator:
         """The length penalty CTranslate2 is given: none for greedy search and sampling, whose tokens do
         not depend on it, so that their scores are plain sums, normalized here by the run's rule."""
         return settings.length_penalty if settings.beam > 1 else 0.0
-
-    def length_limits(self, settings: SearchSettings, source_tokens: Sequence[int]) -> list[int]:
-        """s2s's longest output (</s> included) for sources of `source_tokens` tokens (</s> included)."""
-        return output_limits(torch.tensor(source_tokens), settings, self.config.model.max_positions).tolist()
 
     def _options(self, settings: SearchSettings, max_tokens: int, scores: bool) -> dict[str, Any]:
         """translate_batch's options for s2s's search `settings` (all but the length limit)."""

@@ -7,9 +7,10 @@ of the candidates of each batch's source pieces, the common pieces and the speci
 Marian's shortlists do for the Bergamot and Firefox students.
 
 A source piece's candidates are the target pieces it co-occurs with most in the run's training
-pairs, by the Dice coefficient of the pairs each occurs in (2 c(s, t) / (c(s) + c(t)), each piece
-counted once per pair), and the piece itself where the target vocabulary has it (names and numbers
-are copied). The common pieces are the target pieces found in the most pairs.
+pairs (its prepared corpora: `seq2seq.ct2.export.run_shortlist`), by the Dice coefficient of the
+pairs each occurs in (2 c(s, t) / (c(s) + c(t)), each piece counted once per pair), and the piece
+itself where the target vocabulary has it (names and numbers are copied). The common pieces are the
+target pieces found in the most pairs.
 """
 
 from __future__ import annotations
@@ -19,16 +20,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from seq2seq.config import Config
-from seq2seq.data.parallel import ParallelData, TokenArrays
-from seq2seq.data.prepared import load_trained_corpora
-from seq2seq.data.tokenizer import TokenizerPair, tokenizer_checksums
-from seq2seq.errors import Seq2SeqError
 from seq2seq.files import write_text
-from seq2seq.run.layout import RunDir
+
+if TYPE_CHECKING:
+    from seq2seq.data.parallel import ParallelData, TokenArrays
 
 log = logging.getLogger(__name__)
 
@@ -157,23 +156,3 @@ class ShortlistSize:
 
     per_source: int = 50
     common: int = 100
-
-
-def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: ShortlistSize) -> Shortlist:
-    """The shortlist of the run's training pairs, as its prepared corpora hold them: those made from the
-    text its inputs.json records and its tokenizer, their arrays checked (a `DataError` saying what
-    differs, or is missing, and how to make them again)."""
-    # not `prepared_corpus_dir(cfg)`: the saved config's run_dir is where the run was trained, and a
-    # run directory that was moved or copied holds its own prepared corpora
-    run = RunDir(run_dir)
-    top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else run.path / "prepared"
-    data_sums = run.read_inputs().get("data", {})
-    tokenizer_sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-    corpora = load_trained_corpora(cfg, top, data_sums, tokenizer_sums, tokenizers.src)
-    vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
-    if size.per_source > vocab[1]:
-        raise Seq2SeqError(
-            f"--shortlist {size.per_source}: the run's target vocabulary has {vocab[1]} pieces; ask at "
-            "most that many"
-        )
-    return build_shortlist(corpora, *vocab, size.per_source, size.common)

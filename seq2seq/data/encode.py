@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
+from seq2seq.config.bounds import SAMPLE_KEEP
 from seq2seq.config.data import CleanConfig, CorpusConfig
 from seq2seq.data.cleaning import CODE, KEEP, REASONS, SeenPairs, pair_hashes, text_reasons
 from seq2seq.data.corpora import Pairs, pair_chunks
@@ -29,7 +30,6 @@ from seq2seq.data.workers import spawned_pool
 from seq2seq.special import UNK
 
 CHUNK_PAIRS = 20_000  # pairs per task: large enough to amortize the hand-over, small enough to stream
-SAMPLE_KEEP = 100  # dropped pairs kept per reason, for `s2s prepare --sample`
 REASONS_FILE = "reasons.u8"  # one byte per pair read: why it was dropped (`cleaning.CODE`), 0 if kept
 
 Limits = tuple[int, float]  # (data.max_len, data.max_len_ratio)

@@ -124,6 +124,10 @@ class ParallelData:
         """
         return self.targets.counts(self.tgt)
 
+    def pairs(self, rows: Sequence[int] | np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
+        """The source ids and the target ids of these pairs, as lists."""
+        return self.src.sequences(rows), self.tgt.sequences(rows)
+
     def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
         """One padded batch of these pairs, with the teacher-forcing shift.
 
@@ -166,23 +170,43 @@ class JoinedCorpus:
     def target_tokens(self) -> np.ndarray:
         return np.concatenate([p.target_tokens() for p in self.parts])
 
+    def pairs(self, rows: Sequence[int] | np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
+        """The source ids and the target ids of the pairs `rows` (numbered over all parts)."""
+        src: list[list[int]] = [[] for _ in rows]
+        tgt: list[list[int]] = [[] for _ in rows]
+        for where, k, local in self._by_part(rows):
+            for i, s, t in zip(where, *self.parts[k].pairs(local), strict=True):
+                src[i], tgt[i] = s, t
+        return src, tgt
+
     def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
         """The pairs `rows` (numbered over all parts), in that order, as one padded batch."""
+        pieces = [(where, self.parts[k].batch(local)) for where, k, local in self._by_part(rows)]
+        return merged(len(rows), pieces)
+
+    def _by_part(self, rows: Sequence[int] | np.ndarray) -> list[tuple[np.ndarray, int, np.ndarray]]:
+        """(positions in `rows`, part k, those rows numbered within part k), for each part used."""
         rows = np.asarray(rows, dtype=np.int64)
         part_of = np.searchsorted(self.starts, rows, side="right") - 1  # (B,)
-        pieces = []
+        found = []
         for k in np.unique(part_of):  # a loop over corpora, not over pairs
             where = np.flatnonzero(part_of == k)
-            pieces.append((where, self.parts[k].batch(rows[where] - self.starts[k])))
-        fields = []
-        for name in ("src", "tgt_in", "tgt_out"):
-            width = max(getattr(b, name).shape[1] for _, b in pieces)
-            out = torch.full((len(rows), width), PAD, dtype=torch.int64)
-            for where, b in pieces:
-                part = getattr(b, name)
-                out[torch.from_numpy(where), : part.shape[1]] = part
-            fields.append(out)
-        return Batch(*fields)
+            found.append((where, int(k), rows[where] - self.starts[k]))
+        return found
+
+
+def merged(count: int, pieces: Sequence[tuple[np.ndarray, Batch]]) -> Batch:
+    """One padded batch of `count` rows from batches of some of them: `(where, batch)` puts the rows of
+    `batch` at the positions `where`."""
+    fields = []
+    for name in ("src", "tgt_in", "tgt_out"):
+        width = max(getattr(b, name).shape[1] for _, b in pieces)
+        out = torch.full((count, width), PAD, dtype=torch.int64)
+        for where, b in pieces:
+            part = getattr(b, name)
+            out[torch.from_numpy(where), : part.shape[1]] = part
+        fields.append(out)
+    return Batch(*fields)
 
 
 def log_unknown(name: str, data: ParallelData) -> None:

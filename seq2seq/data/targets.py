@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from torch import Tensor
 
 from seq2seq.config.task import Task
 from seq2seq.errors import DataError
 from seq2seq.special import BOS, EOS, PAD
 
 if TYPE_CHECKING:
+    from torch import Tensor
+
     from seq2seq.data.parallel import TokenArrays
     from seq2seq.data.tokenizer import TokenizerPair
 

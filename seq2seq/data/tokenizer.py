@@ -20,7 +20,8 @@ import sentencepiece as spm
 
 from seq2seq.config import TokenizerConfig
 from seq2seq.config.data import CorpusConfig, language_tokens
-from seq2seq.data.corpora import count_pairs, side_chunks
+from seq2seq.data.augment import sample_chunks
+from seq2seq.data.corpora import count_pairs
 from seq2seq.data.labels import LABELS_FILE, Labels, build_labels, check_known_labels
 from seq2seq.data.targets import TRANSLATION, LabelTargets, Targets
 from seq2seq.data.workers import spawned_pool
@@ -296,14 +297,15 @@ def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
     With every weight 1 and no languages, a seeded uniform sample of `limit` lines if there are more
     (reservoir sampling), else all of them in order. Otherwise each line is taken a number of times
     drawn around its side's expected count (`expected_takes`); a weight of 2 takes a line twice, so
-    the sample shows what the corpus mix will show the model. Streamed: memory holds the sample only.
+    the sample shows what the corpus mix will show the model, lines modified as each corpus's `augment`
+    says (`sample_chunks`). Streamed: memory holds the sample only.
     """
     rng = random.Random(seed)
     if any(corpus.weight != 1 or corpus.direction for corpus, _ in sides):
         taken = []
         for (corpus, side), expected in zip(sides, expected_takes(sides, limit), strict=True):
             whole, part = int(expected), expected - int(expected)
-            for chunk in side_chunks(corpus, side):
+            for chunk in sample_chunks(corpus, side):
                 for line in chunk:
                     if line.strip():
                         taken += [line] * (whole + (rng.random() < part))
@@ -311,7 +313,7 @@ def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
     sample: list[str] = []
     seen = 0
     for corpus, side in sides:
-        for chunk in side_chunks(corpus, side):
+        for chunk in sample_chunks(corpus, side):
             for line in chunk:
                 if not line.strip():
                     continue

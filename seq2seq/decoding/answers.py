@@ -5,26 +5,27 @@ The way is chosen once from the run's task (`ANSWERS`) and handed to whatever de
 caller may ask beyond the answers (a forced start, n-best lists, an ensemble, an attention map) is
 a property of the way, not a question about the task. Each way says what model it answers with;
 the run's task and its model's family go together (the config's rules), so the chooser holds ways
-of any model.
+of any model. What a way can be asked is read without torch (the CTranslate2 engine's way); the
+search or the reading is imported when a way answers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
-
-from torch import Tensor
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from seq2seq.config.task import Task
-from seq2seq.decoding.decodable import Decodable
-from seq2seq.decoding.hypothesis import Hypothesis
-from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.reading import read
-from seq2seq.decoding.search import SearchSettings, search
-from seq2seq.models.encoder_only import EncoderOnlyTransformer
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from seq2seq.decoding.decodable import Decodable
+    from seq2seq.decoding.hypothesis import Hypothesis
+    from seq2seq.decoding.prefix import Forced
+    from seq2seq.decoding.settings import SearchSettings
+    from seq2seq.models.encoder_only import EncoderOnlyTransformer
 
 ModelT = TypeVar("ModelT", contravariant=True)  # what a way answers with
-Answerable = Decodable[Any, Any] | EncoderOnlyTransformer  # a model that is searched, or read
 
 
 class Answers(Protocol[ModelT]):
@@ -56,6 +57,8 @@ class Searched:
     def __call__(
         self, model: Decodable[Any, Any], src: Tensor, settings: SearchSettings, prefix: Forced | None
     ) -> list[list[Hypothesis]]:
+        from seq2seq.decoding.search import search
+
         return search(model, src, settings, prefix)
 
 
@@ -73,6 +76,8 @@ class Read:
     def __call__(
         self, model: EncoderOnlyTransformer, src: Tensor, settings: SearchSettings, prefix: Forced | None
     ) -> list[list[Hypothesis]]:
+        from seq2seq.decoding.reading import read
+
         return read(model, src)
 
 

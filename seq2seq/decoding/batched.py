@@ -13,14 +13,17 @@ from typing import Any
 import torch
 
 from seq2seq.batching import pad, token_batches
-from seq2seq.config import DecodeConfig
-from seq2seq.decoding.answers import SEARCHED, Answerable, Answers
+from seq2seq.decoding.answers import SEARCHED, Answers
+from seq2seq.decoding.decodable import Decodable
 from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.ladder import held_size_within
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import autocast
+from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.special import EOS
+
+Answerable = Decodable[Any, Any] | EncoderOnlyTransformer  # a model that is searched, or read
 
 
 def decode_ids(
@@ -82,16 +85,3 @@ def _shared_cores(workers: int, each: int) -> Iterator[Callable[..., Iterator]]:
     finally:
         pool.shutdown(cancel_futures=True)  # on an error or Ctrl-C, start no further batch
         torch.set_num_threads(before)
-
-
-def config_search(decode: DecodeConfig) -> SearchSettings:
-    """The search settings a run's `decode` config gives, before any command line asks for more."""
-    return SearchSettings(
-        beam=decode.beam,
-        length_penalty=decode.length_penalty,
-        length_norm=decode.length_norm,
-        max_len_a=decode.max_len_a,
-        max_len_b=decode.max_len_b,
-        min_len=decode.min_len,
-        no_repeat_ngram=decode.no_repeat_ngram,
-    )

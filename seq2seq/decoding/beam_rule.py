@@ -35,7 +35,7 @@ from seq2seq.decoding.prefix import force_beams
 from seq2seq.special import EOS
 
 if TYPE_CHECKING:
-    from seq2seq.decoding.search import SearchSettings
+    from seq2seq.decoding.settings import SearchSettings
 
 
 def best_log_probs(logits: Tensor, count: int) -> tuple[Tensor, Tensor]:

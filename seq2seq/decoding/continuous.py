@@ -27,7 +27,8 @@ from seq2seq.decoding.decodable import Decodable, SearchCache, SearchMemory
 from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import output_limits_of
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import SearchSettings, next_scores
+from seq2seq.decoding.search import next_scores
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import BOS, PAD
 
 Key = TypeVar("Key", bound=Hashable)  # what the caller tells its sentences apart by

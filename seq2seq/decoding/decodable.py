@@ -8,9 +8,10 @@ one per member), so the interface is generic in both; search only keeps some row
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from torch import Tensor
+if TYPE_CHECKING:
+    from torch import Tensor
 
 Kept = TypeVar("Kept", bound="SearchMemory")
 

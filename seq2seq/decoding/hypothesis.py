@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
-from torch import Tensor
-
 if TYPE_CHECKING:
-    from seq2seq.decoding.search import SearchSettings
+    from torch import Tensor
+
+    from seq2seq.decoding.settings import SearchSettings
 
 NEG_INF = float("-inf")  # log 0: a token never chosen, a beam not alive
 
@@ -44,5 +44,5 @@ def length_normalizer(
     alpha = settings.length_penalty
     if settings.length_norm == "power":
         steps = tokens + chose_end  # an int, or a tensor when either is one
-        return (steps.clamp(min=1) if isinstance(steps, Tensor) else max(steps, 1)) ** alpha
+        return (max(steps, 1) if isinstance(steps, int) else steps.clamp(min=1)) ** alpha
     return ((6 + tokens) / 6) ** alpha

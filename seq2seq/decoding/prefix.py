@@ -5,7 +5,7 @@ A sentence's prefix is forced into the decoder one token per step, through the s
 the search's own tokens; the search continues from it. The rule CTranslate2 follows, and s2s with it:
 the output starts with the prefix; its score sums the log-probabilities of the tokens after the prefix
 (and a chosen </s>), and the length normalizer counts the prefix's tokens as steps; the length limit
-is the sentence's own, made long enough for the prefix and a </s>.
+is the sentence's own, made long enough for the prefix and a </s> (`seq2seq.decoding.limits`).
 """
 
 from __future__ import annotations
@@ -45,11 +45,6 @@ class Forced:
     def at(self, t: int, sentences: Tensor) -> Tensor:
         """(n,) the token forced at step `t` on each of `sentences` (batch indices), PAD where none is."""
         return self.tokens[sentences, t] if t < self.steps else torch.full_like(sentences, PAD)
-
-
-def prefix_limits(limits: Tensor, prefix_tokens: Tensor, max_positions: int) -> Tensor:
-    """Each sentence's longest output (<eos> included), long enough for its prefix and an <eos>."""
-    return torch.maximum(limits, prefix_tokens + 1).clamp(max=max_positions - 1)
 
 
 def force_greedy(best: Tensor, token: Tensor, forced: Tensor) -> tuple[Tensor, Tensor]:

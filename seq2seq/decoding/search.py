@@ -12,8 +12,6 @@ too; a hypothesis and its length-normalized score are `seq2seq.decoding.hypothes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
@@ -23,25 +21,8 @@ from seq2seq.decoding.hypothesis import NEG_INF, Hypothesis, length_normalizer
 from seq2seq.decoding.ladder import held_after_drop, pad_rows
 from seq2seq.decoding.limits import output_limits_of
 from seq2seq.decoding.prefix import Forced, force_greedy
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import BOS, EOS, PAD
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    beam: int = 5
-    nbest: int = 1
-    length_penalty: float = 1.0  # alpha of the length normalization; 0 = none
-    length_norm: str = "power"  # one of config.decode.LENGTH_NORMS: see `hypothesis.length_normalizer`
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    min_len: int = 1
-    no_repeat_ngram: int = 0  # never repeat an n-gram of this size within a hypothesis (0 = off)
-    sampling: bool = False  # draw each token instead of taking the best (beam 1 only)
-    temperature: float = 1.0
-    top_k: int = 0  # sample among the k most likely tokens (0 = all)
-    top_p: float = 1.0  # sample among the most likely tokens whose probabilities add up to p
-    seed: int | None = None  # sampling seed (None = torch's global generator)
-    use_cache: bool = True
 
 
 def next_scores(

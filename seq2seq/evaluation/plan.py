@@ -11,17 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.config import Config, DecodeConfig, Task
+from seq2seq.data.targets import TARGETS
 from seq2seq.errors import EvaluateError
+from seq2seq.evaluation.augmented import AS_GIVEN, ModifiedSets, augmented_sets
 from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
 from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
 from seq2seq.run.layout import RunDir
+from seq2seq.run.parts import run_inputs
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.request import Request
-from seq2seq.translate.translator import run_inputs
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,7 @@ class EvaluationPlan:
     tag: str = ""  # a control token put before every source (`Request.tag`), or none
     to: str = ""  # a multilingual run's target language (`--to`)
     pivot: str = ""  # the language it translates through (`--pivot`), or none
+    augment: ModifiedSets = AS_GIVEN  # modified copies of the set, scored beside it (--augment)
 
 
 def plan_evaluation(
@@ -58,14 +61,22 @@ def plan_evaluation(
     tag: str = "",
     to: str = "",
     pivot: str = "",
+    export: Config | None = None,
+    augment: ModifiedSets = AS_GIVEN,
 ) -> EvaluationPlan:
     """Check the mode and the outputs, and decide the task, reading the run's config once.
 
-    `tag` (a control token before every source) needs a translation of --src to apply to.
+    `tag` (a control token before every source) and `augment` (modified copies of --src) need a
+    translation of --src to apply to. `export`: RUN_DIR is a CTranslate2 export (`s2s export`) of a
+    run with this config, which it translates with; nothing may be written into it.
     """
-    run = check_evaluate_mode(files)
+    if export is not None and files.out is None:
+        raise EvaluateError(f"{files.run_dir} is an export, which nothing is written into: give --out FILE")
+    run = export or check_evaluate_mode(files)
     if tag and files.hyps:
         raise EvaluateError("--tag starts the sources RUN_DIR translates; --hyp files are already translated")
+    if augment.modifiers and files.hyps:
+        raise EvaluateError("--augment translates modified copies of --src with RUN_DIR; give no --hyp")
     if (to or pivot) and files.hyps:
         option = "--to" if to else "--pivot"
         raise EvaluateError(f"{option} chooses how RUN_DIR translates; --hyp files are already translated")
@@ -76,15 +87,19 @@ def plan_evaluation(
         files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
     report = files.report / "index.html" if files.report else None
     check_outputs(
-        {"--out": files.out, "--json": files.json_file, "--report": report},
+        {"--out": files.out, **augment.outputs(files.out), "--json": files.json_file, "--report": report},
         {
             "--src": files.src,
             **{f"--ref #{i + 1}": p for i, p in enumerate(files.refs)},
             **{f"--hyp #{i + 1}": p for i, p in enumerate(files.hyps)},
             **run_inputs(files.run_dir, decoding.checkpoints),
+            **({"the export": files.run_dir} if export is not None else {}),
         },
     )
-    return EvaluationPlan(files, evaluation_task(task, run, files.run_dir), decoding, tag, to, pivot)
+    evaluated = evaluation_task(task, run, files.run_dir)
+    if augment.modifiers and "tgt" not in TARGETS[evaluated].piece_sides:  # a reader's are labels
+        raise EvaluateError(f"--augment modifies sources and their translations; {evaluated} gives labels")
+    return EvaluationPlan(files, evaluated, decoding, tag, to, pivot, augment)
 
 
 def check_evaluate_mode(files: EvaluateFiles) -> Config | None:
@@ -164,6 +179,15 @@ def run_evaluation(
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
+    if plan.augment.modifiers:
+        result.augmented = augmented_sets(  # a translation's, scored with `metrics` (the plan's rules)
+            plan.augment,
+            source,
+            references,
+            metrics,
+            files.out,
+            lambda src, out: translate_timed(translator, src, out, request, plan.pivot),
+        )
     # the report's attention maps show one direct translation; a pivoted one is two
     return result, None if plan.pivot else Translated(translator, request)
 

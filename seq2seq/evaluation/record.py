@@ -68,6 +68,31 @@ class MadeBy:
     decode: DecodeRun | None = None  # how they were translated; None: given with --hyp
 
 
+@dataclass(frozen=True)
+class AugmentedSet:
+    """The test set modified one way (`s2s evaluate --augment`), translated and scored like the set as
+    given (`seq2seq.evaluation.augmented`)."""
+
+    modifier: str  # upper, title, typos or nopunct
+    seed: int
+    references_changed: bool  # upper and title change the references too; typos and nopunct do not
+    source_sha256: str  # of the modified source lines
+    hypotheses: TextFile
+    scores: dict[str, MetricScore]
+    decode: DecodeRun
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "modifier": self.modifier,
+            "seed": self.seed,
+            "changes": "source and references" if self.references_changed else "source",
+            "source_sha256": self.source_sha256,
+            "hypotheses": self.hypotheses.describe(),
+            "scores": {k: dataclasses.asdict(v) for k, v in self.scores.items()},
+            "decode": self.decode.describe(),
+        }
+
+
 @dataclass
 class Evaluation:
     """Everything one `s2s evaluate` measured; the table, the JSON and the report are views of it.
@@ -82,6 +107,7 @@ class Evaluation:
     source: TextFile | None = None
     bootstrap: PairedBootstrap | None = None
     made_by: MadeBy = MadeBy()
+    augmented: list[AugmentedSet] = dataclasses.field(default_factory=list)  # --augment's sets
 
 
 def evaluate_files(
@@ -126,6 +152,7 @@ def evaluation_record(evaluation: Evaluation) -> dict[str, Any]:
         "model": None,
         "decode": e.made_by.decode.describe() if e.made_by.decode else None,
         "bootstrap": None,
+        "augmented": [a.describe() for a in e.augmented],
     }
     if e.made_by.run_dir is not None:
         checkpoints = [{"path": str(p.resolve()), "sha256": file_sha256(p)} for p in e.made_by.checkpoints]
@@ -159,6 +186,10 @@ def format_table(evaluation: Evaluation) -> str:
     for i, system in enumerate(e.systems):
         label = f"baseline: {system.name}" if e.bootstrap and i == 0 else system.name
         rows.append([label, *(score_cell(e, i, k) for k in keys)])
+    clean = e.systems[0].scores
+    for augmented in e.augmented:  # each beside the set as given: its score and the change
+        changes = (f"{s.score:.2f} ({s.score - clean[k].score:+.2f})" for k, s in augmented.scores.items())
+        rows.append([f"+{augmented.modifier}", *changes])
     widths = [max(len(row[j]) for row in rows) for j in range(len(header))]
     lines = [
         "  ".join(
@@ -171,6 +202,8 @@ def format_table(evaluation: Evaluation) -> str:
         e.bootstrap.signatures if e.bootstrap else {k: e.systems[0].scores[k].signature for k in keys}
     )
     lines += ["", *(f"{e.systems[0].scores[k].name}: {signatures[k]}" for k in keys)]
+    if e.augmented:
+        lines.append(augmented_note(e.augmented))
     if e.bootstrap:
         lines.append(
             f"score (bootstrap mean ± 95% CI); p: paired bootstrap against the baseline, "
@@ -186,3 +219,16 @@ def score_cell(evaluation: Evaluation, system: int, key: str) -> str:
     r = evaluation.bootstrap.results[key][system]
     p = "" if r.p_value is None else f" p={r.p_value:.4f}{'*' if r.p_value < 0.05 else ' '}"
     return f"{r.score:.2f} ({r.mean:.2f} ± {r.ci:.2f}){p}"
+
+
+def augmented_note(sets: Sequence[AugmentedSet]) -> str:
+    """What the +MODIFIER rows are: the set modified by s2s, each scored with the signatures above."""
+    changed = {
+        "source and references": [a.modifier for a in sets if a.references_changed],
+        "source only": [a.modifier for a in sets if not a.references_changed],
+    }
+    what = "; ".join(f"{', '.join(names)}: {change}" for change, names in changed.items() if names)
+    return (
+        f"+MODIFIER: the set modified with --seed {sets[0].seed} ({what}), same signatures; "
+        "(±): change from the set as given."
+    )

@@ -153,7 +153,7 @@ def attention_figure(attention: AttentionMap) -> Figure:
     rows, cols = attention.weights.shape
     figure = new_figure(min(2 + 0.35 * cols, 16), min(1.5 + 0.3 * rows, 16))
     ax = figure.subplots()
-    image = ax.imshow(attention.weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    image = ax.imshow(attention.weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(cols), attention.source, rotation=90)
     ax.set_yticks(range(rows), attention.target)
     ax.set_xlabel("source")

@@ -36,8 +36,8 @@ from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_files
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
-from seq2seq.models.build import model_family
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD, UNK
 from seq2seq.translate.placement import Placement

@@ -5,7 +5,8 @@ max_minutes reached) and removes it when a training starts or resumes, so a trai
 stopped, crashed or is still going has none. The record names the checkpoint and the config it
 finished with (their sha256): a last.pt or config.yaml written since, by a command that did not
 remove it, shows the record out of date, and it then says nothing. Whatever asks whether a run
-finished (`scripts/train_once.py`, the tables) reads this record, never the log.
+finished (`s2s pipeline`, the tables) reads this record, never the log; `settings_differences` and
+`changed_data` say whether it is the training asked for now.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Literal, get_args
 
+from seq2seq.config import Config, config_differences, config_to_dict, data_files
 from seq2seq.errors import RunDirError
 from seq2seq.files import file_sha256, write_text
+from seq2seq.run.checks import COMPATIBLE_SECTIONS, data_checksums
 from seq2seq.run.layout import RunDir
 
 AGAIN = "delete it; `s2s train CONFIG --resume` records how the run finished again"
 Ending = Literal["max_steps", "max_epochs", "patience", "max_minutes"]  # the train.* limit reached
+# what a training's weights follow from: what resuming requires, and how it trains (not where the run
+# lies, nor the decode section, which only sets decoding's defaults)
+TRAINING_SECTIONS = (*COMPATIBLE_SECTIONS, "train")
 
 
 @dataclass(frozen=True)
@@ -67,3 +73,23 @@ def read_finished(run: RunDir) -> Finished | None:
         return None
     now = (file_sha256(last), file_sha256(config))
     return finished if now == (finished.checkpoint_sha256, finished.config_sha256) else None
+
+
+def settings_differences(run: RunDir, asked: Config) -> list[str]:
+    """How the training in `run` (finished or not) was configured otherwise than the one `asked` (paths
+    absolute, as `s2s train` saves them): each setting of `TRAINING_SECTIONS`, `key: RUN's -> asked`;
+    none: it is that training, if its data is too (`changed_data`)."""
+    saved = config_to_dict(run.load_config())
+    return [
+        f"{key}: {old!r} -> {new!r}"
+        for key, old, new in config_differences(saved, config_to_dict(asked), TRAINING_SECTIONS)
+    ]
+
+
+def changed_data(run: RunDir, asked: Config) -> dict[str, str]:
+    """The data files `asked` names whose content is not what the run recorded it trained on (or that
+    it did not read), by their `data_files` key: {key: path}. Every one of them must exist."""
+    recorded = run.read_inputs().get("data", {})
+    now = data_checksums(asked)
+    files = data_files(asked)
+    return {key: files[key] for key in sorted(now) if recorded.get(key) != now[key]}

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 import seq2seq.serve
 from seq2seq.config import Config
 from seq2seq.errors import Seq2SeqError
-from seq2seq.models.build import build_model, model_family
+from seq2seq.models.build import build_model
+from seq2seq.models.family import model_family
 from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.continuous import ContinuousBatcher
 from seq2seq.serve.limits import (

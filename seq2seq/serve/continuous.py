@@ -29,7 +29,7 @@ import torch
 
 from seq2seq.decoding.continuous import RunningSearch, Sentence
 from seq2seq.decoding.hypothesis import Hypothesis
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.ensemble import Ensemble

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from tqdm import tqdm
@@ -35,6 +36,18 @@ class TrainLog:
     def close(self) -> None:
         if self.board is not None:
             self.board.close()
+
+    def progress_bar(self, step: int) -> tqdm:
+        """The bar of the steps towards train.max_steps, from `step`, on rank 0's terminal only."""
+        return tqdm(
+            total=self.cfg.max_steps or None,
+            initial=step,
+            disable=not (self.info.is_main and sys.stderr.isatty()),
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=1.0,
+            desc="train",
+        )
 
     def effective_batch(self, batches_per_epoch: int) -> None:
         t = self.cfg

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import InitSource, check_can_init, init_source, run_parts
+from seq2seq.checkpoint import InitSource, check_can_init, check_tokenizer_source, init_source
 from seq2seq.config import Config, check_data_files, data_files, load_config
 from seq2seq.data.corpora import check_aligned
 from seq2seq.data.parallel import read_parallel
@@ -23,6 +23,7 @@ from seq2seq.errors import RunDirError
 from seq2seq.files import check_outputs, same_file
 from seq2seq.run.change import Mode
 from seq2seq.run.layout import RunDir
+from seq2seq.run.parts import run_parts
 from seq2seq.training.distributed import DistInfo, training_device
 from seq2seq.training.shrink import LAYER_COUNTS, chosen_layers
 from seq2seq.training.tensorboard_log import check_available as check_tensorboard
@@ -128,11 +129,17 @@ def resolve_paths(cfg: Config) -> Config:
             valid=tuple(dataclasses.replace(v, src=absolute(v.src), tgt=absolute(v.tgt)) for v in data.valid),
             prepared_dir=absolute(data.prepared_dir),
         ),
-        train=dataclasses.replace(cfg.train, init_from=absolute(cfg.train.init_from)),
+        train=dataclasses.replace(
+            cfg.train,
+            init_from=absolute(cfg.train.init_from),
+            tokenizer_from=absolute(cfg.train.tokenizer_from),
+        ),
     )
 
 
 def _plan(cfg: Config, config_file: Path, mode: Mode) -> RunPlan:
+    if cfg.train.tokenizer_from and mode != "resume":
+        check_tokenizer_source(cfg)
     init = init_source(cfg) if cfg.train.init_from and mode != "resume" else None
     if init is not None:  # the same model and tokenizer, or the same with fewer layers
         check_can_init(init, cfg, may_differ=[f"model.{key}" for key in LAYER_COUNTS])
@@ -153,6 +160,8 @@ def run_outputs(plan: RunPlan) -> tuple[Paths, Paths, Paths]:
     reads: Paths = {f"data.{key}": Path(path) for key, path in data_files(cfg).items()}
     if not same_file(plan.config_file, run.config_file):
         reads["the config file"] = plan.config_file
+    if cfg.train.tokenizer_from:
+        reads["train.tokenizer_from's tokenizer/"] = RunDir(cfg.train.tokenizer_from).tokenizer_dir
     if plan.init is not None:
         reads["train.init_from"] = plan.init.checkpoint
         reads["train.init_from's tokenizer/"] = plan.init.run.tokenizer_dir

@@ -40,7 +40,7 @@ from seq2seq.data.tokenizer import (
     train_or_load_tokenizers,
 )
 from seq2seq.errors import DataError, RunDirError, Seq2SeqError
-from seq2seq.models.build import model_family
+from seq2seq.models.family import model_family
 from seq2seq.run.change import RunChange, changing, recover
 from seq2seq.run.checks import check_run_dir, check_same_inputs, data_checksums
 from seq2seq.run.layout import RunDir
@@ -176,6 +176,10 @@ def _make_tokenizers(claim: Claim) -> dict[str, str]:
     cfg, run = plan.cfg, plan.run
     if plan.init is not None:  # fine-tuning: the weights come with their tokenizer
         copy_tokenizers(plan.init.run.tokenizer_dir, run.tokenizer_dir, cfg.tokenizer.joint)
+    elif cfg.train.tokenizer_from and plan.mode != "resume":  # another run's, shared
+        copy_tokenizers(
+            RunDir(cfg.train.tokenizer_from).tokenizer_dir, run.tokenizer_dir, cfg.tokenizer.joint
+        )
     train_or_load_tokenizers(
         cfg.tokenizer,
         cfg.data.training_corpora(),

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from seq2seq.config import Config, ModelConfig
 from seq2seq.errors import RunDirError
-from seq2seq.models.build import model_family
+from seq2seq.models.family import model_family
 
 LAYER_COUNTS = ("encoder_layers", "decoder_layers")  # the model keys a shrunk start may change
 

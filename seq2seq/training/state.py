@@ -22,8 +22,9 @@ from seq2seq.checkpoint import inference_weights
 from seq2seq.config import ModelConfig, TrainConfig
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.device import grad_scaler
-from seq2seq.models.build import Model, build_model, model_family
+from seq2seq.models.build import Model, build_model
 from seq2seq.models.encoder_decoder import count_parameters
+from seq2seq.models.family import model_family
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.training.random_state import gather_rng_states, set_rng_state

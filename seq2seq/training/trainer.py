@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-import sys
 import time
 from collections.abc import Callable
 
@@ -20,6 +19,7 @@ from tqdm import tqdm
 
 from seq2seq.checkpoint import checkpoint_inputs, load_checkpoint, save_training_state
 from seq2seq.config import Config
+from seq2seq.data.augmented import Augmenter, corpus_augmenter
 from seq2seq.data.manifest import describe
 from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData
@@ -74,10 +74,11 @@ class Trainer:
         info: DistInfo,
         device: torch.device,
         mixture: Mixture | None = None,
+        augment: Augmenter | None = None,
     ) -> None:
         """`tokenizer_sums`: the sha256 of each tokenizer file (`RunInputs`), recorded in each checkpoint;
         `device`: where this process trains (`training_device`); `mixture`: what each epoch draws from
-        the corpora of `train_data` (None: every pair once)."""
+        the corpora of `train_data` (None: every pair once); `augment`: which of them it modifies."""
         self.cfg, self.tcfg, self.run, self.info, self.device = cfg, cfg.train, run, info, device
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
         if self.device.type == "cuda":
@@ -88,7 +89,8 @@ class Trainer:
         net: nn.Module = self.objective if self.ddp is None else self.ddp
         self.net: Callable[..., torch.Tensor] = torch.compile(net, dynamic=True) if self.tcfg.compile else net
         self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
-        self.order = BatchOrder(train_data.costs(), train_data.target_tokens(), self.tcfg, info, mixture)
+        costs, targets = train_data.costs(), train_data.target_tokens()
+        self.order = BatchOrder(costs, targets, self.tcfg, info, mixture, augment)
         batching = self.order.describe()
         self.state = TrainingState.start(self.model, self.tcfg, self.device, self.dtype, batching)
         self.records = TrainLog(run, self.tcfg, info)
@@ -151,15 +153,7 @@ class Trainer:
     def fit(self) -> Progress:
         """Train until max steps, max epochs, patience, or Ctrl-C; always leaves a resumable last.pt."""
         t, p = self.tcfg, self.progress
-        bar = tqdm(
-            total=t.max_steps or None,
-            initial=p.step,
-            disable=not (self.info.is_main and sys.stderr.isatty()),
-            file=sys.stderr,
-            dynamic_ncols=True,
-            mininterval=1.0,
-            desc="train",
-        )
+        bar = self.records.progress_bar(p.step)
         if self.tcfg.precision == "auto" and self.device.type == "cpu":
             self.dtype = choose_cpu_precision(p, self.info)
         self.records.effective_batch(len(self.order.batches(p.epoch)))
@@ -169,7 +163,7 @@ class Trainer:
         with self.stop.installed():
             while (ending := self._ending()) is None:
                 step = self.order.next_step(p)
-                group = [self.data.batch(indices) for indices in step.batches]
+                group = step.build(self.data)
                 if self.device.type == "cuda":
                     group = [b.pin_memory() for b in group]
                 meter.add(group)
@@ -336,9 +330,9 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device
     log.info("training corpus, memory-mapped from %s:\n%s", inputs.corpus_dir, describe(manifests, weights))
     model = initial_model(cfg.model, cfg.train.seed, tokenizers, inputs.init)
     mixture = corpus_mixture(manifests, corpora, cfg.data.temperature)
-    trainer = Trainer(
-        cfg, run, model, tokenizers, inputs.tokenizer_sums, train_data, inputs.valid, info, device, mixture
-    )
+    augment = corpus_augmenter(train_data, corpora, manifests, tokenizers, cfg.data.max_len)
+    sums, valid = inputs.tokenizer_sums, inputs.valid
+    trainer = Trainer(cfg, run, model, tokenizers, sums, train_data, valid, info, device, mixture, augment)
     if plan.mode == "resume":
         trainer.resume()
     try:

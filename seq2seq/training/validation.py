@@ -19,9 +19,9 @@ from seq2seq.batching import token_batches
 from seq2seq.config import DecodeConfig, Task, TrainConfig
 from seq2seq.data.parallel import ParallelData
 from seq2seq.data.tokenizer import TokenizerPair
-from seq2seq.decoding.batched import config_search, decode_ids
+from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.decodable import Decodable
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings, config_search
 from seq2seq.device import autocast
 from seq2seq.models.build import Model
 from seq2seq.models.encoder_only import EncoderOnlyTransformer

@@ -15,8 +15,7 @@ from typing import TypeVar
 
 from seq2seq.config import DecodeConfig
 from seq2seq.config.decode import LENGTH_NORMS
-from seq2seq.decoding.batched import config_search
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings, config_search
 from seq2seq.errors import Seq2SeqError
 
 T = TypeVar("T")

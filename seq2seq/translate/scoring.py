@@ -29,10 +29,11 @@ from seq2seq.device import autocast
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
+from seq2seq.run.parts import run_inputs
 from seq2seq.special import EOS
 from seq2seq.translate.lines import BLANK, clip_sources
 from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import Translator, run_inputs
+from seq2seq.translate.translator import Translator
 
 log = logging.getLogger(__name__)
 

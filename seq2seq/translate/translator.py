@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import warnings
 from collections.abc import Sequence
@@ -11,13 +10,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint, run_parts
+from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.hypothesis import Hypothesis
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import auto_cpu_dtype, autocast_dtype, resolve_device
 from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.models.build import Model, build_model
@@ -25,7 +24,8 @@ from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.run.layout import RunDir
-from seq2seq.translate.attention import AttentionMap, attention_map
+from seq2seq.translate.attention import AttentionMap
+from seq2seq.translate.cross_attention import attention_map
 from seq2seq.translate.lines import (
     Translation,
     blank_translations,
@@ -95,10 +95,13 @@ class Translator:
 
         Each checkpoint must have been trained with this run's model config and tokenizer files;
         several checkpoints decode as an ensemble (their next-token probabilities averaged).
+        `placement.threads` sets torch's thread count for the process (0 leaves it as it is).
         """
         run = RunDir(run_dir)
         cfg = run.load_config()
         paths = [run.checkpoint_path(name) for name in checkpoints]
+        if placement.threads:
+            torch.set_num_threads(placement.threads)
         torch_device = resolve_device(placement.device)
         dtype = autocast_dtype(torch_device, placement.precision)
         tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
@@ -191,7 +194,7 @@ class Translator:
         return self.model.max_positions - 1
 
     def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
-        """Where the last decoder layer looks writing `hypothesis` for `source` (`translate.attention`)."""
+        """Where the last decoder layer looks writing `hypothesis` for `source` (`cross_attention`)."""
         return attention_map(self, source, hypothesis, self.source_tokens.prefix(request.to, request.tag))
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
@@ -253,17 +256,3 @@ def _ensemble(models: Sequence[Model]) -> Ensemble:
     members = [model for model in models if not isinstance(model, EncoderOnlyTransformer)]
     assert len(members) == len(models), "a reader's answers are not averaged (`Answers.averages_ensembles`)"
     return Ensemble(members)
-
-
-def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Path]:
-    """What a decoding command reads from a run, which none of its outputs may be or lie in: the run's
-    parts (`run_parts`: its files and its folders whole) and each checkpoint it names. A new file
-    beside config.yaml is allowed (`s2s evaluate` writes its translations there)."""
-    if run_dir is None:
-        return {}
-    run = RunDir(run_dir)
-    named = {}
-    for name in checkpoints:
-        with contextlib.suppress(RunDirError):  # a missing one is reported when the weights load
-            named[f"--checkpoint {name}"] = run.checkpoint_path(name)
-    return {**run_parts(run), **named}

@@ -1,4 +1,4 @@
-"""Back-translation and distillation in miniature, with the commands scripts/multi30k_bt_distill.sh
+"""Back-translation and distillation in miniature, with the commands a pipeline runs (`s2s pipeline`,
 runs: a teacher translates monolingual text and the training sources (`s2s translate -i -o`, the
 resumable path), a student with a deeper encoder than decoder trains on its outputs, the synthetic
 pairs tagged, and the student goes through every path a run does."""

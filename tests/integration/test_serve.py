@@ -197,7 +197,7 @@ def test_attention_is_the_reports_map_of_the_translation(client, translator):
     expected = translator.attention_map("red cat runs", translation, Request.of(translator.options()))
     assert body["translation"] == translation
     assert (body["source"], body["target"]) == (expected.source, expected.target)
-    assert torch.tensor(body["weights"]) == pytest.approx(expected.weights, abs=1e-4)
+    assert torch.tensor(body["weights"]) == pytest.approx(torch.from_numpy(expected.weights), abs=1e-4)
     assert torch.tensor(body["weights"]).sum(1) == pytest.approx(torch.ones(len(expected.target)), abs=1e-3)
     given = client.post("/attention", json={"text": "red cat runs", "translation": "RUNS CAT RED"}).json()
     assert given["target"] == [*translator.tokenizers.tgt.pieces("RUNS CAT RED"), "</s>"]

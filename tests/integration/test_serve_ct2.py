@@ -61,7 +61,7 @@ def test_attention_maps_are_the_runs_for_the_same_weights(client, served_run):
         expected = ours.attention_map("red cat runs", body["translation"], Request.of(ours.options()))
         assert (body["source"], body["target"]) == (expected.source, expected.target)
         weights = torch.tensor(body["weights"])  # CTranslate2's rows, and the </s> column restored
-        assert weights == pytest.approx(expected.weights, abs=1e-4)
+        assert weights == pytest.approx(torch.from_numpy(expected.weights), abs=1e-4)
         assert weights.sum(1) == pytest.approx(torch.ones(len(expected.target)), abs=1e-3)
 
 

@@ -97,8 +97,8 @@ def test_resumed_run_logs_the_same_losses_as_an_uninterrupted_one(tmp_path):
 
 
 def mixed_corpora(tmp_path: Path, name: str, **train: object) -> Path:
-    """The tiny config on three corpora: the tiny one (weight 0.5), its first 60 pairs as a gzip TSV
-    tagged <bt> (weight 2), and a small one of its own."""
+    """The tiny config on three corpora: the tiny one (weight 0.5, some pairs modified), its first 60
+    pairs as a gzip TSV tagged <bt> (weight 2, modified otherwise), and a small one of its own."""
     path = write_config(tmp_path, name, **train)
     raw = yaml.safe_load(path.read_text())
     data = raw["data"]
@@ -107,8 +107,14 @@ def mixed_corpora(tmp_path: Path, name: str, **train: object) -> Path:
     (tmp_path / "bt.tsv.gz").write_bytes(gzip.compress("".join(f"{s}\t{t}\n" for s, t in pairs).encode()))
     small_src, small_tgt = write_corpus(tmp_path, "small", 30, seed=9)
     data["corpora"] = [
-        {"name": "tiny", "src": str(src), "tgt": str(tgt), "weight": 0.5},
-        {"name": "bt", "tsv": str(tmp_path / "bt.tsv.gz"), "weight": 2, "tag": "<bt>"},
+        {
+            "name": "tiny",
+            "src": str(src),
+            "tgt": str(tgt),
+            "weight": 0.5,
+            "augment": {"upper": 0.2, "typos": 0.3},
+        },
+        {"name": "bt", "tsv": str(tmp_path / "bt.tsv.gz"), "weight": 2, "tag": "<bt>", "augment": AUGMENT_BT},
         {"name": "small", "src": str(small_src), "tgt": str(small_tgt)},
     ]
     raw["tokenizer"]["control_tokens"] = ["<bt>"]
@@ -116,7 +122,10 @@ def mixed_corpora(tmp_path: Path, name: str, **train: object) -> Path:
     return path
 
 
-def test_resume_across_an_epoch_boundary_with_accumulation_and_weighted_corpora(tmp_path):
+AUGMENT_BT = {"title": 0.3, "nopunct": 0.2, "noise": 0.1}
+
+
+def test_resume_across_an_epoch_boundary_with_accumulation_weighted_and_augmented_corpora(tmp_path):
     whole = mixed_corpora(tmp_path, "whole", accum_steps=2, max_steps=14, max_tokens=512)
     invoke("train", str(whole))
     parts = mixed_corpora(tmp_path, "parts", accum_steps=2, max_steps=14, max_tokens=512)
@@ -125,6 +134,8 @@ def test_resume_across_an_epoch_boundary_with_accumulation_and_weighted_corpora(
     assert train_losses(tmp_path / "parts") == train_losses(tmp_path / "whole")
     epochs = {r["epoch"] for r in RunDir(tmp_path / "whole").read_metrics()}
     assert len(epochs) > 1  # the comparison really crossed an epoch
+    log = (tmp_path / "whole" / "train.log").read_text(encoding="utf-8")
+    assert re.search(r"epoch 1: [1-9]\d* of \d+ examples modified", log)  # what was resumed was modified
 
 
 def test_ctrl_c_saves_and_resume_continues_exactly(tmp_path):

@@ -23,7 +23,8 @@ from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.decoding.decodable import Decodable
 from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import max_output_lengths
-from seq2seq.decoding.search import SearchSettings, greedy_search
+from seq2seq.decoding.search import greedy_search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD

@@ -61,6 +61,13 @@ FOLLOWED = {
     "test_a_corrupt_prepared_corpus_is_made_again_by_the_advised_command",
     "is unusable (": "tests/system/test_refused_changes_nothing.py::"
     "test_an_inconsistent_prepared_corpus_is_made_again_by_the_advised_command",
+    "give --tgt and --out-tgt too": "tests/unit/commands/test_filter.py::test_scores_advise_a_parallel_text",
+    "choose again with `s2s select": "tests/unit/evaluation/test_selection.py::"
+    "test_a_damaged_choice_is_made_again_as_advised",
+    "run the step again with --redo": "tests/system/test_pipeline.py::"
+    "test_a_damaged_record_is_redone_as_advised",
+    "nothing is written into: give --out": "tests/system/test_pipeline.py::"
+    "test_an_export_is_evaluated_with_the_advised_out",
 }
 CPU = ("--device", "cpu", "--precision", "fp32")
 

@@ -90,7 +90,7 @@ def test_an_export_is_made_as_advised_and_translates(tiny_run, tmp_path):
     """CTranslate2 given a run where it reads an export advises `s2s export`, whose export then
     translates; s2s's decoder given that export advises leaving --engine out, which translates too."""
     from seq2seq.ct2.engine import CT2Translator
-    from seq2seq.ct2.export import ExportError
+    from seq2seq.ct2.export_dir import ExportError
 
     with pytest.raises(ExportError) as refusal:
         CT2Translator.load(tiny_run.run)

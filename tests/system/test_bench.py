@@ -28,7 +28,7 @@ FEW_STEPS = ["--models", "recipe", "--warmup", "1", "--steps", "2", "--matmul-si
 FEW_LINES = ["--limit", "8", "--beams", "1", "--fractions", "", "--repeat", "1", "--grid-tokens", "500"]
 SMALL_DATA = ["--pairs", "200", "--no-ddp"]  # torchrun with 2 ranks would double the test's time
 FEW_CLIENTS = ["--clients", "2", "--rounds", "1", "--serve-beam", "1", "--time-limit", "30"]
-FEW_CLIENTS += ["--mixed-clients", "1,1", "--serve-precision", "fp32"]
+FEW_CLIENTS += ["--mixed-clients", "1,1", "--serve-precision", "fp32", "--startup-runs", "1"]
 
 
 def bench_args(run: TrainedRun, sections: str) -> list[str]:
@@ -62,7 +62,7 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     ran = [s for s in bench.SECTIONS if s in report]
     skipped = [note.split(":")[0] for note in report["skipped"]]
     assert sorted(ran + skipped) == sorted(bench.SECTIONS)
-    assert {"train", "decode", "engines", "data", "serve", "runs", "hf"} <= set(ran)  # their peers are here
+    assert {"train", "decode", "engines", "data", "serve", "runs", "hf", "startup"} <= set(ran)  # peers here
     impls = {r["impl"] for r in report["train"]["results"]}
     assert impls == {"s2s", "nn.Transformer"}  # the reference model trains too
     assert all(r["peak_rss_mib"] > 0 for r in report["engines"]["results"])
@@ -87,6 +87,11 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     hf = {(r["engine"], r["beam"]) for r in report["hf"]["results"]}
     assert hf == {(engine, 1) for engine in ("s2s", "ctranslate2", "transformers")}
     assert all(r["load_seconds"] > 0 and r["sentences_per_s"] > 0 for r in report["hf"]["results"])
+    startup = report["startup"]["results"]
+    assert all(r["median_s"] > 0 for r in startup)
+    if not torch.cuda.is_available():  # on a CPU the default engine is CTranslate2, which needs no torch
+        assert report["startup"]["default_engine"].startswith("ctranslate2")
+        assert [r["imports_torch"] for r in startup] == [False, False, False, True]  # s2s's own: torch
     for name in ran:
         assert f"== {name}" in done.stdout
 

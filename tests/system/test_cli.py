@@ -267,13 +267,13 @@ def test_nbest_empty_line_keeps_the_field_count(tiny_run):
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_length_limits_can_be_set_on_the_command_line(tiny_run, tmp_path, monkeypatch, command):
     """--max-len-a/--max-len-b/--min-len reach the search (their effect is tested in test_decoding)."""
-    import seq2seq.decoding.answers as answers
+    import seq2seq.decoding.search as searching
 
     run = tiny_run.run
     seen = []
-    real_search = answers.search
+    real_search = searching.search
     monkeypatch.setattr(
-        answers, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
+        searching, "search", lambda m, src, s, *rest: seen.append(s) or real_search(m, src, s, *rest)
     )
     src = tmp_path / "src.txt"
     src.write_text("red cat\n")
@@ -333,6 +333,37 @@ def test_evaluate_records_the_precision_and_decode_options(tiny_run, tmp_path):
     assert decode["precision"] == "float32" and decode["no_repeat_ngram"] == 2
 
 
+@pytest.mark.slow
+def test_evaluate_augment_scores_the_same_modified_copies_for_the_same_seed(tiny_run, tmp_path):
+    src, ref = str(tiny_run.data / "valid.src"), str(tiny_run.data / "valid.tgt")
+    records, outputs = [], []
+    for name in ("a", "b"):
+        out, record = tmp_path / name, tmp_path / f"{name}.json"
+        result = run_cli(
+            "evaluate", str(tiny_run.run), "--src", src, "--ref", ref, "--out", str(out), "--json",
+            str(record), "--augment", "upper,typos", "--seed", "4", "--engine", "s2s",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        rows = [line.split()[0] for line in result.stdout.splitlines()[1:4]]
+        assert rows == [name, "+upper", "+typos"] and "--seed 4" in result.stdout
+        records.append(json.loads(record.read_text())["augmented"])
+        outputs.append([(out.parent / f"{name}.{m}").read_text() for m in ("upper", "typos")])
+    for sets in records:
+        for s in sets:
+            del s["hypotheses"]["path"], s["decode"]["seconds"]
+            del s["decode"]["sentences_per_second"], s["decode"]["tokens_per_second"]
+    assert records[0] == records[1] and outputs[0] == outputs[1]
+    assert [s["changes"] for s in records[0]] == ["source and references", "source"]
+    refused = run_cli("evaluate", "--hyp", ref, "--ref", ref, "--augment", "typos")
+    assert refused.exit_code == 2 and refused.output.startswith("error: --augment"), refused.output
+    source = tmp_path / "c.upper"  # what --out c writes its upper-cased copy's translations to
+    source.write_text("red cat\n")
+    args = ["--src", str(source), "--ref", str(source), "--out", str(tmp_path / "c"), "--augment", "upper"]
+    refused = run_cli("evaluate", str(tiny_run.run), *args)
+    assert refused.exit_code == 2 and "--out (+upper)" in refused.output and "is also --src" in refused.output
+    assert source.read_text() == "red cat\n" and not (tmp_path / "c").exists()
+
+
 def test_int8_translation_keeps_the_lines_and_is_recorded(tiny_run, tmp_path):
     run = tiny_run.run
     result = run_cli(
@@ -350,10 +381,10 @@ def test_int8_translation_keeps_the_lines_and_is_recorded(tiny_run, tmp_path):
     assert result.exit_code == 2 and "the only choice is int8" in result.output
 
 
-def test_export_help_names_the_ct2_extra():
-    # rich reads "[ct2]" as markup unless escaped, which printed "pip install 's2s'"
+def test_export_help_names_the_hf_extra():
+    # rich reads "[hf]" as markup unless escaped, which printed "pip install 's2s'"
     result = run_cli("export", "--help")
-    assert "'s2s[ct2]'" in result.output
+    assert "'s2s[hf]'" in result.output
 
 
 @pytest.mark.slow

@@ -29,7 +29,8 @@ from seq2seq.config import TrainConfig, config_from_dict
 from seq2seq.data.parallel import collate
 from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.decoding.batched import decode_ids
-from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
+from seq2seq.decoding.search import beam_search, greedy_search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import autocast, autocast_dtype, grad_scaler
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo

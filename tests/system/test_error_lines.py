@@ -9,8 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
-import torch
 import yaml
 
 from seq2seq.data.manifest import read_manifest
@@ -67,7 +67,7 @@ def test_plot_texts_are_shown_literally():
     from seq2seq.evaluation.report import AttentionMap, attention_figure, image
 
     pieces = ["▁$\\frac{$", "$x^2$", "</s>"]
-    figure = attention_figure(AttentionMap(pieces, pieces, torch.full((3, 3), 1 / 3)))
+    figure = attention_figure(AttentionMap(pieces, pieces, np.full((3, 3), 1 / 3, dtype=np.float32)))
     assert image(figure, "x").startswith("<img")  # unbalanced math would raise here
     labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
     assert labels == pieces

@@ -11,7 +11,8 @@ import pytest
 
 from seq2seq.batching import pad
 from seq2seq.data.textio import read_lines
-from seq2seq.decoding.search import SearchSettings, greedy_search
+from seq2seq.decoding.search import greedy_search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import EOS
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator

@@ -1,5 +1,6 @@
-"""The multilingual table (scripts/multilingual_table.py) reads what the eval script writes: each
-bilingual run's own choice on val, the six-direction run's one choice, zero-shot and pivoted fr->de."""
+"""The multilingual table (scripts/multilingual_table.py) reads what its commands write: each
+bilingual run's own choice on val (`s2s select`), the six-direction run's one choice, zero-shot and
+pivoted fr->de."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from scripts.multilingual_table import DIRECTIONS
+from seq2seq.evaluation.selection import Candidate, write_selection
 from seq2seq.run.finished import record_finished
 from seq2seq.run.layout import RunDir
 from tests.conftest import ROOT
@@ -33,19 +35,20 @@ def finished(run: Path, step: int) -> None:
 def test_the_table_has_every_direction_of_both_systems(tmp_path):
     for n, direction in enumerate(DIRECTIONS):
         run = tmp_path / direction.replace("-", "_")
-        record(run / "eval" / "val_best_lp1.0.json", 30.0 + n)
+        record(run / "eval" / "val_best_lp1.json", 30.0 + n)
         record(run / "eval" / "test.json", 20.0 + n)
-        choice = {"checkpoint": "best", "length_penalty": "1.0", "val_bleu": 30.0 + n}
-        (run / "eval" / "selection.json").write_text(
-            json.dumps(choice | {"val_record": "val_best_lp1.0.json"})
+        val = str(run / "eval" / "val_best_lp1.json")
+        write_selection(
+            run / "eval" / "selection.json", [Candidate(("best.pt",), 5, 1.0, 30.0 + n, "s", (val,))]
         )
         finished(run, 500 + n)
     ml = tmp_path / "multilingual"
     for n, direction in enumerate([*DIRECTIONS, "fr-de", "fr-en-de"]):
         record(ml / "eval" / direction / "val.json", 40.0 + n)
         record(ml / "eval" / direction / "test_2016_flickr.json", 10.0 + n)
-    choice = {"checkpoint": "averaged", "length_penalty": "0.6", "val_bleu": 42.5, "val_record": []}
-    (ml / "eval" / "selection.json").write_text(json.dumps(choice))
+    records = tuple(str(ml / "eval" / d / "val.json") for d in DIRECTIONS)
+    choice = Candidate(("/runs/multilingual/checkpoints/averaged.pt",), 5, 0.6, 42.5, "s", records)
+    write_selection(ml / "eval" / "selection.json", [choice])
     finished(ml, 3400)
     done = subprocess.run(
         [sys.executable, "-m", "scripts.multilingual_table", str(tmp_path)],

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+import typer
 import yaml
 from typer.models import OptionInfo
 
@@ -38,6 +39,11 @@ CONFIG_CASES = [
     (f"{CORPUS}weight", "0"),
     (f"{CORPUS}weight", "1e12"),
     (f"{CORPUS}clean.min_alnum", "1.5"),
+    (f"{CORPUS}augment.upper", "1.5"),
+    (f"{CORPUS}augment.title", "-0.1"),
+    (f"{CORPUS}augment.typos", "nan"),
+    (f"{CORPUS}augment.nopunct", "2"),
+    (f"{CORPUS}augment.noise", "inf"),
     ("tokenizer.vocab_size", "2000000"),
     ("tokenizer.character_coverage", "0.5"),
     ("tokenizer.max_sentences", "0"),
@@ -177,7 +183,7 @@ OPTION_CASES: dict[str, tuple[str, ...]] = {
     "--temperature": ("inf", "--sampling"),
     "--top-k": (BIG, "--sampling"),
     "--top-p": ("nan", "--sampling"),
-    "--seed": (BIG, "--sampling"),
+    "--seed": (BIG,),  # translate's (for --sampling) and evaluate's (for --augment)
     "--max-tokens": (BIG,),
     "--bootstrap": (BIG,),
     "--shortlist": ("61",),  # the tiny run's target vocabulary has 60 pieces
@@ -193,14 +199,26 @@ OPTION_CASES: dict[str, tuple[str, ...]] = {
     "--max-body-bytes": (BIG,),
     "--max-beam": (BIG,),
     "--timeout": ("nan",),
+    "--keep": ("nan",),
+    "--lines": ("-1",),
+    "--older-than": ("nan",),
 }
 
 
 def numeric_options() -> list[tuple[str, str]]:
     """(command, option) for every integer or float option of every command, read from the commands'
-    annotations."""
+    annotations (those of the groups `s2s` registers too: `cache clear`, `filter`)."""
     found = []
-    for command in app.registered_commands:
+    groups = [("", app), *((g.name or "", g.typer_instance) for g in app.registered_groups)]
+    for group, commands in groups:
+        assert commands is not None
+        found += [(f"{group} {name}".strip(), option) for name, option in _numeric_options(commands)]
+    return found
+
+
+def _numeric_options(commands: typer.Typer) -> list[tuple[str, str]]:
+    found = []
+    for command in commands.registered_commands:
         function = command.callback
         assert function is not None
         for name, hint in typing.get_type_hints(function, include_extras=True).items():
@@ -235,6 +253,8 @@ def command_args(command: str, option: str, run: TrainedRun, tmp_path: Path) -> 
         "average": ["average", str(run.run), "--output", out],
         # an address no machine has: a server that started despite a bad option stops there
         "serve": ["serve", str(run.run), "--host", "256.256.256.256"],
+        "filter": ["filter", "--src", src, "--out-src", out],
+        "cache clear": ["cache", "clear"],
     }[command] + (["--ref", tgt, "--out", out] if command == "evaluate" and option != "--bootstrap" else [])
 
 

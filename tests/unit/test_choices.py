@@ -3,7 +3,8 @@
 A task (`translate`, `classify`, `tag`, `Task.X`) is named only where it is declared and where a
 wing turns it into the object that does its work (a chooser, listed in `TASK_CHOOSERS`); everything
 else is handed that object and never compares the task again. `model.arch` is read, and a family
-named, only by the config's rules and by `models/build.py`, whose `Family` the other wings ask.
+named, only by the config's rules and by `models/family.py`, whose `Family` the other wings ask, and
+`models/build.py`, which builds each family.
 
 The test reads the package's source. A place is a module (relative to the package) and the scope
 a name sits in: the innermost function or class around it, dotted ("" for the module's top level).
@@ -39,8 +40,10 @@ TASK_CHOOSERS = {
     ("evaluation/plan.py", "evaluation_task"),  # hypotheses without a run are translations
     ("evaluation/plan.py", "scoring_options"),  # BLEU, chrF and TER, or a reader's scores
 }
-# where `model.arch` may be read and a family named: the config's rules and the model builder
-FAMILY_READERS = ("config/", "models/build.py")
+# where s2s's commands are named, one of which is `translate`: a command line's verb, not the task
+VERBS = {("pipeline/command.py", "Verb")}
+# where `model.arch` may be read and a family named: the config's rules, the families and their builder
+FAMILY_READERS = ("config/", "models/family.py", "models/build.py")
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ def named(package: Path = PACKAGE) -> dict[str, list[Named]]:
 
 
 def task_named_elsewhere(package: Path = PACKAGE) -> list[str]:
-    return [str(n) for n in named(package)["task"] if (n.module, n.scope) not in TASK_CHOOSERS]
+    return [str(n) for n in named(package)["task"] if (n.module, n.scope) not in TASK_CHOOSERS | VERBS]
 
 
 def family_read_elsewhere(package: Path = PACKAGE) -> list[str]:

@@ -3,7 +3,6 @@ of each kind of features."""
 
 from __future__ import annotations
 
-import platform
 import re
 import time
 
@@ -11,15 +10,8 @@ import pytest
 import torch
 
 from seq2seq import device
-from seq2seq.device import (
-    auto_cpu_dtype,
-    autocast_dtype,
-    bf16_choice,
-    cpu_has_int8_dot_products,
-    has_native_bf16,
-    read_cpu_features,
-    resolve_device,
-)
+from seq2seq.cpu import CpuFeatures
+from seq2seq.device import auto_cpu_dtype, autocast_dtype, bf16_choice, has_native_bf16, resolve_device
 
 GPU = torch.device("cuda", 0)
 
@@ -55,31 +47,6 @@ def test_choosing_a_gpu_leaves_the_matmul_precision_alone(monkeypatch):
             setattr(owner, name, value)
 
 
-@pytest.mark.parametrize(
-    ("flags", "expected"),
-    [
-        ("fpu sse2 avx avx2 fma", False),  # AMD Zen 3: int8 pairs sum in int16
-        ("fpu avx2 avx512f avx512bw", False),  # AVX-512 without VNNI (Skylake-SP)
-        ("fpu avx2 avx512f avx512_vnni", True),
-        ("fpu avx2 avx_vnni", True),
-        ("fpu avx2 amx_int8 amx_tile", True),
-    ],
-)
-def test_int8_dot_products_are_read_from_the_cpu_flags(tmp_path, monkeypatch, flags, expected):
-    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: a CPU\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
-    assert cpu_has_int8_dot_products(str(cpuinfo)) is expected
-
-
-def test_int8_dot_products_are_assumed_where_the_cpu_cannot_be_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    assert cpu_has_int8_dot_products(str(tmp_path / "missing"))
-    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
-    (tmp_path / "cpuinfo").write_text("flags\t: fpu avx2\n")
-    assert cpu_has_int8_dot_products(str(tmp_path / "cpuinfo"))
-
-
 AMX = "fpu avx2 avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8"
 ZEN4 = "fpu avx2 avx512f avx512bw avx512_vnni avx512_bf16"
 SKYLAKE = "fpu avx2 avx512f avx512bw"  # AVX-512 without BF16: oneDNN converts every product
@@ -98,7 +65,7 @@ SKYLAKE = "fpu avx2 avx512f avx512bw"  # AVX-512 without BF16: oneDNN converts e
 )
 def test_auto_precision_on_a_cpu_is_a_function_of_its_features(monkeypatch, vendor, flags, expected):
     """The same CPU makes the same choice at every start, however busy it is: no timing decides it."""
-    cpu = device.CpuFeatures(vendor, frozenset(flags.split()))
+    cpu = CpuFeatures(vendor, frozenset(flags.split()))
     monkeypatch.setattr(device, "read_cpu_features", lambda cpuinfo="/proc/cpuinfo": cpu)
     monkeypatch.setattr(device, "cpu_has_bf16_kernels", lambda: True)
     monkeypatch.setattr(time, "perf_counter", lambda: pytest.fail("the choice read a clock"))
@@ -109,7 +76,7 @@ def test_auto_precision_on_a_cpu_is_a_function_of_its_features(monkeypatch, vend
 
 
 def test_bf16_is_not_chosen_without_onednn_bf16_kernels():
-    amx = device.CpuFeatures("GenuineIntel", frozenset(AMX.split()))
+    amx = CpuFeatures("GenuineIntel", frozenset(AMX.split()))
     assert bf16_choice(amx, bf16_kernels=False) == (
         None,
         "fp32: this torch has no oneDNN bf16 kernels for this CPU",
@@ -119,15 +86,3 @@ def test_bf16_is_not_chosen_without_onednn_bf16_kernels():
 def test_every_measurement_names_its_machine_and_date():
     for row in device.BF16_MEASURED:
         assert re.search(r"(Intel|AMD) .*\b20\d\d-\d\d-\d\d\b", row.measured), row
-
-
-def test_the_cpu_features_are_read_from_cpuinfo(tmp_path):
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(
-        "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu avx512_bf16\nvmx flags\t: ept\n\n"
-        "processor\t: 1\nvendor_id\t: GenuineIntel\nflags\t\t: fpu\n"
-    )
-    assert read_cpu_features(str(cpuinfo)) == device.CpuFeatures(
-        "AuthenticAMD", frozenset({"fpu", "avx512_bf16"})
-    )
-    assert read_cpu_features(str(tmp_path / "missing")) == device.CpuFeatures("", frozenset())

@@ -2,7 +2,7 @@
 
 The order, lowest first (a name is a top-level module or a subpackage of `seq2seq`):
 
-    core        errors, files, locks, special, device, batching    (they import only each other)
+    core        errors, files, locks, special, cpu, device, batching    (they import only each other)
     config      the typed config and its loader
     run         run (layout, lock, change, checks), checkpoint    (the run directory on disk)
     data        tokenizer, labels, reading and encoding corpora, the prepared corpus
@@ -14,8 +14,9 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
     serve       the HTTP server                             (beside ct2 and hf)
     ct2         CTranslate2 export and engine
     hf          the Hugging Face transformers export
+    pipeline    `s2s pipeline`: its file, its steps and their records, the final table
     commands    each command's work, callable without the command line (engines, translate, ...)
-    cli         the command line (cli, cli_options, cli_cache), and `python -m seq2seq`
+    cli         the command line (cli, cli_app, cli_options, cli_cache, cli_pipeline), and `python -m seq2seq`
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ PACKAGE = Path(seq2seq.__file__).parent
 
 # each level may import any level before it; wings on one level may not import each other
 LEVELS: list[set[str]] = [
-    {"errors", "files", "locks", "special", "device", "batching", "__init__"},
+    {"errors", "files", "locks", "special", "cpu", "device", "batching", "__init__"},
     {"config"},
     {"run", "checkpoint"},
     {"data", "models"},
@@ -39,8 +40,9 @@ LEVELS: list[set[str]] = [
     {"training", "translate"},
     {"evaluation"},
     {"serve", "ct2", "hf"},
+    {"pipeline"},
     {"commands"},
-    {"cli", "cli_options", "cli_cache", "__main__"},
+    {"cli", "cli_app", "cli_options", "cli_cache", "cli_pipeline", "__main__"},
 ]
 # top-level modules on one level that lean on each other
 SAME_LEVEL_OK = {"core": LEVELS[0], "run": LEVELS[2], "entry": LEVELS[-1]}

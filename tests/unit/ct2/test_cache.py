@@ -22,7 +22,7 @@ pytest.importorskip("ctranslate2", reason="CTranslate2 has no wheel for this pla
 from seq2seq.ct2 import cache, choice  # noqa: E402
 from seq2seq.ct2.cache import RECORD, CachedExport, CacheUnavailable, cache_root, cached_export  # noqa: E402
 from seq2seq.ct2.engine import CT2Translator  # noqa: E402
-from seq2seq.ct2.export import check_export_files, read_export_info  # noqa: E402
+from seq2seq.ct2.export_dir import check_export_files, read_export_info  # noqa: E402
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def counting_exports(
         before()
         return choose(run_dir, checkpoint, scratch, *args)
 
-    monkeypatch.setattr(cache, "choose_export", counted)
+    monkeypatch.setattr(choice, "choose_export", counted)
     return made
 
 

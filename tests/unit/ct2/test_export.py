@@ -18,8 +18,9 @@ from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import max_output_lengths
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
+from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.decoding.search import search as search_for
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.build import build_model
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import DecodeOverrides
@@ -32,7 +33,8 @@ from tests.unit.decoding.test_search import forced_score
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
-from seq2seq.ct2.export import FULL_INT8, REDUCED_INT8, full_range_int8, model_spec, write_model  # noqa: E402
+from seq2seq.ct2.export import model_spec, write_model  # noqa: E402
+from seq2seq.ct2.export_dir import FULL_INT8, REDUCED_INT8, full_range_int8  # noqa: E402
 from seq2seq.translate.request import Request  # noqa: E402
 
 
@@ -285,17 +287,17 @@ def test_8_bit_int8_on_a_cpu_without_vnni_is_warned_about(trained, monkeypatch, 
     assert "no VNNI" in caplog.text and "--quantize int8" in caplog.text
 
 
-def test_the_engine_decodes_one_batch_per_core_by_default(trained):
-    """As s2s's own decoder does: torch's thread count of batches at once, one thread each (the
-    benchmark's grid finds this the fastest on a CPU); an explicit arrangement is kept."""
+def test_the_engine_decodes_one_batch_per_core_by_default(trained, monkeypatch):
+    """As s2s's own decoder does: a batch at once per core it may use (as many as torch's threads), one
+    thread each (the benchmark's grid finds this the fastest on a CPU); `--threads` asks another
+    number of batches at once, and an explicit arrangement is kept."""
+    import seq2seq.ct2.engine as engine
+
     _, export = trained
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(3)
-        assert CT2Translator.load(export, Placement("cpu")).engine.num_translators == 3
-        assert CT2Translator.load(export, Placement("cpu"), Threads(1, 2)).engine.num_translators == 1
-    finally:
-        torch.set_num_threads(before)
+    monkeypatch.setattr(engine, "usable_cores", lambda: 3)
+    assert CT2Translator.load(export, Placement("cpu")).engine.num_translators == 3
+    assert CT2Translator.load(export, Placement("cpu", threads=2)).engine.num_translators == 2
+    assert CT2Translator.load(export, Placement("cpu"), Threads(1, 2)).engine.num_translators == 1
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import seq2seq.ct2.shortlist as shortlist_module
 from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, build_shortlist, write_vmap
 from seq2seq.data.parallel import ParallelData, TokenArrays
 from seq2seq.data.textio import read_lines
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.placement import Placement
 from tests.conftest import TrainedRun
@@ -98,7 +98,7 @@ def test_the_vocabulary_map_lists_common_pieces_then_each_source_piece_s_candida
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
 from seq2seq.ct2.engine import CT2Translator  # noqa: E402
-from seq2seq.ct2.export import ExportError, vocabulary  # noqa: E402
+from seq2seq.ct2.export_dir import ExportError, vocabulary  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from seq2seq.data.corpora import file_corpora
 from seq2seq.data.labels import LABELS_FILE, Labels, check_targets
 from seq2seq.data.targets import TARGETS
 from seq2seq.data.tokenizer import TokenizerPair, train_or_load_tokenizers
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import DataError
 from seq2seq.models.build import build_model
 from seq2seq.special import PAD

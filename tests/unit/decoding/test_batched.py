@@ -9,7 +9,7 @@ import torch
 from seq2seq.batching import pad
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import EOS
 from tests.conftest import make_model, random_ids
 from tests.unit.decoding.test_search import EosBiased, ends_early, settings

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from seq2seq.decoding.beam_rule import Beams, best_first
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import BOS, EOS, PAD
 
 VOCAB = 12

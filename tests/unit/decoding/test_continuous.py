@@ -12,7 +12,8 @@ import torch
 
 from seq2seq.decoding.continuous import RunningSearch, Sentence
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import SearchSettings, search
+from seq2seq.decoding.search import search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.special import EOS
 from tests.conftest import make_model, random_ids

@@ -1,9 +1,16 @@
 """How long an output may grow: a * |source| + b tokens (<eos> included), at least min_len + 1, within
 the model's positions, long enough for a forced prefix; and the searches obey it."""
 
+import pytest
 import torch
 
-from seq2seq.decoding.limits import max_output_lengths, output_limits, output_limits_of
+from seq2seq.decoding.limits import (
+    max_output_lengths,
+    output_limits,
+    output_limits_of,
+    output_limits_of_counts,
+    prefix_limits,
+)
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.special import EOS, PAD
@@ -24,6 +31,21 @@ def test_a_prefix_lengthens_the_limit_to_hold_it_and_an_eos():
     prefix = Forced.of([[7, 7, 7, 7, 7], []], torch.device("cpu"))
     assert output_limits_of(src, s, 32, prefix).tolist() == [6, 3]
     assert output_limits_of(src, s, 5, prefix).tolist() == [4, 3]  # never past the positions
+
+
+@pytest.mark.parametrize("a", [0.0, 0.3, 0.7, 1.1, 1.2, 1.4, 1.5, 2.1, 2.3, 0.123456789, 3.7])
+@pytest.mark.parametrize("b", [0, 1, 10])
+def test_counts_give_the_tensors_limits(a, b):
+    """An engine given token counts gets the limits s2s's search computes from tensors, to the token:
+    both in float32, where a * |source| may reach an integer that float64 falls short of (1.4 * 45)."""
+    s = settings(max_len_a=a, max_len_b=b, min_len=2)
+    counts = list(range(200))
+    prefixes = [n % 7 * 5 for n in counts]
+    for positions in (16, 256):
+        expected = output_limits(torch.tensor(counts), s, positions)
+        assert output_limits_of_counts(counts, s, positions) == expected.tolist()
+        forced = prefix_limits(expected, torch.tensor(prefixes), positions).tolist()
+        assert output_limits_of_counts(counts, s, positions, prefixes) == forced
 
 
 def test_max_length_respected():

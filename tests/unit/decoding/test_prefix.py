@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search, search
+from seq2seq.decoding.search import beam_search, greedy_search, search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import BOS, EOS, PAD
 from tests.conftest import make_model, random_ids
 from tests.unit.decoding.test_search import SRC, TABLE, A, B, C, ScriptedModel, settings

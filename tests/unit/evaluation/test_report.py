@@ -16,7 +16,7 @@ from torch.testing import assert_close
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluation.report import length_buckets, new_figure
 from seq2seq.special import BOS, PAD
-from seq2seq.translate.attention import cross_attention
+from seq2seq.translate.cross_attention import cross_attention
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
@@ -113,7 +113,7 @@ def test_attention_map_is_target_by_source_and_rows_sum_to_1(trained):
     rows, cols = attention.weights.shape
     assert (rows, cols) == (len(attention.target), len(attention.source))
     assert attention.source[-1] == "</s>" and attention.target[-1] == "</s>" and cols > 2
-    assert_close(attention.weights.sum(-1), torch.ones(rows))
+    assert_close(torch.from_numpy(attention.weights).sum(-1), torch.ones(rows))
 
 
 def test_cross_attention_ignores_source_padding():

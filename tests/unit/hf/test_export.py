@@ -17,7 +17,8 @@ from seq2seq.config import DecodeConfig, ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import max_output_lengths
-from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
+from seq2seq.decoding.search import beam_search, greedy_search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD

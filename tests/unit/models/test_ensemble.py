@@ -9,7 +9,8 @@ import math
 import pytest
 import torch
 
-from seq2seq.decoding.search import SearchSettings, beam_search, greedy_search
+from seq2seq.decoding.search import beam_search, greedy_search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.special import BOS, PAD
 from tests.conftest import make_model, random_ids

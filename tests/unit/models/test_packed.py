@@ -9,7 +9,8 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
-from seq2seq.decoding.search import SearchSettings, greedy_search
+from seq2seq.decoding.search import greedy_search
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.packed import PackedLinear, can_pack, pack_linear_layers
 from seq2seq.special import BOS
 from tests.conftest import make_model, random_ids

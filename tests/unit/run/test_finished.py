@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from seq2seq.errors import RunDirError
-from seq2seq.run.finished import clear_finished, read_finished, record_finished
+from seq2seq.run.finished import (
+    changed_data,
+    clear_finished,
+    read_finished,
+    record_finished,
+    settings_differences,
+)
 from seq2seq.run.layout import RunDir
 
 
@@ -58,3 +64,38 @@ def test_a_damaged_record_is_an_error_naming_it(run: RunDir, damage) -> None:
     run.finished_file.write_text(damage(raw), encoding="utf-8")
     with pytest.raises(RunDirError, match="finished.json"):
         read_finished(run)
+
+
+# whether a finished run is the training asked for now (`settings_differences`, `changed_data`)
+
+
+def asked(config: Path, *overrides: str):
+    """The config `s2s train CONFIG --set ...` would train, paths absolute as the run saves them."""
+    from seq2seq.config import load_config
+    from seq2seq.training.plan import resolve_paths
+
+    return resolve_paths(load_config(config, list(overrides)))
+
+
+def test_a_run_finished_as_asked_has_no_differences(tiny_run) -> None:
+    run = RunDir(tiny_run.run)
+    assert read_finished(run) is not None
+    assert settings_differences(run, asked(tiny_run.config)) == []
+    assert changed_data(run, asked(tiny_run.config)) == {}
+
+
+def test_each_other_setting_is_named_but_not_the_run_directory_or_decoding(tiny_run, tmp_path: Path) -> None:
+    run = RunDir(tiny_run.run)
+    other = asked(
+        tiny_run.config, "train.lr=0.5", "model.dropout=0.25", "decode.beam=7", f"run_dir={tmp_path}"
+    )
+    found = settings_differences(run, other)
+    assert len(found) == 2
+    assert found[0].startswith("model.dropout: 0.1 -> 0.25") and found[1].startswith("train.lr: ")
+
+
+def test_training_data_changed_since_is_named_by_its_key(tiny_run, tmp_path: Path) -> None:
+    copy = tmp_path / "train.src"
+    copy.write_text((tiny_run.data / "train.src").read_text(encoding="utf-8") + "one more line\n")
+    changed = changed_data(RunDir(tiny_run.run), asked(tiny_run.config, f"data.train_src={copy}"))
+    assert changed == {"train_src": str(copy)}

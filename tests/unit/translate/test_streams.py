@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.decoding.search import SearchSettings
+from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import DataError
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request

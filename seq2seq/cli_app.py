@@ -1,0 +1,61 @@
+"""What every `s2s` command shares: the group class that reports a parsing mistake as one `error:`
+line and lays help texts out for any terminal width (`Commands`), and `--version`."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Annotated, Any
+
+import typer
+from typer import Option
+from typer.core import TyperGroup
+
+# click's UsageError, the base of every parsing mistake, in whichever copy of click typer runs on
+USAGE_ERROR: Any = typer.BadParameter.__mro__[1]
+
+
+class Commands(TyperGroup):
+    """The commands: a mistake click finds while parsing (an unknown option, a number out of its
+    range, a missing argument) is one `error: ...` line and exit code 2, like every other mistake.
+    Each help text's paragraphs are one line each, wrapped by the terminal whatever its width (a
+    docstring's own line breaks would cut a summary mid-sentence)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.help:
+            command.help = one_line_paragraphs(command.help)
+        return command
+
+    def invoke(self, ctx: Any) -> Any:  # click's Context, in whichever copy
+        try:
+            return super().invoke(ctx)
+        except USAGE_ERROR as e:
+            where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+            typer.echo(f"error: {e.format_message()}{where}", err=True)
+            raise typer.Exit(2) from None
+
+
+def show_version(asked: bool) -> None:
+    if asked:
+        from seq2seq.commands.version import version_lines
+
+        typer.echo("\n".join(version_lines()))
+        raise typer.Exit()
+
+
+Version = Annotated[
+    bool,
+    Option(
+        "--version",
+        help="Show s2s's version, torch's and CTranslate2's, the CPU and GPUs it sees, and the engine "
+        "--engine auto picks here; then exit.",
+        callback=show_version,
+        is_eager=True,
+    ),
+]
+
+
+def one_line_paragraphs(text: str) -> str:
+    """`text` with each paragraph's lines joined into one (paragraphs stay apart)."""
+    paragraphs = textwrap.dedent(text).strip().split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)

@@ -1,0 +1,94 @@
+"""The choice on val: which checkpoint and length penalty each model decodes with, and the model it
+makes (`Decoder`), which later steps translate, score, export and evaluate with.
+
+A choice step (`select_teacher`, `select_student`) averages each run's kept checkpoints when asked
+(`s2s average`), translates the validation set with every candidate (`s2s evaluate`: each checkpoint
+named, the same for every member of an ensemble, with each length penalty, at the step's beam) and
+keeps the best BLEU (`s2s select`), recorded in its selection.json. Until that file is there, a
+model's checkpoints and length penalty are placeholders naming the step (`{select_teacher.checkpoint}`)
+and the steps that decode with it wait for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.evaluation.selection import read_selection
+from seq2seq.pipeline.command import Command, Verb
+from seq2seq.pipeline.config import PipelineConfig
+from seq2seq.pipeline.step import Outputs, Step
+from seq2seq.pipeline.workspace import Workspace
+from seq2seq.run.layout import RunDir
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """A model as a step decodes with it: its runs (several: an ensemble), checkpoint files, beam and
+    length penalty; `pending` names the choice step it waits for ("" once chosen)."""
+
+    name: str  # teacher, student: what the table calls it
+    runs: tuple[Path, ...]
+    checkpoints: tuple[str, ...]
+    beam: int
+    length_penalty: str
+    selection: Path  # where the choice is recorded
+    pending: str = ""
+    val_bleu: float | None = None
+
+    def args(self) -> tuple[str, ...]:
+        """The run, its checkpoints and the search, as translate and evaluate take them."""
+        return (*self.model_args(), "--beam", str(self.beam), "--length-penalty", self.length_penalty)
+
+    def model_args(self) -> tuple[str, ...]:
+        """The run and its checkpoints (what `s2s score` takes)."""
+        return (str(self.runs[0]), *(arg for c in self.checkpoints for arg in ("--checkpoint", c)))
+
+    @property
+    def reads(self) -> tuple[Path, ...]:
+        """What its translations follow from: the choice, and the trainings (their records)."""
+        return (self.selection, *(RunDir(r).finished_file for r in self.runs))
+
+
+def chosen(
+    cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path, ...], unchosen: frozenset[str]
+) -> Decoder:
+    """The model `name` of `runs` as its choice step chose it, or with placeholders until it has (or
+    while it is to choose again: in `unchosen`)."""
+    select = f"select_{name}"
+    path = ws.selection(select)
+    if not path.is_file() or select in unchosen:
+        numbered = [f".{i + 1}" for i in range(len(runs))] if len(runs) > 1 else [""]
+        holes = tuple(f"{{{select}.checkpoint{n}}}" for n in numbered)
+        return Decoder(name, runs, holes, cfg.steps.select.beam, f"{{{select}.length_penalty}}", path, select)
+    choice = read_selection(path)
+    return Decoder(
+        name, runs, choice.checkpoints, choice.beam, f"{choice.length_penalty:g}", path, "", choice.val_bleu
+    )
+
+
+def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path, ...]) -> Step:
+    """`select_NAME`: every candidate of the runs translated and scored on val, the best chosen."""
+    step, select, valid = f"select_{name}", cfg.steps.select, cfg.data.valid
+    commands: list[Command] = []
+    if "averaged" in select.checkpoints:
+        commands += [Command(Verb.AVERAGE, (str(run), "--output", "averaged")) for run in runs]
+    records: list[Path] = []
+    for checkpoint in select.checkpoints:
+        files = [str(RunDir(run).checkpoint_file(checkpoint)) for run in runs]
+        for penalty in select.length_penalties:
+            record = ws.candidate(step, checkpoint, penalty)
+            records.append(record)
+            args = (
+                str(runs[0]), *(arg for f in files for arg in ("--checkpoint", f)),
+                "--src", valid.src, "--ref", valid.tgt, "--beam", str(select.beam),
+                "--length-penalty", f"{penalty:g}", "--engine", cfg.engine,
+                "--out", str(record.with_suffix(".hyp")), "--json", str(record),
+            )  # fmt: skip
+            commands.append(Command(Verb.EVALUATE, args))
+    commands.append(Command(Verb.SELECT, (*map(str, records), "--json", str(ws.selection(step)))))
+    reads = (Path(valid.src), Path(valid.tgt), *(RunDir(r).finished_file for r in runs))
+    averaged = tuple(RunDir(r).checkpoint_file("averaged") for r in runs if "averaged" in select.checkpoints)
+    what = f"choose the {name}'s checkpoint and length penalty on {valid.src}"
+    folder = ws.folder(step)
+    return Step(step, what, tuple(commands), reads, (folder, *averaged), Outputs(), folder)

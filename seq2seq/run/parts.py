@@ -1,0 +1,34 @@
+"""What a run is made of, for `check_outputs`: no command's output may be one of its parts or lie in
+one of its folders (`run_parts`), nor a decoding command's in what it reads (`run_inputs`)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from seq2seq.errors import RunDirError
+from seq2seq.run.layout import RunDir
+
+
+def run_parts(run: RunDir, whole_checkpoints: bool = True) -> dict[str, Path]:
+    """What makes up a run, for `check_outputs`: its files, and its folders whole (tokenizer/,
+    checkpoints/, prepared/, tensorboard/), so that nothing new appears in them either. Without
+    `whole_checkpoints` (`s2s average`, which writes there) checkpoints/ protects only training's own."""
+    folders = [run.tokenizer_dir, run.path / "prepared", run.tensorboard_dir]
+    folders += [run.checkpoint_dir] if whole_checkpoints else []
+    return {**{f"the run's {p.name}/ folder": p for p in folders if p.is_dir()}, **run.own_files()}
+
+
+def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Path]:
+    """What a decoding command reads from a run, which none of its outputs may be or lie in: the run's
+    parts (`run_parts`: its files and its folders whole) and each checkpoint it names. A new file
+    beside config.yaml is allowed (`s2s evaluate` writes its translations there)."""
+    if run_dir is None:
+        return {}
+    run = RunDir(run_dir)
+    named = {}
+    for name in checkpoints:
+        with contextlib.suppress(RunDirError):  # a missing one is reported when the weights load
+            named[f"--checkpoint {name}"] = run.checkpoint_path(name)
+    return {**run_parts(run), **named}

@@ -1,0 +1,113 @@
+"""From a pipeline file to its steps (`seq2seq.pipeline.plan`): the steps in order, each command one
+the s2s command line takes, placeholders until a choice is made and its values after, an ensemble's
+members sharing the first one's tokenizer with seeds of their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+import yaml
+
+from seq2seq.cli import app
+from seq2seq.evaluation.selection import Candidate, write_selection
+from seq2seq.pipeline.config import read_pipeline
+from seq2seq.pipeline.plan import make_plan
+from seq2seq.pipeline.step import Action, Training
+from tests.helpers import ROOT
+
+EXAMPLE = ROOT / "examples" / "quickstart_pipeline.yaml"
+
+
+def example(tmp_path: Path, **steps: object) -> Path:
+    """The quickstart example with its workspace in `tmp_path` and `steps` changed."""
+    raw = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    raw["workspace"] = str(tmp_path / "ws")
+    raw["training"]["base"] = str(ROOT / raw["training"]["base"])
+    raw["steps"] |= steps
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+def choose(ws: Path, select: str, runs: list[str]) -> None:
+    """What `s2s select` would record: each run's best.pt, length penalty 0.6."""
+    files = tuple(str(ws / run / "checkpoints" / "best.pt") for run in runs)
+    write_selection(ws / select / "selection.json", [Candidate(files, 2, 0.6, 12.5, "sig", ("r.json",))])
+
+
+def test_the_steps_come_in_order_and_wait_for_the_choices(tmp_path: Path) -> None:
+    plan = make_plan(read_pipeline(example(tmp_path)))
+    assert [s.name for s in plan.steps] == [
+        "backward", "back_translation", "teacher", "select_teacher", "distillation", "filter", "student",
+        "select_student", "export", "evaluate",
+    ]  # fmt: skip
+    pending = {s.name: s.pending for s in plan.steps}
+    assert pending["distillation"] == pending["student"] == "select_teacher"
+    assert pending["export"] == "select_student"
+    assert "{select_teacher.length_penalty}" in plan.steps[4].commands[1].args
+
+
+def test_once_chosen_every_command_is_one_the_command_line_takes(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    choose(ws, "select_teacher", ["teacher"])
+    choose(ws, "select_student", ["student"])
+    plan = make_plan(read_pipeline(example(tmp_path)))
+    verbs = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for step in plan.steps:
+        assert not step.pending
+        for command in step.commands:  # parsed as `s2s VERB ARGS` would be: an error on what it does not take
+            verbs[command.verb.value].make_context(command.verb.value, list(command.args))
+    distil = plan.steps[4].commands[1].args
+    assert str(ws / "teacher" / "checkpoints" / "best.pt") in distil and "0.6" in distil
+
+
+def test_an_ensembles_members_share_the_first_ones_tokenizer_with_seeds_of_their_own(tmp_path: Path) -> None:
+    plan = make_plan(read_pipeline(example(tmp_path, teacher={"ensemble": 3})))
+    members = [s for s in plan.steps if s.name.startswith("teacher")]
+    assert [s.name for s in members] == ["teacher_1", "teacher_2", "teacher_3"]
+    configs = [s.kind.asked for s in members if isinstance(s.kind, Training)]
+    assert [c.train.seed for c in configs] == [1, 2, 3]
+    assert [c.train.tokenizer_from for c in configs] == [
+        "",
+        *[str((tmp_path / "ws" / "teacher_1").resolve())] * 2,
+    ]
+    select = next(s for s in plan.steps if s.name == "select_teacher")
+    assert sum(arg == "--checkpoint" for arg in select.commands[3].args) == 3  # the ensemble decodes together
+
+
+def test_a_pipeline_without_optional_steps_trains_chooses_and_scores_the_teacher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the example's corpora, relative to where the pipeline runs
+    for name in ("train", "valid", "test"):
+        for side in ("src", "tgt"):
+            (tmp_path / "data" / "quickstart").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "data" / "quickstart" / f"{name}.{side}").write_text("1\n", encoding="utf-8")
+    path = example(tmp_path)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw["steps"] = {}
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    plan = make_plan(read_pipeline(path))
+    assert [s.name for s in plan.steps] == ["teacher", "select_teacher", "evaluate"]
+    assert [s.decide(None, False, tmp_path).action for s in plan.steps] == [
+        Action.RUN,
+        Action.WAIT,
+        Action.WAIT,
+    ]
+
+
+@pytest.mark.parametrize("shrink", [True, False])
+def test_a_shrunk_student_is_its_teacher_but_for_the_layers(tmp_path: Path, shrink: bool) -> None:
+    choose(tmp_path / "ws", "select_teacher", ["teacher"])
+    plan = make_plan(
+        read_pipeline(example(tmp_path, student={"shrink": shrink, "set": ["model.decoder_layers=1"]}))
+    )
+    kinds = {s.name: s.kind for s in plan.steps if isinstance(s.kind, Training)}
+    teacher, student = kinds["teacher"].asked, kinds["student"].asked
+    assert (student.tokenizer == teacher.tokenizer) == shrink  # <bt>, declared for the teacher
+    assert student.model.decoder_layers == 1 and teacher.model.decoder_layers == 2
+    assert student.train.init_from == (
+        str(tmp_path / "ws" / "teacher" / "checkpoints" / "best.pt") if shrink else ""
+    )
