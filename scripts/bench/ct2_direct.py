@@ -1,6 +1,7 @@
 """CTranslate2 called directly, on SentencePiece pieces: what the engines section measures s2s's
 engines against (engines.py), with s2s's per-sentence length limits (one `translate_batch` per limit,
-all submitted at once) and the run's decode settings."""
+all submitted at once) and the run's decode settings. Its worker imports no torch, as a program
+calling CTranslate2 has none."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
+from scripts.bench.timed import timed
 
 
-def translator(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """The worker's side (workers.py): translate spec["src"] (timed.py); the dtype as the rows record
+    it (float32: int8 weights are spec["quantize"])."""
+    return {"seconds": timed(translator(spec), spec), "dtype": "float32"}
+
+
+def translator(spec: dict[str, Any]) -> Any:
     """`translate(lines) -> lines` with CTranslate2 itself: SentencePiece pieces in, the run's decode
-    settings and its length limit per sentence (`decoding.limits.output_limits`, the one rule); and
-    its dtype as the rows record it (float32: int8 weights are spec["quantize"])."""
+    settings and its length limit per sentence (`decoding.limits`, the one rule)."""
     import ctranslate2
     import sentencepiece
 
     from seq2seq.ct2.export_dir import read_export_info
-    from seq2seq.decoding.limits import output_limits
+    from seq2seq.decoding.limits import output_limits_of_counts
     from seq2seq.decoding.settings import config_search
 
     export = Path(spec["model"])
@@ -40,7 +46,7 @@ def translator(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
     def translate(lines: list[str]) -> list[str]:
         pieces = sp.encode(lines, out_type=str)
-        limits = output_limits(torch.tensor([len(p) + 1 for p in pieces]), settings, positions).tolist()
+        limits = output_limits_of_counts([len(p) + 1 for p in pieces], settings, positions)
         pending = []
         for limit in sorted(set(limits)):
             rows = [i for i, n in enumerate(limits) if n == limit]
@@ -63,4 +69,4 @@ def translator(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
                 out[i] = sp.decode_pieces(result.result().hypotheses[0])
         return out
 
-    return translate, {"dtype": "float32"}
+    return translate

@@ -12,7 +12,9 @@ The engines section measures, each in a fresh worker process (workers.py):
   inside the worker and as the whole process (start, imports, exit), and what it decided;
 - a later use: the same with the cache warm;
 - the `default` rows: the cache warm, loading not timed, then the lines translated as every row's
-  are (engines.py), in the arrangement the engine takes by itself.
+  are (timed.py), in the arrangement the engine takes by itself.
+
+Its worker imports torch only where the chosen engine does (s2s's decoder), as `s2s translate` does.
 
 The serve section's default server reads such a cache too.
 """
@@ -21,12 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from scripts.bench import workers
+from scripts.bench.timed import timed
 
 PEER = ("ct2 direct", "int8")  # what a default row's speed and memory are measured against
 USES = ("first_use", "later_use")  # the cache empty, then warm
@@ -49,8 +53,9 @@ def cache_env(folder: Path) -> Iterator[None]:
 
 
 def arrangement(cores: int) -> dict[str, int]:
-    """The worker's torch threads, as a fresh process on `cores` cores has them; the engine arranges
-    its batches itself (its row records how: `at_once` calls, `max_tokens` per batch)."""
+    """The worker's cores, `at_once` x `each` (its OMP_NUM_THREADS, as a user's process limited to
+    `cores` would have); the engine arranges its batches itself (its row records how: `at_once`
+    calls, `max_tokens` per batch)."""
     return {"at_once": cores, "each": 1, "max_tokens": 0}
 
 
@@ -79,25 +84,18 @@ def choose(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """The worker's side of a first or later use: the engine chosen, nothing translated."""
-    import torch
-
-    torch.set_num_threads(spec["cores"])
-    return choose(spec)[1]
-
-
-def translator(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """`translate(lines) -> lines` as `s2s translate` runs it with no flags (no scores), and what was
-    chosen: for engines.measure, which times the translation only."""
-    from seq2seq.translate.request import Request
-
+    """The worker's side: the engine chosen on spec["at_once"] x spec["each"] cores; with spec["out"],
+    the lines of spec["src"] translated as `s2s translate` translates them (no scores) and timed."""
+    os.environ.pop("MKL_NUM_THREADS", None)  # read before OMP_NUM_THREADS (`seq2seq.cpu`)
+    os.environ["OMP_NUM_THREADS"] = str(spec["at_once"] * spec["each"])
     chosen, found = choose(spec)
-    request = Request.of(chosen.options, scores=False)
+    if "out" in spec:
+        from seq2seq.translate.request import Request
 
-    def translate(lines: list[str]) -> list[str]:
-        return [t.texts[0] for t in chosen.engine.translate(lines, request)]
-
-    return translate, found
+        request = Request.of(chosen.options, scores=False)
+        engine = chosen.engine
+        found["seconds"] = timed(lambda lines: [t.texts[0] for t in engine.translate(lines, request)], spec)
+    return found | {"imports_torch": "torch" in sys.modules}
 
 
 def first_and_later_use(run_dir: str, cores: int) -> dict[str, Any]:
@@ -108,7 +106,7 @@ def first_and_later_use(run_dir: str, cores: int) -> dict[str, Any]:
     uses: dict[str, Any] = {}
     for use in USES:
         start = time.perf_counter()
-        found = workers.spawn("default", {"run_dir": run_dir, "beam": None, "cores": cores})
+        found = workers.spawn("default", {"run_dir": run_dir, "beam": None, **arrangement(cores)})
         uses[use] = found | {"process_seconds": round(time.perf_counter() - start, 2)}
     if uses["first_use"]["chosen"] == "ctranslate2":  # the cache's record: found, not made again
         uses["decisions"] = cached_export(Path(run_dir)).decisions
@@ -145,7 +143,8 @@ def report(section: dict[str, Any]) -> list[str]:
     for name, use in (("first use (cache empty)", first), ("later use (cache warm)", later)):
         lines.append(
             f"  {name}: choose_engine {use['choose_seconds']:.2f} s, whole process "
-            f"{use['process_seconds']:.2f} s, peak RSS {use['peak_rss_mib']:.0f} MiB"
+            f"{use['process_seconds']:.2f} s, peak RSS {use['peak_rss_mib']:.0f} MiB, "
+            f"torch {'imported' if use['imports_torch'] else 'not imported'}"
         )
     lines.append("  its rows: vs CT2 = against CT2 direct int8; arranged by itself (calls at once, tokens)")
     return lines

@@ -24,15 +24,15 @@ from __future__ import annotations
 import importlib.util
 import logging
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import sacrebleu
 import torch
 
-from scripts.bench import ct2_direct, default_engine, workers
+from scripts.bench import default_engine, workers
 from scripts.bench.options import Options
+from scripts.bench.timed import source_lines, timed
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,8 @@ ENGINES = (
     ("ct2 direct", "int8", "fp32"),
     ("default", None, "auto"),
 )
-WARMUP = 8
+# the worker task of an engine whose module imports no torch (timed.py); the others are "engine"
+WORKERS = {"ct2 direct": "direct", "default": "default"}
 GRID_LINES = 300  # lines each grid point translates
 GRID_BEAM = 5
 
@@ -65,20 +66,13 @@ def arrangements(cores: int) -> list[tuple[int, int]]:
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """The worker's side (workers.py): translate spec["src"] with one engine, write the output."""
+    """The worker's side (workers.py) for s2s's engines: translate spec["src"] (timed.py)."""
     torch.set_num_threads(spec["at_once"] * spec["each"])
-    lines = _lines(spec["src"], spec["limit"])
-    translators = {"ct2 direct": ct2_direct.translator, "default": default_engine.translator}
-    translate, found = translators.get(spec["engine"], _through_s2s)(spec)
-    translate(lines[:WARMUP])
-    start = time.perf_counter()
-    out = translate(lines)
-    seconds = time.perf_counter() - start
-    Path(spec["out"]).write_text("".join(line + "\n" for line in out), encoding="utf-8")
-    return {"seconds": seconds, **found}
+    translate, dtype = _through_s2s(spec)
+    return {"seconds": timed(translate, spec), "dtype": dtype}
 
 
-def _through_s2s(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
     """`translate(lines) -> lines` with s2s's decoder or s2s's CTranslate2 engine, and the dtype used."""
     from seq2seq.ct2.engine import CT2Translator, Threads
     from seq2seq.translate.options import DecodeOverrides
@@ -103,13 +97,7 @@ def _through_s2s(spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         # no scores asked, as `s2s translate` without --scores (and as CTranslate2 called directly)
         return [t.texts[0] for t in translator.translate(lines, request.replace(scores=False))]
 
-    return translate, {"dtype": dtype}
-
-
-def _lines(path: str, limit: int) -> list[str]:
-    """The lines of `path`, the first `limit` of them if `limit` > 0."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return lines[:limit] if limit > 0 else lines
+    return translate, dtype
 
 
 def run(opts: Options, device: torch.device) -> dict[str, Any]:
@@ -137,8 +125,8 @@ def run_engines_section(
     from seq2seq.cpu import cpu_has_int8_dot_products
     from seq2seq.ct2.export import export_ctranslate2
 
-    count = len(_lines(src, limit))
-    refs = _lines(ref, limit) if ref else None
+    count = len(source_lines(src, limit))
+    refs = source_lines(ref, limit) if ref else None
     with tempfile.TemporaryDirectory() as scratch, default_engine.cache_env(Path(scratch) / "cache"):
         exports = {}
         full_range = cpu_has_int8_dot_products()  # CTranslate2's own int8 where it is safe, as its users get
@@ -257,7 +245,7 @@ def measure_setting(
     }
     arranged = f"{spec['at_once']} x {spec['each']} threads, {spec['max_tokens'] or 'its own'} tokens"
     log.info("%s %s beam %d (%s)", engine, quantize or precision, beam, arranged)
-    row = {**spec, **workers.spawn("engine", spec)}
+    row = {**spec, **workers.spawn(WORKERS.get(engine, "engine"), spec)}
     if count:
         row["sentences_per_s"] = round(count / row["seconds"], 1)
     if refs is not None:

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository
 TASKS = {
     "decode": "scripts.bench.decode",
     "default": "scripts.bench.default_engine",
+    "direct": "scripts.bench.ct2_direct",
     "engine": "scripts.bench.engines",
     "hf": "scripts.bench.hf",
 }  # task -> its module

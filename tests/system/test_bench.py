@@ -110,6 +110,9 @@ def check_the_default(report: dict) -> None:
     assert default["dtype"].startswith(uses["decisions"]["compute_type"])  # what it decided is what runs
     for use in ("first_use", "later_use"):
         assert uses[use]["process_seconds"] > uses[use]["choose_seconds"] > 0
+    # CTranslate2 decodes without torch; only making the export reads the checkpoint with it
+    assert not default["imports_torch"] and not uses["later_use"]["imports_torch"]
+    assert uses["first_use"]["imports_torch"]
     assert "default / CT2 direct int8, beam 1, sent/s" in report["targets"] or (
         "default+shortlist / CT2 direct int8, beam 1, sent/s" in report["targets"]
     )
