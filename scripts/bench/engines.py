@@ -9,29 +9,30 @@ fastest counts): loading and a warm-up of 8 lines are not timed, then every line
 
 - `s2s`: s2s's own decoder (fp32, `--precision auto`, int8);
 - `ctranslate2`: s2s's CTranslate2 engine (`s2s translate --engine ctranslate2`);
-- `ct2 direct`: CTranslate2 called directly on SentencePiece pieces, with s2s's per-sentence length
-  limits (one `translate_batch` per limit, all submitted at once): what the engine's overhead is
-  measured against.
+- `ct2 direct`: CTranslate2 called directly (ct2_direct.py): what the engine's overhead is measured
+  against;
+- `default`: what `s2s translate RUN` runs with no flags (default_engine.py), in the arrangement it
+  takes by itself, over an export cache made fresh for this run; its first and later use too.
 
-Reports sentences/s, the ratio to CTranslate2 (direct) of the same weights, the worker's peak RSS
-(memory.py: its own VmHWM, loading included) and BLEU (sacreBLEU, against `--ref`) for each.
+Reports sentences/s, the ratio to CTranslate2 (direct) of the same weights (int8 for `default`), the
+worker's peak RSS (memory.py: its own VmHWM, loading included) and BLEU (sacreBLEU, against `--ref`,
+on the lines translated) for each.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import sacrebleu
 import torch
 
-from scripts.bench import workers
+from scripts.bench import default_engine, workers
 from scripts.bench.options import Options
+from scripts.bench.timed import source_lines, timed
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ ENGINES = (
     ("ctranslate2", "int8", "fp32"),
     ("ct2 direct", None, "fp32"),
     ("ct2 direct", "int8", "fp32"),
+    ("default", None, "auto"),
 )
-WARMUP = 8
+# the worker task of an engine whose module imports no torch (timed.py); the others are "engine"
+WORKERS = {"ct2 direct": "direct", "default": "default"}
 GRID_LINES = 300  # lines each grid point translates
 GRID_BEAM = 5
 
@@ -63,19 +66,10 @@ def arrangements(cores: int) -> list[tuple[int, int]]:
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """The worker's side (workers.py): translate spec["src"] with one engine, write the output."""
+    """The worker's side (workers.py) for s2s's engines: translate spec["src"] (timed.py)."""
     torch.set_num_threads(spec["at_once"] * spec["each"])
-    lines = _lines(spec["src"], spec["limit"])
-    if spec["engine"] == "ct2 direct":
-        translate, dtype = _direct(spec), "float32"
-    else:
-        translate, dtype = _through_s2s(spec)
-    translate(lines[:WARMUP])
-    start = time.perf_counter()
-    out = translate(lines)
-    seconds = time.perf_counter() - start
-    Path(spec["out"]).write_text("".join(line + "\n" for line in out), encoding="utf-8")
-    return {"seconds": seconds, "dtype": dtype}
+    translate, dtype = _through_s2s(spec)
+    return {"seconds": timed(translate, spec), "dtype": dtype}
 
 
 def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
@@ -106,66 +100,6 @@ def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
     return translate, dtype
 
 
-def _direct(spec: dict[str, Any]) -> Any:
-    """`translate(lines) -> lines` with CTranslate2 itself: SentencePiece pieces in, the run's decode
-    settings and its length limit per sentence (`decoding.limits.output_limits`, the one rule)."""
-    import ctranslate2
-    import sentencepiece
-
-    from seq2seq.ct2.export_dir import read_export_info
-    from seq2seq.decoding.limits import output_limits
-    from seq2seq.decoding.settings import config_search
-
-    export = Path(spec["model"])
-    sp = sentencepiece.SentencePieceProcessor(model_file=str(export / "tokenizer" / "spm.model"))
-    _, config = read_export_info(export)
-    settings, positions = config_search(config.decode), config.model.max_positions
-    engine = ctranslate2.Translator(
-        str(export),
-        device="cpu",
-        compute_type=spec["quantize"] or "default",
-        inter_threads=spec["at_once"],
-        intra_threads=spec["each"],
-    )
-    names = [export / "shared_vocabulary.json", export / "target_vocabulary.json"]
-    target = json.loads(next(p for p in names if p.is_file()).read_text(encoding="utf-8"))
-    forbidden = [[target[0]], [target[2]]]  # <pad> and <s> as the export names them (ids 0 and 2)
-    beam = spec["beam"]
-
-    def translate(lines: list[str]) -> list[str]:
-        pieces = sp.encode(lines, out_type=str)
-        limits = output_limits(torch.tensor([len(p) + 1 for p in pieces]), settings, positions).tolist()
-        pending = []
-        for limit in sorted(set(limits)):
-            rows = [i for i, n in enumerate(limits) if n == limit]
-            results = engine.translate_batch(
-                [pieces[i] for i in rows],
-                max_batch_size=max(spec["max_tokens"] // beam, 1),
-                batch_type="tokens",
-                beam_size=beam,
-                length_penalty=settings.length_penalty if beam > 1 else 0.0,
-                max_decoding_length=limit - 1,
-                min_decoding_length=settings.min_len,
-                max_input_length=0,
-                suppress_sequences=forbidden,
-                asynchronous=True,
-            )
-            pending.append((rows, results))
-        out = [""] * len(lines)
-        for rows, results in pending:
-            for i, result in zip(rows, results, strict=True):
-                out[i] = sp.decode_pieces(result.result().hypotheses[0])
-        return out
-
-    return translate
-
-
-def _lines(path: str, limit: int) -> list[str]:
-    """The lines of `path`, the first `limit` of them if `limit` > 0."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return lines[:limit] if limit > 0 else lines
-
-
 def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Every engine and setting on the CPU; the device option does not apply (CTranslate2 runs here on
     the CPU only)."""
@@ -186,13 +120,14 @@ def run_engines_section(
     repeat: int,
     grid_tokens: tuple[int, ...] = (2000, 4000, 8000),
 ) -> dict[str, Any]:
-    """The grid, then every engine and setting on the lines of `src`, round-robin `repeat` times."""
+    """The grid, the default's first and later use (an export cache made fresh for this run), then
+    every engine and setting on the lines of `src`, round-robin `repeat` times."""
     from seq2seq.cpu import cpu_has_int8_dot_products
     from seq2seq.ct2.export import export_ctranslate2
 
-    count = len(_lines(src, limit))
-    refs = _lines(ref, limit) if ref else None
-    with tempfile.TemporaryDirectory() as scratch:
+    count = len(source_lines(src, limit))
+    refs = source_lines(ref, limit) if ref else None
+    with tempfile.TemporaryDirectory() as scratch, default_engine.cache_env(Path(scratch) / "cache"):
         exports = {}
         full_range = cpu_has_int8_dot_products()  # CTranslate2's own int8 where it is safe, as its users get
         for quantize in (None, "int8"):
@@ -205,6 +140,8 @@ def run_engines_section(
             for engine in ("s2s", "ct2 direct")
         }
         grid["ctranslate2"] = grid["ct2 direct"]  # s2s's engine runs as CTranslate2 runs best
+        grid["default"] = {"best": default_engine.arrangement(cores)}
+        uses = default_engine.first_and_later_use(run_dir, cores)
         best: dict[tuple[str, str | None, str, int], dict[str, Any]] = {}
         for _ in range(repeat):  # round-robin, so a noisy minute does not hit one setting only
             for beam in beams:
@@ -216,11 +153,11 @@ def run_engines_section(
                         best[setting] = row
     rows = list(best.values())
     for row in rows:
-        same = _direct_row(rows, row["quantize"], row["beam"])
+        same = _peer_row(rows, row)
         row["vs_ctranslate2"] = row["sentences_per_s"] / same["sentences_per_s"]
         row["rss_vs_ctranslate2"] = row["peak_rss_mib"] / same["peak_rss_mib"]
     grids = {engine: grid[engine] for engine in ("s2s", "ct2 direct")}
-    return {"sentences": count, "cores": cores, "grid": grids, "results": rows}
+    return {"sentences": count, "cores": cores, "ref": ref, "grid": grids, "results": rows, "default": uses}
 
 
 def _grid(
@@ -243,11 +180,12 @@ def _grid(
 
 
 def targets(section: dict[str, Any]) -> dict[str, float]:
-    """Issue 24's decoding targets: speed and peak RSS against CTranslate2 at its fastest, the engine's
-    overhead, int8's BLEU cost. Stated for beam 5 and greedy; where those beams were not run there are none.
+    """The decoding targets: speed and peak RSS against CTranslate2 at its fastest, the engine's
+    overhead, int8's BLEU cost, and the default's (default_engine.py). Stated for beam 5 and greedy;
+    where those beams were not run there are none.
     """
     if not {1, 5} <= {r["beam"] for r in section["results"]}:
-        return {}
+        return default_engine.targets(section)
     rows = {(r["engine"], r["quantize"], r["precision"], r["beam"]): r for r in section["results"]}
     out = {}
     for beam in (5, 1):
@@ -274,14 +212,14 @@ def targets(section: dict[str, Any]) -> dict[str, float]:
         out["s2s BLEU - CT2 BLEU, fp32, beam 5"] = (
             rows["s2s", None, "fp32", 5]["bleu"] - rows["ct2 direct", None, "fp32", 5]["bleu"]
         )
-    return out
+    return out | default_engine.targets(section)
 
 
-def _direct_row(rows: list[dict[str, Any]], quantize: str | None, beam: int) -> dict[str, Any]:
-    """CTranslate2's (direct) row with the same weights and beam."""
-    return next(
-        r for r in rows if r["engine"] == "ct2 direct" and r["quantize"] == quantize and r["beam"] == beam
-    )
+def _peer_row(rows: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
+    """CTranslate2's (direct) row with the same weights and beam as `row`; for a default row, the one
+    default_engine.PEER names."""
+    engine, quantize = default_engine.PEER if row["engine"] == "default" else ("ct2 direct", row["quantize"])
+    return next(r for r in rows if (r["engine"], r["quantize"], r["beam"]) == (engine, quantize, row["beam"]))
 
 
 def measure_setting(
@@ -301,20 +239,13 @@ def measure_setting(
         "engine": engine,
         "quantize": quantize,
         "precision": precision,
-        "model": str(exports[quantize] if engine != "s2s" else base["run_dir"]),
+        "model": str(base["run_dir"] if engine in ("s2s", "default") else exports[quantize]),
         "beam": beam,
         "out": str(out),
     }
-    log.info(
-        "%s %s beam %d (%d x %d threads, %d tokens)",
-        engine,
-        quantize or precision,
-        beam,
-        spec["at_once"],
-        spec["each"],
-        spec["max_tokens"],
-    )
-    row = {**spec, **workers.spawn("engine", spec)}
+    arranged = f"{spec['at_once']} x {spec['each']} threads, {spec['max_tokens'] or 'its own'} tokens"
+    log.info("%s %s beam %d (%s)", engine, quantize or precision, beam, arranged)
+    row = {**spec, **workers.spawn(WORKERS.get(engine, "engine"), spec)}
     if count:
         row["sentences_per_s"] = round(count / row["seconds"], 1)
     if refs is not None:
@@ -325,10 +256,13 @@ def measure_setting(
 
 
 def weights(row: dict[str, Any]) -> str:
-    """int8, fp32, or `auto` with what it chose (bf16 or fp32)."""
+    """int8, fp32, or `auto` with what it chose (bf16 or fp32; the default: a compute type, and
+    `+shortlist` where it decodes with one)."""
     if row["quantize"]:
         return row["quantize"]
-    chosen = {"bfloat16": "bf16", "float32": "fp32"}.get(row["dtype"], row["dtype"])
+    # int8_float32: CTranslate2's int8 weights, the rest in fp32
+    names = {"bfloat16": "bf16", "float32": "fp32", "int8_float32": "int8"}
+    chosen = names.get(row["dtype"], row["dtype"]) + ("+shortlist" if row.get("shortlist") else "")
     return f"auto: {chosen}" if row["precision"] == "auto" else chosen
 
 
@@ -350,14 +284,16 @@ def report(section: dict[str, Any]) -> str:
             f" -> {chosen['at_once']}x{chosen['each']} {chosen['max_tokens']}"
         )
     lines.append("each setting in a fresh process, the fastest of the rounds; peak RSS = the worker's own")
+    bleu_on = f"; BLEU against {Path(section['ref']).name}" if section["ref"] else ""
+    lines.append(f"{section['sentences']} lines of --src{bleu_on}")
     lines.append(
-        f"{'engine':<14}{'weights':<13}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MiB':>13}{'vs CT2':>8}"
+        f"{'engine':<14}{'weights':<22}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MiB':>13}{'vs CT2':>8}"
         f"{'BLEU':>7}"
     )
     for row in section["results"]:
         lines.append(
-            f"{row['engine']:<14}{weights(row):<13}{row['beam']:>5}{row['sentences_per_s']:>9}"
+            f"{row['engine']:<14}{weights(row):<22}{row['beam']:>5}{row['sentences_per_s']:>9}"
             f"{row['vs_ctranslate2']:>7.2f}x{row['peak_rss_mib']:>13.0f}{row['rss_vs_ctranslate2']:>7.2f}x"
             f"{row.get('bleu', ''):>7}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + default_engine.report(section))

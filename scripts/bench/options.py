@@ -14,7 +14,7 @@ from seq2seq.run.parts import run_parts
 
 SECTIONS = ("train", "decode", "engines", "fairseq", "data", "serve", "runs", "hf", "startup")
 MODEL_NAMES = ("recipe", "base")
-BATCHINGS = ("static", "continuous")
+BATCHINGS = ("static", "continuous", "default")
 MAX_CLIENTS = 1024  # concurrent clients of the serve section
 
 
@@ -50,8 +50,8 @@ class Options:
     work: str | None  # data: where corpora and runs go (default: a temporary directory)
     ddp: bool  # data: also torchrun with 2 ranks on the largest corpus
     clients: tuple[int, ...]  # serve: numbers of concurrent clients
-    batchings: tuple[str, ...]  # serve: the servers, side by side
-    serve_precision: str  # serve: the offline translator's, and so the servers'
+    batchings: tuple[str, ...]  # serve: the servers, side by side (BATCHINGS)
+    serve_precision: str  # serve: s2s's decoder's, offline and in its servers
     mixed_clients: tuple[int, ...]  # serve: (short, long) clients of the mixed load, or () for none
     serve_beam: int
     window_ms: float
@@ -99,8 +99,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--work", help="data: where corpora and runs go (default: a temporary directory)")
     p.add_argument("--no-ddp", action="store_true", help="data: skip the torchrun measurement")
     p.add_argument("--clients", default="1,8,32,128", help="serve: numbers of concurrent clients")
-    p.add_argument("--batching", default="static,continuous", help="serve: the batchings side by side")
-    p.add_argument("--serve-precision", default="auto", help="serve: auto (timed probe), fp32 or bf16")
+    p.add_argument(
+        "--batching",
+        default=",".join(BATCHINGS),
+        help="serve: the servers side by side: s2s's decoder batching static or continuous, and default "
+        "(`s2s serve RUN` with no --engine, --precision or --batching)",
+    )
+    p.add_argument(
+        "--serve-precision", default="auto", help="serve: s2s's decoder's, auto (timed probe), fp32 or bf16"
+    )
     p.add_argument(
         "--mixed-clients", default="8,4", help="serve: short,long clients of the mixed load ('' = none)"
     )

@@ -20,6 +20,7 @@ import torch
 
 from scripts.bench import engines
 from scripts.bench.options import Options
+from scripts.bench.timed import source_lines
 
 SETTINGS = (("s2s", None, "auto"), ("s2s", "int8", "fp32"), ("ctranslate2", "int8", "fp32"))
 SHORTLISTED = SETTINGS[-1]  # CTranslate2 int8: what `--shortlist` measures again, on its own export
@@ -31,8 +32,8 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
     from seq2seq.ct2.shortlist import ShortlistSize
     from seq2seq.run.layout import RunDir
 
-    count = len(engines._lines(opts.src, opts.limit))
-    refs = engines._lines(opts.ref, opts.limit) if opts.ref else None
+    count = len(source_lines(opts.src, opts.limit))
+    refs = source_lines(opts.ref, opts.limit) if opts.ref else None
     cores = torch.get_num_threads()
     best: dict[tuple[str, str, str | None, int, int], dict[str, Any]] = {}
     settings = [(*setting, 0) for setting in SETTINGS]

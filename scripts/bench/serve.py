@@ -1,82 +1,112 @@
-"""Load test of `s2s serve`: static and continuous batching side by side, at several numbers of
-concurrent clients, against offline translation of the same lines; then a mixed load.
+"""Load test of `s2s serve`: s2s's decoder with static and continuous batching, and the server a user
+gets by default, side by side at several numbers of concurrent clients, each against offline
+translation of the same lines with its own engine; then a mixed load.
 
-In one run: the offline translator is loaded (`Translator.translate`, as `s2s translate` does) and
-its precision (`--serve-precision`, auto by default: a timed probe) is resolved once; one server per
-`--batching` is started on 127.0.0.1 (a free port) with that precision, the same beam and threads.
+In one run, the offline engines are loaded once, as `s2s translate` loads them: s2s's decoder
+(`Translator.translate`), its precision (`--serve-precision`, auto by default: a timed probe)
+resolved once, and the default (`--engine auto`: on a CPU, CTranslate2 over the export cache,
+which each run makes fresh in a temporary directory: default_engine.py). One server per `--batching`
+is started on 127.0.0.1 (a free port), with the same beam and threads: `static` and `continuous` run
+s2s's decoder at that precision; `default` is started without --engine, --precision or --batching
+(on a CPU: CTranslate2, static batches with the engine's `calls_at_once` decode calls in flight).
 A few requests warm each up and single requests sent one at a time give its idle latency. Then, each
 round, for each number of clients N: the first 100 x N lines (at most all of them) are translated
-offline, timed after the model is loaded, and each server gets every one of those lines once, as its
-own request, from N client threads that each wait for an answer before sending the next. Offline and
-server phases alternate, so a disturbance hits one phase of one round. It prints sentences/s of both
-and their ratio (medians over the rounds), latency percentiles over the rounds, and how many
-answers differ from the offline translation or never came.
+offline by each engine, timed after the model is loaded, and each of its servers gets every one of
+those lines once, as its own request, from N client threads that each wait for an answer before
+sending the next (serve_load.py). Offline and server phases alternate, so a disturbance hits one
+phase of one round. It prints sentences/s of both and their ratio (medians over the rounds), latency
+percentiles over the rounds, and how many answers differ from the offline translation of the
+server's engine or never came.
 
 The mixed load (`--mixed-clients S,L`): S clients send the shortest quarter of the lines, one line
 per request, first alone and then while L clients send the longest quarter, 8 lines per request,
 round and round. Short requests should not wait for long ones: the p99 latency of the short requests
-under the mixed load over their p99 alone is the number to watch (the target: at most 2).
+under the mixed load over their p99 alone is the number to watch (at most 2).
 
-Traffic goes to 127.0.0.1 only; each load phase stops at `--time-limit` seconds. The `serve` extra
-must be installed.
+The `serve` extra must be installed.
 """
 
 from __future__ import annotations
 
-import http.client
 import importlib.util
-import itertools
-import json
 import re
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import torch
 
+from scripts.bench.default_engine import cache_env
 from scripts.bench.options import Options
+from scripts.bench.serve_load import (
+    LONG_LINES,
+    WARMUP_REQUESTS,
+    LoadResult,
+    differing,
+    idle_latency_ms,
+    load,
+    mixed,
+    percentile,
+)
 from scripts.bench.tables import format_table
 from scripts.bench.workers import ROOT
+from seq2seq.commands.engines import choose_engine
 from seq2seq.data.textio import read_lines
+from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
 
 SERVING = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)/")
-IDLE_REQUESTS = 20
-WARMUP_REQUESTS = 8
 LINES_PER_CLIENT = 100  # a load phase sends at most this many lines per client
-LONG_LINES = 8  # lines per long request of the mixed load
 PRECISION_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
-
-
-@dataclass
-class LoadResult:
-    answered: int  # requests answered
-    seconds: float
-    latencies_ms: list[float]
-    answers: dict[int, str]  # line index -> the translation that came back
+DEFAULT = "default"  # the server started without engine flags; the others are s2s's batchings
 
 
 @dataclass
 class Server:
-    batching: str
+    name: str  # static or continuous (s2s's decoder), or DEFAULT
     process: subprocess.Popen
     port: int
+
+    @property
+    def engine(self) -> str:
+        """The offline engine it is measured against: s2s, or DEFAULT."""
+        return DEFAULT if self.name == DEFAULT else "s2s"
+
+
+@dataclass
+class Tally:
+    """What the rounds gathered for one server at one number of clients."""
+
+    offline: list[float] = field(default_factory=list)  # sent/s of its engine offline, each round
+    server: list[float] = field(default_factory=list)  # sent/s of the server, each round
+    latencies_ms: list[float] = field(default_factory=list)
+    wrong: int = 0
+    missing: int = 0
+
+    def add(self, offline_rate: float, result: LoadResult, reference: list[str], sent: int) -> None:
+        self.offline.append(offline_rate)
+        self.server.append(result.answered / result.seconds)
+        self.latencies_ms += result.latencies_ms
+        self.wrong += differing(result.answers, reference)
+        self.missing += sent - result.answered
 
 
 @dataclass
 class Row:
-    """One batching at one number of clients."""
+    """One server at one number of clients."""
 
-    batching: str
+    batching: str  # the server: static, continuous or default
+    engine: str  # what decodes in it, and offline
     clients: int
     sentences: int
     offline_sent_per_s: float  # medians over the rounds
@@ -89,25 +119,7 @@ class Row:
     missing: int  # requests without an answer, over all rounds
 
 
-@dataclass
-class Mixed:
-    """Short requests alone, then under long ones, on one server."""
-
-    batching: str
-    short_clients: int
-    long_clients: int
-    short_requests: int  # one line each
-    short_p50_alone_ms: float
-    short_p99_alone_ms: float
-    short_p50_mixed_ms: float
-    short_p99_mixed_ms: float
-    p99_ratio: float  # mixed over alone
-    long_requests: int  # answered while the short ones ran, LONG_LINES lines each
-    wrong: int
-    missing: int
-
-
-def offline(translator: Translator, lines: list[str], beam: int) -> tuple[list[str], float]:
+def offline(translator: Engine, lines: list[str], beam: int) -> tuple[list[str], float]:
     """Translations of `lines` in one batched call, and its sentences per second."""
     request = Request.of(translator.options(DecodeOverrides(beam=beam)))
     translator.translate(lines[:WARMUP_REQUESTS], request)
@@ -116,108 +128,45 @@ def offline(translator: Translator, lines: list[str], beam: int) -> tuple[list[s
     return texts, len(lines) / (time.perf_counter() - start)
 
 
-def start_server(run_dir: Path, batching: str, precision: str, opts: Options, threads: int) -> Server:
-    command = [sys.executable, "-m", "seq2seq", "serve", str(run_dir), "--host", "127.0.0.1", "--port", "0"]
-    command += ["--device", "cpu", "--precision", precision, "--batching", batching]
-    command += ["--beam", str(opts.serve_beam), "--threads", str(threads), "--max-lines", str(LONG_LINES)]
-    command += ["--batch-window-ms", str(opts.window_ms)]
+def offline_engines(opts: Options) -> tuple[dict[str, Engine], str | None]:
+    """The engines the servers are measured against, and s2s's precision (None where no server runs
+    s2s's decoder): s2s's decoder, resolved once as its servers get it, and the default's."""
+    assert opts.run_dir is not None  # options.parse insists
+    engines: dict[str, Engine] = {}
+    precision = None
+    if set(opts.batchings) - {DEFAULT}:
+        translator = Translator.load(opts.run_dir, placement=Placement("cpu", opts.serve_precision))
+        precision = PRECISION_NAMES[translator.dtype or torch.float32]  # the servers run the same
+        engines["s2s"] = translator
+    if DEFAULT in opts.batchings:
+        asked = DecodeOverrides(beam=opts.serve_beam)
+        engines[DEFAULT] = choose_engine(Path(opts.run_dir), "auto", asked, Placement("cpu")).engine
+    return engines, precision
+
+
+def start_server(name: str, precision: str | None, opts: Options, threads: int) -> Server:
+    """The server `name` on a free port: s2s's decoder at `precision` with that batching, or the
+    default (no --engine, --precision or --batching)."""
+    assert opts.run_dir is not None
+    command = [sys.executable, "-m", "seq2seq", "serve", opts.run_dir, "--host", "127.0.0.1", "--port", "0"]
+    command += ["--device", "cpu", "--beam", str(opts.serve_beam), "--threads", str(threads)]
+    command += ["--max-lines", str(LONG_LINES), "--batch-window-ms", str(opts.window_ms)]
+    if name != DEFAULT:
+        command += ["--precision", str(precision), "--batching", name]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     assert process.stderr is not None
     for line in process.stderr:
         sys.stderr.write(line)
         if found := SERVING.search(line):
             threading.Thread(target=copy_lines, args=(process.stderr,), daemon=True).start()
-            return Server(batching, process, int(found.group(1)))
-    raise RuntimeError(f"the {batching} server did not start (exit code {process.wait()})")
+            return Server(name, process, int(found.group(1)))
+    raise RuntimeError(f"the {name} server did not start (exit code {process.wait()})")
 
 
 def copy_lines(stream: TextIO) -> None:
     """The server's log, passed on to ours."""
     for line in stream:
         sys.stderr.write(line)
-
-
-def post(connection: http.client.HTTPConnection, lines: list[str], beam: int) -> tuple[int, list[str]]:
-    """One request: (HTTP status, the translations, or the error as the one item)."""
-    body = json.dumps({"text": lines, "beam": beam})
-    connection.request("POST", "/translate", body, {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    data = json.loads(response.read())
-    return response.status, data["translations"] if response.status == 200 else [data.get("error", "")]
-
-
-def idle_latency_ms(port: int, lines: list[str], beam: int) -> float:
-    """Median latency of single requests sent one at a time to an otherwise idle server."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    for line in lines[:WARMUP_REQUESTS]:
-        post(connection, [line], beam)
-    times = []
-    for line in lines[:IDLE_REQUESTS]:
-        start = time.perf_counter()
-        post(connection, [line], beam)
-        times.append((time.perf_counter() - start) * 1000)
-    connection.close()
-    return statistics.median(times)
-
-
-def load(
-    port: int,
-    lines: list[str],
-    requests: list[list[int]],
-    clients: int,
-    beam: int,
-    time_limit: float,
-    until: threading.Event | None = None,
-) -> LoadResult:
-    """`requests` (each a list of line indices) sent once each by `clients` threads that each wait for
-    an answer before sending the next; with `until`, sent round and round until it is set."""
-    order = itertools.count()
-    lock = threading.Lock()
-    latencies: list[float] = []
-    answers: dict[int, str] = {}
-    answered = 0
-    deadline = time.monotonic() + time_limit
-
-    def next_request() -> list[int] | None:
-        with lock:
-            n = next(order)
-        if until is not None:
-            return None if until.is_set() else requests[n % len(requests)]
-        return requests[n] if n < len(requests) else None
-
-    def client() -> None:
-        nonlocal answered
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=time_limit)
-        while time.monotonic() < deadline and (request := next_request()) is not None:
-            start = time.perf_counter()
-            try:
-                status, texts = post(connection, [lines[i] for i in request], beam)
-            except (OSError, http.client.HTTPException):
-                connection.close()
-                continue
-            with lock:
-                latencies.append((time.perf_counter() - start) * 1000)
-                if status == 200:
-                    answered += 1
-                    answers.update(zip(request, texts, strict=True))
-        connection.close()
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return LoadResult(answered, time.perf_counter() - start, latencies, answers)
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else float("nan")
-
-
-def differing(answers: dict[int, str], reference: list[str]) -> int:
-    return sum(1 for i, text in answers.items() if text != reference[i])
 
 
 def missing(opts: Options) -> str | None:
@@ -227,43 +176,55 @@ def missing(opts: Options) -> str | None:
     return None
 
 
-def mixed(server: Server, lines: list[str], reference: list[str], opts: Options) -> Mixed:
-    """Short one-line requests alone, then while long requests run round and round beside them."""
-    short_clients, long_clients = opts.mixed_clients
-    by_length = sorted(range(len(lines)), key=lambda i: len(lines[i]))
-    quarter = max(1, len(lines) // 4)
-    short = [[i] for i in by_length[:quarter]]
-    longest = by_length[-quarter:]
-    long = [longest[k : k + LONG_LINES] for k in range(0, len(longest), LONG_LINES)]
-    alone = load(server.port, lines, short, short_clients, opts.serve_beam, opts.time_limit)
-    stop = threading.Event()
-    results: list[LoadResult] = []
-    background = threading.Thread(
-        target=lambda: results.append(
-            load(server.port, lines, long, long_clients, opts.serve_beam, opts.time_limit, stop)
-        )
+def phase_sizes(lines: int, clients: tuple[int, ...]) -> dict[int, int]:
+    """Lines sent by each number of clients: LINES_PER_CLIENT each, at most all of them."""
+    return {c: min(lines, LINES_PER_CLIENT * c) for c in clients}
+
+
+def rounds(
+    servers: list[Server], engines: dict[str, Engine], lines: list[str], opts: Options
+) -> dict[tuple[str, int], Tally]:
+    """Each round, each number of clients: each engine offline, then each of its servers loaded."""
+    tallies = {(s.name, c): Tally() for s in servers for c in opts.clients}
+    for k in range(opts.rounds):
+        for clients, size in phase_sizes(len(lines), opts.clients).items():
+            for engine, translator in engines.items():
+                texts, rate = offline(translator, lines[:size], opts.serve_beam)
+                for server in (s for s in servers if s.engine == engine):
+                    requests = [[i] for i in range(size)]
+                    result = load(server.port, lines, requests, clients, opts.serve_beam, opts.time_limit)
+                    tallies[server.name, clients].add(rate, result, texts, size)
+                    print(
+                        f"round {k + 1}, {clients} clients: {engine} offline {rate:.1f} sent/s, "
+                        f"{server.name} server {tallies[server.name, clients].server[-1]:.1f} sent/s",
+                        file=sys.stderr,
+                    )
+    return tallies
+
+
+def row(server: str, engine: str, clients: int, sentences: int, tally: Tally, idle: float) -> Row:
+    offline_rate, rate = statistics.median(tally.offline), statistics.median(tally.server)
+    return Row(
+        batching=server,
+        engine=engine,
+        clients=clients,
+        sentences=sentences,
+        offline_sent_per_s=round(offline_rate, 2),
+        server_sent_per_s=round(rate, 2),
+        ratio=round(rate / offline_rate, 3),
+        p50_ms=round(percentile(tally.latencies_ms, 50), 1),
+        p99_ms=round(percentile(tally.latencies_ms, 99), 1),
+        idle_ms=round(idle, 1),
+        wrong=tally.wrong,
+        missing=tally.missing,
     )
-    background.start()
-    time.sleep(0.5)  # the long requests are decoding when the short ones start
-    together = load(server.port, lines, short, short_clients, opts.serve_beam, opts.time_limit)
-    stop.set()
-    background.join()
-    long_load = results[0]
-    p99_alone, p99_mixed = percentile(alone.latencies_ms, 99), percentile(together.latencies_ms, 99)
-    return Mixed(
-        batching=server.batching,
-        short_clients=short_clients,
-        long_clients=long_clients,
-        short_requests=len(short),
-        short_p50_alone_ms=round(percentile(alone.latencies_ms, 50), 1),
-        short_p99_alone_ms=round(p99_alone, 1),
-        short_p50_mixed_ms=round(percentile(together.latencies_ms, 50), 1),
-        short_p99_mixed_ms=round(p99_mixed, 1),
-        p99_ratio=round(p99_mixed / p99_alone, 2),
-        long_requests=long_load.answered,
-        wrong=differing(alone.answers | together.answers | long_load.answers, reference),
-        missing=2 * len(short) - alone.answered - together.answered,
-    )
+
+
+def describe(engine: Engine) -> str:
+    """`s2s bf16`, `ctranslate2 int8_float32+shortlist`: what decodes, in what."""
+    described = engine.describe()
+    shortlist = "+shortlist" if described["shortlist"] else ""
+    return f"{described['engine']} {described['precision']}{shortlist}"
 
 
 def run(opts: Options, device: torch.device) -> dict[str, Any]:
@@ -272,65 +233,31 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
     lines = [line for line in read_lines(opts.src) if line.strip()]
     lines = lines[: opts.limit] if opts.limit else lines
     threads = torch.get_num_threads()
-    translator = Translator.load(opts.run_dir, placement=Placement("cpu", opts.serve_precision))
-    precision = PRECISION_NAMES[translator.dtype or torch.float32]  # the server runs the same
     servers: list[Server] = []
-    try:
-        for batching in opts.batchings:
-            servers.append(start_server(Path(opts.run_dir), batching, precision, opts, threads))
-        idle = {s.batching: idle_latency_ms(s.port, lines, opts.serve_beam) for s in servers}
-        sizes = {c: min(len(lines), LINES_PER_CLIENT * c) for c in opts.clients}
-        offline_rates: dict[int, list[float]] = {c: [] for c in opts.clients}
-        rates = {(s.batching, c): [] for s in servers for c in opts.clients}
-        latencies: dict[tuple[str, int], list[float]] = {key: [] for key in rates}
-        wrong, lost = dict.fromkeys(rates, 0), dict.fromkeys(rates, 0)
-        for k in range(opts.rounds):
-            for clients, size in sizes.items():
-                texts, rate = offline(translator, lines[:size], opts.serve_beam)
-                offline_rates[clients].append(rate)
-                requests = [[i] for i in range(size)]
-                for server in servers:
-                    result = load(server.port, lines, requests, clients, opts.serve_beam, opts.time_limit)
-                    key = (server.batching, clients)
-                    rates[key].append(result.answered / result.seconds)
-                    latencies[key] += result.latencies_ms
-                    wrong[key] += differing(result.answers, texts)
-                    lost[key] += size - result.answered
-                    print(
-                        f"round {k + 1}, {clients} clients: offline {rate:.1f} sent/s, "
-                        f"{server.batching} server {rates[key][-1]:.1f} sent/s",
-                        file=sys.stderr,
-                    )
-        mixes: list[Mixed] = []
-        if opts.mixed_clients:  # its answers are checked against every line translated offline
-            reference = offline(translator, lines, opts.serve_beam)[0]
-            mixes = [mixed(s, lines, reference, opts) for s in servers]
-    finally:
-        for server in servers:
-            server.process.send_signal(signal.SIGTERM)
-        exit_codes = {s.batching: s.process.wait(60) for s in servers}
-    rows = []
-    for (batching, clients), server_rates in rates.items():
-        offline_rate, rate = statistics.median(offline_rates[clients]), statistics.median(server_rates)
-        row = Row(
-            batching=batching,
-            clients=clients,
-            sentences=sizes[clients],
-            offline_sent_per_s=round(offline_rate, 2),
-            server_sent_per_s=round(rate, 2),
-            ratio=round(rate / offline_rate, 3),
-            p50_ms=round(percentile(latencies[batching, clients], 50), 1),
-            p99_ms=round(percentile(latencies[batching, clients], 99), 1),
-            idle_ms=round(idle[batching], 1),
-            wrong=wrong[batching, clients],
-            missing=lost[batching, clients],
-        )
-        rows.append(asdict(row))
+    with tempfile.TemporaryDirectory() as cache, cache_env(Path(cache)):
+        engines, precision = offline_engines(opts)
+        try:
+            for name in opts.batchings:
+                servers.append(start_server(name, precision, opts, threads))
+            idle = {s.name: idle_latency_ms(s.port, lines, opts.serve_beam) for s in servers}
+            tallies = rounds(servers, engines, lines, opts)
+            mixes = []
+            if opts.mixed_clients:  # its answers are checked against every line its engine translates offline
+                references = {name: offline(e, lines, opts.serve_beam)[0] for name, e in engines.items()}
+                mixes = [mixed(s.name, s.port, lines, references[s.engine], opts) for s in servers]
+        finally:
+            for server in servers:
+                server.process.send_signal(signal.SIGTERM)
+            exit_codes = {s.name: s.process.wait(60) for s in servers}
+    kinds = {s.name: describe(engines[s.engine]) for s in servers}
+    size = phase_sizes(len(lines), opts.clients)
+    rows = [asdict(row(s, kinds[s], c, size[c], tally, idle[s])) for (s, c), tally in tallies.items()]
     return {
         "sentences": len(lines),
         "beam": opts.serve_beam,
         "threads": threads,
         "precision": precision,
+        "engines": {name: engine.describe() for name, engine in engines.items()},
         "window_ms": opts.window_ms,
         "rounds": opts.rounds,
         "results": rows,
@@ -342,32 +269,33 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
 
 
 def targets(section: dict[str, Any]) -> dict[str, float]:
-    """Issue 28's serving targets, for continuous batching where it ran: throughput at 32 clients over
-    offline (at least 0.85), and the short requests' p99 under the mixed load over alone (at most 2)."""
+    """The serving targets, for continuous batching and the default server where they ran: throughput
+    at 32 clients over offline with the same engine (at least 0.85), and the short requests' p99 under
+    the mixed load over alone (at most 2)."""
     out = {}
-    for row in section["results"]:
-        if row["batching"] == "continuous" and row["clients"] == 32:
-            out["serve continuous / offline, 32 clients, sent/s"] = row["ratio"]
+    for r in section["results"]:
+        if r["batching"] in ("continuous", DEFAULT) and r["clients"] == 32:
+            out[f"serve {r['batching']} / offline, 32 clients, sent/s"] = r["ratio"]
     for m in section["mixed"]:
-        if m["batching"] == "continuous":
-            out["serve continuous, mixed / alone, short p99"] = m["p99_ratio"]
+        if m["batching"] in ("continuous", DEFAULT):
+            out[f"serve {m['batching']}, mixed / alone, short p99"] = m["p99_ratio"]
     return out
 
 
 def report(section: dict[str, Any]) -> str:
     """The load rows, then the mixed rows, as plain-text tables."""
     head = (
-        f"== serve: {section['sentences']} lines, beam {section['beam']}, {section['precision']}, "
-        f"{section['threads']} threads; sent/s medians over {section['rounds']} rounds"
+        f"== serve: {section['sentences']} lines, beam {section['beam']}, {section['threads']} threads; "
+        f"sent/s medians over {section['rounds']} rounds; offline = the server's engine, in this process"
     )
-    header = ["batching", "clients", "lines", "offline", "server", "ratio", "p50 ms", "p99 ms", "idle ms"]
-    header += ["wrong", "missing"]
-    keys = ["batching", "clients", "sentences", "offline_sent_per_s", "server_sent_per_s", "ratio", "p50_ms"]
-    keys += ["p99_ms", "idle_ms", "wrong", "missing"]
+    header = ["server", "engine", "clients", "lines", "offline", "server", "ratio", "p50 ms", "p99 ms"]
+    header += ["idle ms", "wrong", "missing"]
+    keys = ["batching", "engine", "clients", "sentences", "offline_sent_per_s", "server_sent_per_s", "ratio"]
+    keys += ["p50_ms", "p99_ms", "idle_ms", "wrong", "missing"]
     rows = [[str(r[k]) for k in keys] for r in section["results"]]
-    parts = [head, format_table(header, rows, left=1)]
+    parts = [head, format_table(header, rows, left=2)]
     if section["mixed"]:
-        header = ["batching", "short/long clients", "short p50 alone", "p99 alone", "p50 mixed", "p99 mixed"]
+        header = ["server", "short/long clients", "short p50 alone", "p99 alone", "p50 mixed", "p99 mixed"]
         header += ["p99 ratio", "long requests", "wrong", "missing"]
         keys = ["short_p50_alone_ms", "short_p99_alone_ms", "short_p50_mixed_ms", "short_p99_mixed_ms"]
         keys += ["p99_ratio", "long_requests", "wrong", "missing"]

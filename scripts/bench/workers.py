@@ -21,6 +21,8 @@ from scripts.bench.memory import own_peak_mib
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 TASKS = {
     "decode": "scripts.bench.decode",
+    "default": "scripts.bench.default_engine",
+    "direct": "scripts.bench.ct2_direct",
     "engine": "scripts.bench.engines",
     "hf": "scripts.bench.hf",
 }  # task -> its module

@@ -107,7 +107,7 @@ def engines_command(check: Check, done: dict[str, StepResult]) -> Command:
         "--device",
         check.device,
     ]
-    return command + ["--cache", str(check.work / "cache"), "--lines", str(check.size(0, 40))]
+    return command + ["--cache", str(check.work / "cache"), "--lines", str(check.size(0, 12))]
 
 
 def read_engines(check: Check, output: str) -> dict[str, Any]:

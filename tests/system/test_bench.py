@@ -51,7 +51,9 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     out = tmp_path / "bench.json"
     command = [sys.executable, "-m", "scripts.bench", *bench_args(tiny_run, ",".join(bench.SECTIONS))]
     command += ["--threads", "1", "--json", str(out)]
-    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    user_cache = tmp_path / "user_cache"  # where `s2s translate` keeps its exports for this user
+    env = {k: v for k, v in os.environ.items() if k != "S2S_CACHE_DIR"}
+    env |= {"OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(user_cache)}
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     report = json.loads(out.read_text())
@@ -64,11 +66,16 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     impls = {r["impl"] for r in report["train"]["results"]}
     assert impls == {"s2s", "nn.Transformer"}  # the reference model trains too
     assert all(r["peak_rss_mib"] > 0 for r in report["engines"]["results"])
+    check_the_default(report)
+    assert not user_cache.exists()  # the default's exports went to a cache of the benchmark's own
     serve = report["serve"]
     assert serve["wrong"] == 0 and serve["missing"] == 0
-    assert {(r["batching"], r["clients"]) for r in serve["results"]} == {("static", 2), ("continuous", 2)}
-    assert [m["batching"] for m in serve["mixed"]] == ["static", "continuous"]
-    assert serve["server_exit_codes"] == {"static": 0, "continuous": 0}
+    servers = ("static", "continuous", "default")
+    assert {(r["batching"], r["clients"]) for r in serve["results"]} == {(s, 2) for s in servers}
+    assert [m["batching"] for m in serve["mixed"]] == list(servers)
+    assert serve["server_exit_codes"] == dict.fromkeys(servers, 0)
+    default = next(r for r in serve["results"] if r["batching"] == "default")
+    assert default["engine"].startswith("ctranslate2") and default["ratio"] > 0
     runs = {(r["engine"], r["quantize"], r["shortlist"]): r for r in report["runs"]["results"]}
     assert set(runs) == {
         ("s2s", None, 0),
@@ -87,6 +94,28 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
         assert [r["imports_torch"] for r in startup] == [False, False, False, True]  # s2s's own: torch
     for name in ran:
         assert f"== {name}" in done.stdout
+
+
+def check_the_default(report: dict) -> None:
+    """The engines section's default rows: `s2s translate RUN` with no flags, CTranslate2 here, over an
+    export its first use made and chose, measured against CTranslate2 direct in int8."""
+    engines = report["engines"]
+    rows = {(r["engine"], r["quantize"], r["beam"]): r for r in engines["results"]}
+    default = rows["default", None, 1]
+    assert default["chosen"] == "ctranslate2" and default["sentences_per_s"] > 0 and "bleu" in default
+    peer = rows["ct2 direct", "int8", 1]
+    assert default["vs_ctranslate2"] == default["sentences_per_s"] / peer["sentences_per_s"]
+    uses = engines["default"]
+    assert uses["decisions"]["compute_type"] in ("int8", "float32")
+    assert default["dtype"].startswith(uses["decisions"]["compute_type"])  # what it decided is what runs
+    for use in ("first_use", "later_use"):
+        assert uses[use]["process_seconds"] > uses[use]["choose_seconds"] > 0
+    # CTranslate2 decodes without torch; only making the export reads the checkpoint with it
+    assert not default["imports_torch"] and not uses["later_use"]["imports_torch"]
+    assert uses["first_use"]["imports_torch"]
+    assert "default / CT2 direct int8, beam 1, sent/s" in report["targets"] or (
+        "default+shortlist / CT2 direct int8, beam 1, sent/s" in report["targets"]
+    )
 
 
 def test_a_missing_peer_is_skipped_with_a_note(

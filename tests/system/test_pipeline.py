@@ -108,7 +108,7 @@ def test_a_changed_setting_refuses_its_step_and_the_ones_after_it(here: Pipeline
     assert result.exit_code == 2
     message = result.output[result.output.index("error: ") :]
     assert message.startswith(
-        f"error: step student was done otherwise than {path} asks now:\n  train.max_steps: 20 -> 25"
+        f"error: step student was done otherwise than {path} asks now:\n  train.max_steps: 12 -> 25"
     )
     assert "the steps after it depend on it: select_student, export, evaluate" in message
     assert "--redo student" in message and "Traceback" not in result.output
