@@ -1,4 +1,4 @@
-"""`python -m scripts.bench`: every requested section, one after the other, then the issues' targets.
+"""`python -m scripts.bench`: every requested section, one after the other, then the targets they are held to.
 
 Each section reports a table on stdout and its numbers into `--json`. A section whose peer is not
 installed (CTranslate2, fairseq, the serve extra) is skipped with a note; a section that fails
