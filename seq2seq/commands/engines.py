@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seq2seq.config import Config
+from seq2seq.ct2.export_dir import EXPORT_INFO  # what marks a CTranslate2 export
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.models.family import model_family
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENGINES = ("auto", "s2s", "ctranslate2")
-EXPORT_INFO = "s2s.json"  # what marks a CTranslate2 export (`seq2seq.ct2.export.EXPORT_INFO`)
 
 
 @dataclass(frozen=True)
