@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from seq2seq.config.augment import AugmentConfig
 from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SEED, MAX_THREADS
 from seq2seq.config.rules import Rule, broken
 
+GIVEN = "given"  # with train.valid_augment, a bilingual run's validation set as given
 MAX_ACCUM_STEPS = 1024  # batches summed into one update
 DEFAULT_BLEU_TOKENIZE = "13a"  # sacreBLEU's own default, built into every version of it
 
@@ -65,6 +67,10 @@ class TrainConfig:
     valid_beam: int = 1  # beam of validation decoding (1 = greedy)
     valid_subset: int = 0  # decode only the first N validation sentences for BLEU (0 = all)
     valid_samples: int = 3  # sample translations written to the log at each validation
+    # validate also on one copy of each validation set modified like real text, at these shares (the
+    # modifiers of data.corpora[].augment but noise; fixed by train.seed): its scores are logged beside
+    # the set as given, and best_metric reads their mean (or train.best_direction: given, augmented)
+    valid_augment: AugmentConfig = field(default_factory=AugmentConfig)
     # 0 <= d < 1: keep an exponential moving average of the weights (e.g. 0.999, with a warm-up);
     # validation scores it and the raw weights, and the better is used (0 = off)
     ema_decay: float = 0.0
@@ -79,15 +85,22 @@ class TrainConfig:
 
     def problems(self, directions: Sequence[str] = ()) -> list[str]:
         """Every broken rule of this section (those the libraries would refuse mid-run included);
-        `directions` are those validated (data.valid), which train.best_direction must be one of."""
+        `directions` are those of data.valid, whose `validated` names train.best_direction must be one of."""
         return broken(
             [
                 *self._init_rules(),
                 *self._optimizer_rules(),
                 *self._stopping_rules(),
-                *self._validation_rules(directions),
+                *self._validation_rules(self.validated(directions)),
             ]
-        )
+        ) + self.valid_augment.problems("train.valid_augment")
+
+    def validated(self, directions: Sequence[str]) -> list[str]:
+        """The names validation scores under, from data.valid's `directions` ("" for a bilingual run's one
+        set): those, or with train.valid_augment each one's set as given and its modified copy."""
+        if not self.valid_augment.active:
+            return list(directions)
+        return [name for d in directions for name in (d or GIVEN, augmented_name(d))]
 
     @property
     def init_layers(self) -> dict[str, tuple[int, ...]]:
@@ -181,8 +194,12 @@ class TrainConfig:
             ),
             (not 0 <= self.ema_decay < 1, "train.ema_decay: must be in [0, 1)"),
             (
+                self.valid_augment.noise > 0,
+                "train.valid_augment.noise: must be 0 (a random string scores nothing worth choosing by)",
+            ),
+            (
                 bool(self.best_direction) and self.best_direction not in directions,
-                f"train.best_direction: {self.best_direction!r} is not a direction of data.valid "
+                f"train.best_direction: {self.best_direction!r} is not a validated direction "
                 f"({', '.join(d for d in directions if d) or 'none: a bilingual run has one'})",
             ),
             (
@@ -191,6 +208,12 @@ class TrainConfig:
             ),
             *_bleu_tokenizer_rules(self.valid_bleu_tokenize),
         ]
+
+
+def augmented_name(direction: str) -> str:
+    """What the modified copy of the validation set of `direction` ("" for a bilingual run's) is
+    scored under: `augmented`, `de-en+augmented`."""
+    return f"{direction}+augmented" if direction else "augmented"
 
 
 def _bleu_tokenizer_rules(name: str) -> list[Rule]:

@@ -33,6 +33,7 @@ TYPO_SHARE = 0.1  # misspelled words per source word (at least one)
 END_PUNCT = re.compile(r"[\s.!?…,;:。！？．｡、،؟۔।]+$")  # sentence-final marks of many scripts
 WORD_START = re.compile(r"(?<!\S)\w")
 TOKENIZER_SEED = 0x746F6B  # the tokenizer's sample: not any training epoch's keys
+VALIDATION_SEED = 0x76616C  # the validation copy (train.valid_augment): not any epoch's either
 SIDE = {"src": 1, "tgt": 2}
 _GOLDEN, _TOP = np.uint64(0x9E3779B97F4A7C15), 2.0**-53
 
@@ -141,6 +142,20 @@ def modify_pair(src: str, tgt: str, flags: int, key: int) -> tuple[str, str]:
     if flags & NOPUNCT:
         src, tgt = no_end_punct(src), no_end_punct(tgt)
     return src, tgt
+
+
+def modified_copy(
+    src: list[str], tgt: list[str], cfg: AugmentConfig, seed: int
+) -> tuple[list[str], list[str]]:
+    """A validation set's modified copy (`train.valid_augment`): each pair modified as training
+    modifies a corpus's, at `cfg`'s shares, its choices fixed by `seed` and the pair's number."""
+    keys = mixed_keys(VALIDATION_SEED, seed, np.arange(len(src)))
+    flags = choose(keys, cfg) & ~np.uint8(NOISE)
+    pairs = [
+        modify_pair(s, t, int(f), int(k)) if f and s.strip() else (s, t)
+        for s, t, f, k in zip(src, tgt, flags, keys, strict=True)
+    ]
+    return [s for s, _ in pairs], [t for _, t in pairs]
 
 
 # what each modifier does to one line, for a test set (`seq2seq.evaluation.augmented`)

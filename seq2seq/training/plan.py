@@ -15,6 +15,8 @@ import torch
 
 from seq2seq.checkpoint import InitSource, check_can_init, check_tokenizer_source, init_source
 from seq2seq.config import Config, check_data_files, data_files, load_config
+from seq2seq.config.train import GIVEN, augmented_name
+from seq2seq.data.augment import modified_copy
 from seq2seq.data.corpora import check_aligned
 from seq2seq.data.parallel import read_parallel
 from seq2seq.data.prepared import prepared_corpus_dir
@@ -77,11 +79,26 @@ def plan_training(
     if cfg.train.tensorboard:
         check_tensorboard()
     check_aligned(cfg.data.training_corpora())
-    valid = [
-        ValidText(v.src, v.tgt, *read_parallel(v.src, v.tgt), v.direction, v.tgt_lang)
-        for v in cfg.data.validation_sets()
-    ]
-    return _plan(cfg, config_file, mode), valid, train_device
+    return _plan(cfg, config_file, mode), validation_texts(cfg), train_device
+
+
+def validation_texts(cfg: Config) -> list[ValidText]:
+    """The validation sets read, each named as `TrainConfig.validated` names it; with
+    train.valid_augment, each followed by its modified copy."""
+    augment = cfg.train.valid_augment
+    texts = []
+    for v in cfg.data.validation_sets():
+        given = ValidText(v.src, v.tgt, *read_parallel(v.src, v.tgt), v.direction, v.tgt_lang)
+        if not augment.active:
+            texts.append(given)
+            continue
+        copy = modified_copy(given.src, given.tgt, augment, cfg.train.seed)
+        name = augmented_name(v.direction)
+        texts += [
+            dataclasses.replace(given, direction=v.direction or GIVEN),
+            ValidText(f"{v.src} ({name})", f"{v.tgt} ({name})", *copy, name, v.tgt_lang),
+        ]
+    return texts
 
 
 def plan_preparation(

@@ -138,6 +138,19 @@ def test_resume_across_an_epoch_boundary_with_accumulation_weighted_and_augmente
     assert re.search(r"epoch 1: [1-9]\d* of \d+ examples modified", log)  # what was resumed was modified
 
 
+def test_validation_scores_a_modified_copy_beside_the_set_and_chooses_by_their_mean(tmp_path):
+    config = write_config(tmp_path, "run", max_steps=4, valid_every=2, valid_augment={"upper": 0.5})
+    invoke("train", str(config))
+    records = [r for r in RunDir(tmp_path / "run").read_metrics() if r["kind"] == "valid"]
+    assert len(records) == 2
+    for r in records:
+        mean = (r["valid_bleu.given"] + r["valid_bleu.augmented"]) / 2
+        assert r["valid_bleu"] == pytest.approx(mean, abs=0.01)
+        assert r["valid_loss.augmented"] != r["valid_loss.given"]  # the copy is another set
+    log = (tmp_path / "run" / "train.log").read_text(encoding="utf-8")
+    assert re.search(r"BLEU [\d.]+ \(mean\); given BLEU [\d.]+, augmented BLEU", log)
+
+
 def test_ctrl_c_saves_and_resume_continues_exactly(tmp_path):
     reference = write_config(tmp_path, "reference", max_steps=40, valid_every=1000, valid_bleu=False)
     invoke("train", str(reference))

@@ -48,3 +48,17 @@ def test_every_mistake_is_named_at_once(tmp_path):
 def test_a_block_that_is_not_a_mapping_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"data\.corpora\[0\]\.augment: expected a mapping"):
         config_from_dict(with_augment(tmp_path, 0.1))
+
+
+def test_the_validation_copy_is_checked_and_names_what_best_direction_may_read(tmp_path):
+    raw = tiny_config_dict(tmp_path, valid_augment={"upper": 0.2, "typos": 0.2}, best_direction="augmented")
+    cfg = config_from_dict(raw)
+    assert cfg.train.validated([""]) == ["given", "augmented"]
+    assert cfg.train.validated(["de-en"]) == ["de-en", "de-en+augmented"]
+    with pytest.raises(ConfigError, match=r"'augmented' is not a validated direction \(none"):
+        config_from_dict(tiny_config_dict(tmp_path, best_direction="augmented"))
+    raw = tiny_config_dict(tmp_path, valid_augment={"noise": 0.1, "typos": 2})
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(raw)
+    assert "train.valid_augment.noise: must be 0" in str(info.value)
+    assert "train.valid_augment.typos: must be in [0, 1]" in str(info.value)

@@ -20,6 +20,7 @@ from seq2seq.data.augment import (
     UPPER,
     choose,
     mixed_keys,
+    modified_copy,
     modify_pair,
     sample_chunks,
     title,
@@ -143,3 +144,20 @@ def test_the_tokenizers_sample_is_modified_at_the_corpus_shares(tmp_path, side):
         a.lower().rstrip(".!? ") != b.lower().rstrip(".!? ") for a, b in zip(sample, given, strict=True)
     )
     assert within(spelled, SHARES.typos * kept, PAIRS) if side == "src" else spelled == 0
+
+
+def test_the_validation_copy_is_fixed_by_its_seed_and_modifies_pairs_at_their_shares():
+    src, tgt = (list(side) for side in zip(*synthetic_pairs(PAIRS), strict=True))
+    shares = AugmentConfig(upper=0.2, typos=0.3, nopunct=0.1)
+    copy = modified_copy(src, tgt, shares, seed=1)
+    assert copy == modified_copy(src, tgt, shares, seed=1)
+    assert copy != modified_copy(src, tgt, shares, seed=2)
+    assert (src, tgt) == tuple(list(side) for side in zip(*synthetic_pairs(PAIRS), strict=True))  # kept
+    new_src, new_tgt = copy
+    assert len(new_src) == len(new_tgt) == PAIRS
+    upper = sum(s == s.upper() != s.lower() for s in new_src)
+    assert within(upper, 0.2, PAIRS)
+    pairs = zip(new_src, src, new_tgt, tgt, strict=True)
+    typo = sum(s.lower() != o.lower() and t == o_t for s, o, t, o_t in pairs)
+    assert within(typo, 0.3 * 0.8 * 0.9, PAIRS)  # typos alone: not upper-cased, punctuation kept
+    assert modified_copy(["", "  "], ["", " "], shares, seed=1) == (["", "  "], ["", " "])  # blank kept

@@ -158,7 +158,7 @@ def test_a_language_token_cannot_also_be_declared():
         (
             {"valid": [{"src": "v", "tgt": "w", "src_lang": "de", "tgt_lang": "en"}]},
             {"best_direction": "en-de"},
-            "train.best_direction: 'en-de' is not a direction of data.valid (de-en)",
+            "train.best_direction: 'en-de' is not a validated direction (de-en)",
         ),
     ],
 )
