@@ -27,3 +27,7 @@ class TrainingDiverged(Seq2SeqError):
 
 class ServeError(Seq2SeqError):
     """`s2s serve` cannot start: its packages are missing, or it cannot listen where it was told to."""
+
+
+class AlignmentError(Seq2SeqError):
+    """Word alignments cannot be read or made: a malformed Pharaoh line, a missing or failed aligner."""
