@@ -4,7 +4,11 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
 
     core        errors, files, locks, special, cpu, device, batching    (they import only each other)
     config      the typed config and its loader
+<<<<<<< HEAD
     align       word alignments: Pharaoh lines, AER, eflomal, words <-> pieces    (beside config)
+=======
+    markup      inline tags: a line read into text and tags, the tags put back   (beside config)
+>>>>>>> markup
     run         run (layout, lock, change, checks), checkpoint    (the run directory on disk)
     data        tokenizer, labels, reading and encoding corpora, the prepared corpus
     models      the families and their layers               (beside data: never tokenizers or files)
@@ -34,7 +38,7 @@ PACKAGE = Path(seq2seq.__file__).parent
 # each level may import any level before it; wings on one level may not import each other
 LEVELS: list[set[str]] = [
     {"errors", "files", "locks", "special", "cpu", "device", "batching", "__init__"},
-    {"config", "align"},
+    {"config", "align", "markup"},
     {"run", "checkpoint"},
     {"data", "models"},
     {"decoding"},

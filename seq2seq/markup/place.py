@@ -1,0 +1,182 @@
+"""A parsed line's tags put back around the words of its translation.
+
+A placement rule says where each tag goes among the target words; `place` then makes the spans
+nest and writes the line. Word boundary i of m source words has the relative position
+round(i * n / m) among n target words (halves round up).
+
+- `by_alignment`: an element wraps the target words from the first to the last one aligned to any
+  word it wrapped: one span, whatever the order of those words. An element none of whose words is
+  aligned wraps no word (a guessed word would carry the wrong formatting) and stands at the
+  relative position of its start. A standalone tag, or an element that wrapped no word, stands
+  before the first target word aligned to the word it stood before; at the end if it stood at the
+  end; at the relative position if that word is not aligned.
+- `by_position`: the baseline; both ends of every tag at their relative positions, no alignment.
+
+Nesting repair, outermost tags first: a span is clamped into its parent's; siblings take words in
+source order (a later sibling keeps the longest run of its words no earlier sibling took, or no
+word); a tag left with no word that falls inside a sibling's words moves to just after them.
+
+Output: the target's words (`str.split`) joined by single spaces, text escaped (`&amp;` `&lt;`
+`&gt;`), tags verbatim. At one word boundary, siblings without words come before the sibling
+whose words start there, and otherwise keep their source order; the one space between two words
+goes before the first tag there that is not a close tag (after them all if all are): close tags
+cling to the word before, other tags to the word after. The output parses with the source's
+dialect into the target's words and the source's raw tags, each as often and at its repaired
+span. Placed with the identity alignment on its own text, a line comes back as it was but for
+that whitespace (no leading, trailing or repeated spaces, a no-break space turned into a space),
+tags inside a word moved to its boundary, and entities other than those three written as
+characters.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from seq2seq.markup.parse import MarkedLine, MarkupError, Tag
+
+Span = tuple[int, int]  # target words [start, end)
+Alignment = Sequence[tuple[int, int]]  # (source word, target word) pairs, from 0
+
+_PAIR = re.compile(r"(\d+)-(\d+)")
+
+
+class PlacementRule(Protocol):
+    """Where each tag of `source` goes among `n` target words: one span per tag, before repair."""
+
+    def __call__(self, source: MarkedLine, n: int, alignment: Alignment) -> list[Span]: ...
+
+
+def relative(i: int, m: int, n: int) -> int:
+    """Word boundary `i` of `m` words moved to the same relative place among `n` words."""
+    return (2 * i * n + m) // (2 * m) if m else 0
+
+
+def by_alignment(source: MarkedLine, n: int, alignment: Alignment) -> list[Span]:
+    """Each element around the target words aligned to its words; standalone tags before theirs."""
+    m = len(source.words)
+    aligned: list[list[int]] = [[] for _ in range(m)]
+    for i, j in alignment:
+        aligned[i].append(j)
+    spans = []
+    for tag in source.tags:
+        hit = [j for i in range(tag.start, tag.end) for j in aligned[i]]
+        if hit:
+            spans.append((min(hit), max(hit) + 1))
+            continue
+        before = aligned[tag.start] if tag.start == tag.end and tag.start < m else []
+        at = min(before) if before else relative(tag.start, m, n)
+        spans.append((at, at))
+    return spans
+
+
+def by_position(source: MarkedLine, n: int, alignment: Alignment) -> list[Span]:
+    """Each tag's ends at their relative positions; the alignment is not used (the baseline)."""
+    m = len(source.words)
+    return [(relative(tag.start, m, n), relative(tag.end, m, n)) for tag in source.tags]
+
+
+def read_alignment(pairs: str) -> list[tuple[int, int]]:
+    """Pharaoh alignment text (`0-0 1-2 2-1`) as (source word, target word) pairs."""
+    found = []
+    for token in pairs.split():
+        pair = _PAIR.fullmatch(token)
+        if pair is None:
+            raise MarkupError(f"{token!r} is no alignment pair: write i-j, source and target word from 0")
+        found.append((int(pair.group(1)), int(pair.group(2))))
+    return found
+
+
+def place(source: MarkedLine, target: str, alignment: Alignment, rule: PlacementRule = by_alignment) -> str:
+    """`target` (plain text) as markup, with every tag of `source` where `rule` puts it, nested."""
+    words = target.split()
+    m, n = len(source.words), len(words)
+    for i, j in alignment:
+        if not (0 <= i < m and 0 <= j < n):
+            raise MarkupError(
+                f"alignment pair {i}-{j} is outside the line: the source has {m} words and the "
+                f"target {n}, counted from 0"
+            )
+    spans = nest(source.tags, rule(source, n, alignment), n)
+    return write(source.tags, spans, words)
+
+
+def nest(tags: Sequence[Tag], spans: Sequence[Span], n: int) -> list[Span]:
+    """`spans` (one per tag, ends in 0..n) repaired so that they nest as the tags do."""
+    children: dict[int | None, list[int]] = {}
+    for k, tag in enumerate(tags):
+        children.setdefault(tag.parent, []).append(k)
+    fixed: dict[int | None, Span] = {None: (0, n)}
+    # a parent comes before its children in `tags`, so its span is fixed before theirs
+    for parent in [None, *range(len(tags))]:
+        fixed.update(_settle(children.get(parent, []), spans, fixed[parent]))
+    return [fixed[k] for k in range(len(tags))]
+
+
+def _settle(siblings: list[int], spans: Sequence[Span], within: Span) -> dict[int | None, Span]:
+    """The spans of one parent's children (in source order), inside the parent's and disjoint."""
+    low, high = within
+    clamped = {k: (min(max(spans[k][0], low), high), min(max(spans[k][1], low), high)) for k in siblings}
+    taken: list[Span] = []
+    settled: dict[int | None, Span] = {}
+    for k in siblings:
+        start, end = _longest_free(*clamped[k], taken)
+        if start < end:
+            taken.append((start, end))
+            settled[k] = (start, end)
+    for k in siblings:
+        if k not in settled:
+            at = clamped[k][0]
+            # no word: never inside a sibling's words, which would cut that sibling in two
+            at = next((end for start, end in taken if start < at < end), at)
+            settled[k] = (at, at)
+    return settled
+
+
+def _longest_free(start: int, end: int, taken: list[Span]) -> Span:
+    """The longest run of words in [start, end) that no span in `taken` holds (the first of equals)."""
+    best = (start, start)
+    run = start
+    for word in range(start, end + 1):
+        if word == end or any(a <= word < b for a, b in taken):
+            if word - run > best[1] - best[0]:
+                best = (run, word)
+            run = word + 1
+    return best
+
+
+def write(tags: Sequence[Tag], spans: Sequence[Span], words: Sequence[str]) -> str:
+    """The words with each tag at its nested span: text escaped, tags verbatim, single spaces."""
+    children: dict[int | None, list[int]] = {}
+    for k, tag in enumerate(tags):
+        children.setdefault(tag.parent, []).append(k)
+    for siblings in children.values():
+        # tags with no word at a boundary come before the one that starts there, else source order
+        siblings.sort(key=lambda k: (spans[k][0], spans[k][0] < spans[k][1], k))
+    at_boundary: list[list[tuple[str, bool]]] = [[] for _ in range(len(words) + 1)]
+    todo = [(k, False) for k in reversed(children.get(None, []))]
+    while todo:
+        k, closing = todo.pop()
+        tag, (start, end) = tags[k], spans[k]
+        if closing:
+            at_boundary[end].append((tag.closing or "", True))
+            continue
+        at_boundary[start].append((tag.opening, False))
+        if tag.closing is not None:
+            todo.append((k, True))
+            todo.extend((child, False) for child in reversed(children.get(k, [])))
+    return _joined(words, at_boundary)
+
+
+def _joined(words: Sequence[str], at_boundary: list[list[tuple[str, bool]]]) -> str:
+    """The line: each boundary's tags, one space between words before the first non-close tag."""
+    out: list[str] = []
+    for boundary, here in enumerate(at_boundary):
+        pieces = [raw for raw, _ in here]
+        if 0 < boundary < len(words):
+            pieces.insert(next((i for i, (_, closes) in enumerate(here) if not closes), len(here)), " ")
+        out += pieces
+        out += [html.escape(words[boundary], quote=False)] if boundary < len(words) else []
+    return "".join(out)
