@@ -19,7 +19,7 @@ import typer
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
-from seq2seq.cli_app import Commands, Version
+from seq2seq.cli_app import Commands, Version, setup_logging
 from seq2seq.cli_cache import cache_app
 from seq2seq.cli_pipeline import pipeline_app
 from seq2seq.config.bounds import SAMPLE_KEEP
@@ -83,21 +83,6 @@ def _silence_stdout() -> None:
     with contextlib.suppress(OSError, AttributeError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-
-
-def setup_logging(level: int, log_file: Path | None = None) -> None:
-    log.setLevel(logging.DEBUG)
-    log.handlers.clear()
-    console = logging.StreamHandler(sys.stderr)
-    console.setLevel(level)
-    console.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(message)s", "%H:%M:%S"))
-    log.addHandler(console)
-    if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.FileHandler(log_file, encoding="utf-8")
-        file_handler.setLevel(logging.INFO)
-        file_handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s"))
-        log.addHandler(file_handler)
 
 
 @app.command()
@@ -229,6 +214,8 @@ def translate(
     to: opt.To = "",
     pivot: opt.Pivot = "",
     prefix: opt.Prefix = None,
+    alignments: opt.Alignments = False,
+    markup: opt.Markup = None,
     restart: opt.Restart = False,
     verbose: opt.Verbose = False,
 ) -> None:
@@ -236,8 +223,8 @@ def translate(
 
     From a file into a file, the output is built in OUTPUT.partial, and a run that was interrupted
     continues where it stopped when the same command is given again."""
-    from seq2seq.commands.translate import TranslateJob
-    from seq2seq.commands.translate import translate as run_translate
+    from seq2seq.commands.translate import TranslateJob, translate as run_translate  # noqa: I001
+    from seq2seq.translate.aligned import Annotations  # noqa: I001
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
 
@@ -247,11 +234,10 @@ def translate(
             beam, nbest, length_penalty, length_norm, max_len_a, max_len_b, min_len, no_repeat_ngram,
             sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()),
         )  # fmt: skip
-        placement = Placement(device, precision, quantize)
-        job = TranslateJob(
-            run_dir, asked, placement, engine, scores, keep_unk, tag, to, pivot, prefix, restart
-        )
-        run_translate(job, input, output)
+        run_translate(TranslateJob(
+            run_dir, asked, Placement(device, precision, quantize), engine, scores, keep_unk, tag, to, pivot,
+            prefix, restart, Annotations.asked(alignments, markup),
+        ), input, output)  # fmt: skip
 
 
 @app.command()

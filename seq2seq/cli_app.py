@@ -1,9 +1,12 @@
 """What every `s2s` command shares: the group class that reports a parsing mistake as one `error:`
-line and lays help texts out for any terminal width (`Commands`), and `--version`."""
+line and lays help texts out for any terminal width (`Commands`), `--version`, and the logging setup."""
 
 from __future__ import annotations
 
+import logging
+import sys
 import textwrap
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -59,3 +62,20 @@ def one_line_paragraphs(text: str) -> str:
     """`text` with each paragraph's lines joined into one (paragraphs stay apart)."""
     paragraphs = textwrap.dedent(text).strip().split("\n\n")
     return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def setup_logging(level: int, log_file: Path | None = None) -> None:
+    """s2s's log lines to stderr from `level` up and, with `log_file`, its INFO lines to that file."""
+    log = logging.getLogger("seq2seq")
+    log.setLevel(logging.DEBUG)
+    log.handlers.clear()
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(level)
+    console.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(message)s", "%H:%M:%S"))
+    log.addHandler(console)
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        file_handler = logging.FileHandler(log_file, encoding="utf-8")
+        file_handler.setLevel(logging.INFO)
+        file_handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s"))
+        log.addHandler(file_handler)

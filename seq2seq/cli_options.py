@@ -154,6 +154,22 @@ Pivot = Annotated[
         "(for a direction it never trained).",
     ),
 ]
+Alignments = Annotated[
+    bool,
+    Option(
+        "--alignments",
+        help="Follow each translation with its word alignment after a tab: Pharaoh i-j pairs, source word "
+        "i to target word j, words being the whitespace-separated tokens, counted from 0.",
+    ),
+]
+Markup = Annotated[
+    str | None,
+    Option(
+        "--markup",
+        help="html or xml: lines carry inline tags, translated without them and put back around the "
+        "words aligned to those they wrapped; a line whose markup is malformed is an error.",
+    ),
+]
 Prefix = Annotated[
     Path | None,
     Option(

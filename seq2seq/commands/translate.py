@@ -20,7 +20,8 @@ from seq2seq.data.textio import LinesInStep, count_lines
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
 from seq2seq.translate import resume
-from seq2seq.translate.engine import LineTranslator
+from seq2seq.translate.aligned import Annotated, Annotations, check_markup
+from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.lines import file_stamps
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOverrides
 from seq2seq.translate.pivot import Pivoted
@@ -44,6 +45,7 @@ class TranslateJob:
     pivot: str = ""
     prefix: Path | None = None  # a file of target prefixes, one per input line
     restart: bool = False  # begin again an output that an interrupted command was building
+    annotations: Annotations = Annotations()  # word alignments, inline markup
 
     @property
     def with_scores(self) -> bool:
@@ -75,6 +77,8 @@ def translate(
         job.engine, job.placement, output if resumes and not job.restart else None
     )
     prefixes = prefix_lines(job.prefix, input, outputs)
+    if job.annotations.markup and input is not None:
+        check_markup(input, job.annotations.markup)
     chosen = choose_engine(job.run_dir, engine, job.asked, placement, input, outputs)
     translator = chosen.engine
     if prefixes is not None and not translator.answers.takes_prefixes:
@@ -83,7 +87,7 @@ def translate(
     request = Request.of(
         chosen.options, to=job.to, tag=job.tag, keep_unk=job.keep_unk, scores=job.with_scores
     )
-    lines: LineTranslator = Pivoted(translator, job.pivot, job.to) if job.pivot else translator
+    lines = _line_translator(job, translator)
     if resumes:
         assert input is not None and output is not None
         _resume_file(job, chosen, lines, request, input, output, prefixes)
@@ -118,9 +122,20 @@ def _resume_file(
         scores=job.with_scores,
         prefix=file_stamps([job.prefix]) if job.prefix else None,  # None: as before --prefix
         pivot=job.pivot or None,  # None: as before --pivot
+        **job.annotations.record(),
     )
     with tqdm(unit=" lines", file=sys.stderr) as bar:
         resume.translate_file(lines, request, input, output, settings, job.restart, bar.update, prefixes)
+
+
+def _line_translator(job: TranslateJob, engine: Engine) -> LineTranslator:
+    """The engine, or the engine through a pivot, or with its output annotated (not both: a pivot's
+    last leg reads the pivot language, whose words are not the line's)."""
+    if job.pivot and job.annotations.wanted:
+        raise Seq2SeqError("--alignments and --markup link the output to the line given: leave --pivot out")
+    if job.annotations.wanted:
+        return Annotated(engine, job.annotations)
+    return Pivoted(engine, job.pivot, job.to) if job.pivot else engine
 
 
 def prefix_lines(

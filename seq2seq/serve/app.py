@@ -8,28 +8,25 @@ No endpoint reads a file a client names: the page is read once, from the package
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import torch
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 import seq2seq.serve
-from seq2seq.config import Config
+from seq2seq.align.pharaoh import format_pharaoh
 from seq2seq.errors import Seq2SeqError
-from seq2seq.models.build import build_model
 from seq2seq.models.family import model_family
 from seq2seq.serve.batcher import Batcher
 from seq2seq.serve.continuous import ContinuousBatcher
+from seq2seq.serve.info import server_info
 from seq2seq.serve.limits import (
     ApiError,
     BodyLimit,
@@ -38,9 +35,10 @@ from seq2seq.serve.limits import (
     check_lines,
     request_search,
 )
+from seq2seq.translate.aligned import Annotated, Annotations
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.lines import Translation
-from seq2seq.translate.options import DecodeOptions, DecodeOverrides
+from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import target_languages
 from seq2seq.translate.translator import Translator
@@ -81,6 +79,16 @@ class TranslateRequest(BaseModel):
         description='Target prefixes, one per line of text ("" for none): each translation starts '
         "with its prefix and goes on from it (interactive translation, autocompletion).",
     )
+    alignments: bool = Field(
+        False,
+        description="Also return each best translation's word alignment: Pharaoh i-j pairs, source word "
+        "i to target word j (whitespace-separated words, from 0).",
+    )
+    markup: Literal["html", "xml"] | None = Field(
+        None,
+        description="The lines carry inline tags of this kind: translated without them, put back "
+        "around the words aligned to those they wrapped.",
+    )
 
 
 class HypothesisJSON(BaseModel):
@@ -92,6 +100,7 @@ class TranslateResponse(BaseModel):
     translations: list[str]  # the best translation of each line ("" for an empty line)
     scores: list[float | None] | None = None  # with "scores": true (null for a blank line: it has none)
     nbest: list[list[HypothesisJSON]] | None = None  # with "nbest" > 1
+    alignments: list[str] | None = None  # with "alignments": true, each best translation's
 
 
 class AttentionRequest(BaseModel):
@@ -129,7 +138,7 @@ def create_app(
     language, default_to = request_languages(translator, settings.to)
 
     batcher = batcher_for(translator, settings, defaults.max_tokens, running)
-    info = server_info(translator, settings, defaults, run_name, batcher)
+    info = server_info(translator, defaults, run_name, batcher, settings.window_s, limits)
     info["languages"] |= {"targets": targets, "to": default_to}
     page = resources.files(seq2seq.serve).joinpath("static/index.html").read_text(encoding="utf-8")
 
@@ -199,8 +208,21 @@ def create_app(
                 )
             check_lines(request.prefix, limits, field="prefix")
         asked = Request(search, defaults.max_tokens, to=language(request.to))
-        results = await answer(batcher.translate(request.text, asked, request.prefix))
-        return translate_response(results, request.scores, request.nbest)
+        if not (request.alignments or request.markup):
+            results = await answer(batcher.translate(request.text, asked, request.prefix))
+            return translate_response(results, request.scores, request.nbest)
+        annotated = annotated_engine(translator, request.alignments, request.markup)
+        try:
+            marked, sources = annotated.read(request.text)
+        except Seq2SeqError as e:
+            raise ApiError(422, f"text: {e}") from None
+        results = await answer(batcher.translate(sources, asked, request.prefix))
+        found = await answer(batcher.call(lambda: annotated.annotate(sources, marked, results, asked)))
+        results = [Translation(texts, r.scores) for (texts, _), r in zip(found, results, strict=True)]
+        response = translate_response(results, request.scores, request.nbest)
+        if request.alignments:
+            response.alignments = [format_pharaoh(links[0]) if links else "" for _, links in found]
+        return response
 
     @app.post("/attention", response_model=AttentionResponse)
     async def attention(request: AttentionRequest) -> AttentionResponse:
@@ -225,6 +247,14 @@ def create_app(
         )
 
     return app
+
+
+def annotated_engine(translator: Engine, alignments: bool, markup: str | None) -> Annotated:
+    """What adds a request's alignments or puts its markup back; a 422 for a reader."""
+    try:
+        return Annotated(translator, Annotations.asked(alignments, markup))
+    except Seq2SeqError as e:
+        raise ApiError(422, str(e)) from None
 
 
 def request_languages(translator: Engine, to: str) -> tuple[Callable[[str | None], str], str]:
@@ -256,34 +286,6 @@ def translate_response(results: list[Translation], scores: bool, nbest: int) -> 
     return response
 
 
-def server_info(
-    translator: Engine, settings: ServerSettings, defaults: DecodeOptions, run_name: str, batcher: Batcher
-) -> dict[str, Any]:
-    """What /info reports (and the page shows)."""
-    cfg, search = translator.config, defaults.search
-    return {
-        "run": run_name,
-        "checkpoints": [p.name for p in translator.checkpoints],
-        "parameters": parameter_count(cfg, translator) * max(len(translator.checkpoints), 1),
-        "languages": languages(cfg),
-        "decode": {
-            "beam": search.beam,
-            "length_penalty": search.length_penalty,
-            "length_norm": search.length_norm,
-            "max_len_a": search.max_len_a,
-            "max_len_b": search.max_len_b,
-            "min_len": search.min_len,
-            "no_repeat_ngram": search.no_repeat_ngram,
-            "max_tokens": defaults.max_tokens,
-            "batch_window_ms": settings.window_s * 1000,
-        },
-        "batching": batcher.kind,
-        "limits": dataclasses.asdict(settings.limits),
-        **translator.describe(),  # engine, device, precision (or compute type), quantize, shortlist
-        "versions": {"s2s": seq2seq.__version__, "torch": torch.__version__},
-    }
-
-
 BATCHINGS = ("auto", "continuous", "static")
 
 
@@ -309,21 +311,3 @@ def batcher_for(
     if settings.batching == "static" or running is None or not family.joins_running_batches:
         return Batcher(translator, settings.window_s, max_tokens, translator.calls_at_once)
     return ContinuousBatcher(running, max_tokens)
-
-
-def parameter_count(cfg: Config, translator: Engine) -> int:
-    """Parameters of one model of the run, counted on an empty copy (int8 layers hide theirs)."""
-    with torch.device("meta"):
-        model = build_model(
-            cfg.model, translator.tokenizers.src.vocab_size, translator.tokenizers.tgt.vocab_size
-        )
-    return sum(p.numel() for p in model.parameters())
-
-
-def languages(cfg: Config) -> dict[str, str]:
-    """Source and target language as the validation files' extensions say (val.de, val.en); a
-    multilingual run has its languages in `target_languages` instead (its `data.valid` lists them)."""
-    return {
-        "source": Path(cfg.data.valid_src).suffix.removeprefix("."),
-        "target": Path(cfg.data.valid_tgt).suffix.removeprefix("."),
-    }

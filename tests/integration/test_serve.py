@@ -77,6 +77,24 @@ def test_nbest_and_scores_are_those_of_s2s_translate(client, served_run):
     assert body["scores"] == [hyps[0]["score"] for hyps in body["nbest"]]
 
 
+def test_alignments_and_markup_are_those_of_s2s_translate(client, served_run):
+    body = client.post("/translate", json={"text": LINES, "alignments": True}).json()
+    expected = [
+        line.split("\t")
+        for line in cli_translate(served_run, LINES, "--alignments", "--engine", "s2s", *FP32)
+    ]
+    assert body["translations"] == [row[0] for row in expected]
+    assert body["alignments"] == [row[1] for row in expected]
+    marked = ["<b>red</b> cat &amp; runs", "", "<i>blue <br/>bird</i>"]
+    body = client.post("/translate", json={"text": marked, "markup": "html"}).json()
+    assert body["translations"] == cli_translate(
+        served_run, marked, "--markup", "html", "--engine", "s2s", *FP32
+    )
+    assert "alignments" not in body
+    response = client.post("/translate", json={"text": ["ok", "<b>cat"], "markup": "xml"})
+    assert response.status_code == 422 and "line 2" in response.json()["error"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("batching", ["continuous", "static"])
 def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
