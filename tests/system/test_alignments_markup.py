@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 ENGINES = ["s2s", "ctranslate2"]
 LINES = ["cat dog bird", "", "the quick   dog", "bird", "dog cat dog cat bird fish"]
 MARKED = [
-    '<b>cat</b> dog <a href="x.html?a=1&amp;b=2" title=\'t\'>bird</a>',
+    "<b>cat</b> dog <a href=\"x.html?a=1&amp;b=2\" title='t'>bird</a>",
     "",
     "cat &amp; <i>dog</i><br/>",
     "<p>dog <b>cat <i>bird</i></b> fish</p>",
