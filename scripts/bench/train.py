@@ -182,7 +182,7 @@ def time_steps(trainer: Trainer, batches: list[Batch], warmup: int) -> float:
             _sync(trainer.device)
             start = time.perf_counter()
         loss = trainer.train_step([batch])
-    float(loss)  # waits for the device
+    loss.tolist()  # waits for the device
     return time.perf_counter() - start
 
 

@@ -31,7 +31,7 @@ class Config:
         A rule that reads two sections sits with the section whose key it names, which gets the other
         section's fact as a value (the model's family rules need data.max_len, tokenizer.joint and
         train.best_metric; decode.min_len needs model.max_positions; train.best_direction the
-        directions of data.valid).
+        directions of data.valid; train.guided_alignment model.arch and model.decoder_layers).
         """
         return [
             *(["run_dir: required (the directory this run writes to)"] if not self.run_dir else []),
@@ -43,7 +43,11 @@ class Config:
                 best_metric=self.train.best_metric,
                 vocab_size=self.tokenizer.vocab_size,
             ),
-            *self.train.problems(directions=[v.direction for v in self.data.validation_sets()]),
+            *self.train.problems(
+                directions=[v.direction for v in self.data.validation_sets()],
+                arch=self.model.arch,
+                decoder_layers=self.model.decoder_layers,
+            ),
             *self.decode.problems(max_positions=self.model.max_positions),
         ]
 

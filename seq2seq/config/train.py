@@ -8,6 +8,7 @@ from typing import Literal
 
 from seq2seq.config.augment import AugmentConfig
 from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SEED, MAX_THREADS
+from seq2seq.config.guided_alignment import GuidedAlignmentConfig
 from seq2seq.config.rules import Rule, broken
 
 GIVEN = "given"  # with train.valid_augment, a bilingual run's validation set as given
@@ -48,6 +49,8 @@ class TrainConfig:
     weight_decay: float = 0.0  # >= 0: AdamW weight decay
     clip_norm: float = 1.0  # >= 0: gradient norm clipping (0 = none)
     label_smoothing: float = 0.1  # 0 <= e < 1: label smoothing of the cross-entropy
+    # train one cross-attention head towards word alignments made when the corpus is prepared
+    guided_alignment: GuidedAlignmentConfig = field(default_factory=GuidedAlignmentConfig)
     max_steps: int = 0  # 0 = no limit
     max_epochs: int = 0  # 0 = no limit
     # stop after this much wall-clock training time (0 = no limit); a run needs one of the three limits
@@ -83,17 +86,22 @@ class TrainConfig:
         """What `best.pt` is chosen by, as a checkpoint records it: `bleu`, or `bleu de-en`."""
         return f"{self.best_metric} {self.best_direction}" if self.best_direction else self.best_metric
 
-    def problems(self, directions: Sequence[str] = ()) -> list[str]:
+    def problems(self, *, directions: Sequence[str] = (), arch: str, decoder_layers: int) -> list[str]:
         """Every broken rule of this section (those the libraries would refuse mid-run included);
-        `directions` are those of data.valid, whose `validated` names train.best_direction must be one of."""
-        return broken(
-            [
-                *self._init_rules(),
-                *self._optimizer_rules(),
-                *self._stopping_rules(),
-                *self._validation_rules(self.validated(directions)),
-            ]
-        ) + self.valid_augment.problems("train.valid_augment")
+        `directions` are those of data.valid, whose `validated` names train.best_direction must be one of;
+        `arch` and `decoder_layers` are model.arch and model.decoder_layers (guided alignment's)."""
+        return (
+            broken(
+                [
+                    *self._init_rules(),
+                    *self._optimizer_rules(),
+                    *self._stopping_rules(),
+                    *self._validation_rules(self.validated(directions)),
+                ]
+            )
+            + self.valid_augment.problems("train.valid_augment")
+            + self.guided_alignment.problems(arch=arch, decoder_layers=decoder_layers)
+        )
 
     def validated(self, directions: Sequence[str]) -> list[str]:
         """The names validation scores under, from data.valid's `directions` ("" for a bilingual run's one

@@ -203,9 +203,10 @@ class CT2Translator:
         return out
 
     def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
-        """Cross-attention of the last decoder layer (the mean over its heads: `s2s export` makes them
-        CTranslate2's alignment heads), teacher-forced on `hypothesis`, as `attention_map` gives it for
-        a run: the source with its control tokens, then </s>; the target pieces, then </s>."""
+        """Cross-attention of the run's alignment heads (the mean of the last decoder layer's heads, or
+        a guided run's trained head: `s2s export` makes them CTranslate2's alignment layer and heads),
+        teacher-forced on `hypothesis`, as `attention_map` gives it for a run: the source with its
+        control tokens, then </s>; the target pieces, then </s>."""
         src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
         start = src_tok.id_pieces(self.source_tokens.prefix(request.to, request.tag))
         src = [*start, *src_tok.pieces(source)][: self.max_source_tokens]

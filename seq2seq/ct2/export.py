@@ -38,6 +38,7 @@ from seq2seq.files import OutputError, atomic_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
+from seq2seq.translate.cross_attention import AlignmentHeads, LastLayerMean
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 
@@ -116,7 +117,7 @@ def write_export(
     assert isinstance(model, Seq2SeqTransformer)  # `load_for_export` checked: an encoder-decoder
     with atomic_directory(out_dir) as scratch:
         int8_range = FULL_INT8 if full_range_int8 else REDUCED_INT8
-        write_model(model, tokenizers, scratch, quantize, int8_range)
+        write_model(model, tokenizers, scratch, quantize, int8_range, translator.alignment)
         (scratch / "tokenizer").mkdir()
         for path in tokenizer_files(Path(run_dir) / "tokenizer", cfg.tokenizer.joint).values():
             shutil.copyfile(path, scratch / "tokenizer" / path.name)
@@ -146,16 +147,24 @@ def write_model(
     directory: Path,
     quantize: str | None,
     int8_range: int = REDUCED_INT8,
+    alignment: AlignmentHeads | None = None,
 ) -> None:
     """CTranslate2's files for `model` (model.bin, vocabularies, config.json) in `directory`."""
-    model_spec(model, tokenizers, quantize, int8_range).save(str(directory))
+    model_spec(model, tokenizers, quantize, int8_range, alignment).save(str(directory))
 
 
 def model_spec(
-    model: Seq2SeqTransformer, tokenizers: TokenizerPair, quantize: str | None, int8_range: int = REDUCED_INT8
+    model: Seq2SeqTransformer,
+    tokenizers: TokenizerPair,
+    quantize: str | None,
+    int8_range: int = REDUCED_INT8,
+    alignment: AlignmentHeads | None = None,
 ) -> Any:
-    """`model` as a CTranslate2 spec in `quantize`, int8 weights (int8*) in [-`int8_range`, `int8_range`]."""
-    spec = _spec(model, tokenizers.src, tokenizers.tgt_tokenizer)
+    """`model` as a CTranslate2 spec in `quantize`, int8 weights (int8*) in [-`int8_range`, `int8_range`];
+    its attention maps are those of `alignment` (the run's `Translator.alignment`; by default the mean
+    of the last layer's heads)."""
+    heads = alignment or LastLayerMean(model.cfg.decoder_layers, model.cfg.heads)
+    spec = _spec(model, tokenizers.src, tokenizers.tgt_tokenizer, heads)
     spec.validate()
     weights = _quantized_weights(spec) if is_int8(quantize) and int8_range != FULL_INT8 else []
     spec.optimize(quantization=quantize)
@@ -193,8 +202,9 @@ def _quantize_rows(owner: Any, key: str, value: np.ndarray, limit: int) -> None:
     setattr(owner, f"{key}_scale", NumpyVariable(scale))
 
 
-def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer) -> Any:
-    """The CTranslate2 TransformerSpec holding `model`'s weights.
+def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer, alignment: AlignmentHeads) -> Any:
+    """The CTranslate2 TransformerSpec holding `model`'s weights, `alignment` its attention maps'
+    heads (CTranslate2 averages the first `alignment_heads` heads of `alignment_layer`).
 
     s2s and CTranslate2 agree on the layout (fused [q; k; v] self-attention, fused [k; v] cross
     attention, scaled embeddings); the positions are given as a table, since s2s interleaves sine
@@ -209,7 +219,8 @@ def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer) -> Any:
         cfg.heads,
         pre_norm=pre_norm,
         no_final_norm=not pre_norm,
-        alignment_heads=cfg.heads,  # its attention maps: the last layer's mean over every head, as s2s's
+        alignment_layer=alignment.layer,
+        alignment_heads=alignment.heads,
     )
     # copies: CTranslate2's optimize quantizes its arrays in place, which would rescale the model's own
     weights = {k: v.detach().float().numpy().copy() for k, v in model.state_dict().items()}

@@ -296,3 +296,15 @@ class _ArrayWriter:
         os.fsync(self.file.fileno())
         self.file.close()
         return {"dtype": self.dtype.str, "bytes": self.bytes, "sha256": self.sha.hexdigest()}
+
+
+SMALL_CORPUS_BYTES = 16 << 20  # Multi30k is 4.5 MB: a few seconds in this process (compressed: ~5x more)
+
+
+def default_workers(corpus: CorpusConfig) -> int:
+    """Encoding processes for `corpus` when none are asked: none for a small one (it encodes faster
+    than worker processes start), else one per CPU core this process may use."""
+    text_bytes = sum(Path(p).stat().st_size for p in corpus.files().values())
+    if text_bytes < SMALL_CORPUS_BYTES:
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

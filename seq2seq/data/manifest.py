@@ -225,12 +225,15 @@ def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
             changed.append(f"data.{key} changed: {have['filter'].get(key)} -> {value}")
     if changed:
         return ", ".join(changed)
-    return _array_damage(directory, arrays) or _dropped_damage(directory)
+    return array_damage(directory, arrays) or _dropped_damage(directory)
 
 
-def _array_damage(directory: Path, arrays: dict[str, dict[str, Any]]) -> str | None:
-    """What is wrong with the arrays on disk against the manifest's sizes and checksums, if anything."""
-    for name in ARRAYS:
+def array_damage(
+    directory: Path, arrays: dict[str, dict[str, Any]], names: Sequence[str] = ARRAYS
+) -> str | None:
+    """What is wrong with the arrays `names` on disk against the manifest's sizes and checksums
+    (`arrays`), if anything."""
+    for name in names:
         path = directory / f"train.{name}"
         if not path.is_file():
             return f"{path.name} is missing"

@@ -9,7 +9,7 @@ decoder reads `<bos> y` and must predict `y <eos>`. The source gets a trailing `
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from seq2seq.data.links import Links
 from seq2seq.data.targets import TRANSLATION, Targets
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import TokenizerPair
@@ -100,6 +101,7 @@ class ParallelData:
     tgt: TokenArrays
     stored_costs: np.ndarray | None = None  # (N,) `costs()` as a prepared corpus stores them
     targets: Targets = TRANSLATION
+    links: Links | None = None  # each pair's reference alignment, for guided alignment (None: none)
 
     @classmethod
     def from_lists(
@@ -136,7 +138,8 @@ class ParallelData:
         """
         rows = np.asarray(rows, dtype=np.int64)
         tgt_in, tgt_out = self.targets.layout(self.tgt, rows)
-        return Batch(src=self.src.padded(rows, None, EOS), tgt_in=tgt_in, tgt_out=tgt_out)
+        links = self.links.batch(rows) if self.links is not None else None
+        return Batch(self.src.padded(rows, None, EOS), tgt_in, tgt_out, links)
 
 
 @dataclass
@@ -197,7 +200,7 @@ class JoinedCorpus:
 
 def merged(count: int, pieces: Sequence[tuple[np.ndarray, Batch]]) -> Batch:
     """One padded batch of `count` rows from batches of some of them: `(where, batch)` puts the rows of
-    `batch` at the positions `where`."""
+    `batch` at the positions `where`. The links of batches that have them go along (None if none has)."""
     fields = []
     for name in ("src", "tgt_in", "tgt_out"):
         width = max(getattr(b, name).shape[1] for _, b in pieces)
@@ -206,7 +209,13 @@ def merged(count: int, pieces: Sequence[tuple[np.ndarray, Batch]]) -> Batch:
             part = getattr(b, name)
             out[torch.from_numpy(where), : part.shape[1]] = part
         fields.append(out)
-    return Batch(*fields)
+    links = [  # each link's row renumbered as the merged batch's
+        torch.column_stack([torch.from_numpy(where)[b.links[:, 0]], b.links[:, 1:]])
+        for where, b in pieces
+        if b.links is not None
+    ]
+    src, tgt_in, tgt_out = fields
+    return Batch(src, tgt_in, tgt_out, torch.cat(links) if links else None)
 
 
 def log_unknown(name: str, data: ParallelData) -> None:
@@ -265,6 +274,9 @@ class Batch:
     src: Tensor  # (B, S) source ids ending in <eos>
     tgt_in: Tensor  # (B, T) <bos> y: what the decoder reads
     tgt_out: Tensor  # (B, T) y <eos>: what it must predict
+    # (L, 3) int64 (row, target piece, source position): reference alignment links (`data.links`);
+    # None for a corpus without alignments
+    links: Tensor | None = None
 
     @property
     def num_tgt_tokens(self) -> int:
@@ -276,12 +288,15 @@ class Batch:
 
     def to(self, device: torch.device) -> Batch:
         non_blocking = device.type == "cuda"
-        return Batch(
-            *(t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out))
-        )
+        return self._each(lambda t: t.to(device, non_blocking=non_blocking))
 
     def pin_memory(self) -> Batch:
-        return Batch(self.src.pin_memory(), self.tgt_in.pin_memory(), self.tgt_out.pin_memory())
+        return self._each(Tensor.pin_memory)
+
+    def _each(self, move: Callable[[Tensor], Tensor]) -> Batch:
+        """This batch with `move` applied to each of its tensors."""
+        links = None if self.links is None else move(self.links)
+        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), links)
 
 
 def collate(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> Batch:

@@ -10,6 +10,7 @@ A prepared directory holds a marker and one directory per training corpus, named
     NAME/train.costs    int32, N: each pair's padded length in a batch (what bucketing sorts by)
     NAME/dropped.json   a few of the pairs each cleaning rule dropped (`s2s prepare --sample`)
     NAME/reasons.u8     uint8, one per pair read: why it was dropped (`cleaning.CODE`), 0 if kept
+    NAME/train.align.*  with train.guided_alignment: each pair's alignment (`seq2seq.data.alignments`)
 
 Each corpus is prepared on its own, so a corpus's weight can change, or a corpus be added, without
 tokenizing the others again; training reads them as one corpus (`JoinedCorpus`).
@@ -38,8 +39,9 @@ import numpy as np
 
 from seq2seq.config import Config
 from seq2seq.config.data import CorpusConfig
+from seq2seq.data.alignments import ensure_alignments, load_links
 from seq2seq.data.corpora import count_pairs
-from seq2seq.data.encode import REASONS_FILE, Rules, encode_corpus
+from seq2seq.data.encode import REASONS_FILE, Rules, default_workers, encode_corpus
 from seq2seq.data.manifest import (
     ARRAYS,
     DROPPED,
@@ -84,13 +86,13 @@ def ensure_prepared_corpus(
     core (none for a small corpus, which encodes faster than worker processes start).
     """
     top = prepared_corpus_dir(cfg)
-    tokenizer = load_tokenizers(tokenizer_dir, cfg.tokenizer.joint).src
+    tokenizers = load_tokenizers(tokenizer_dir, cfg.tokenizer.joint)
     manifests = {}
     with _locked(top):
         _drop_single_layout(top)
         for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys(), strict=True):
             directory = top / corpus.name
-            wanted = corpus_made_from(cfg, corpus, keys, data_sums, tokenizer_sums, tokenizer)
+            wanted = corpus_made_from(cfg, corpus, keys, data_sums, tokenizer_sums, tokenizers.src)
             reason = stale_reason(directory, wanted) or inconsistency(directory, read_manifest(directory))
             if reason is None:
                 manifest = read_manifest(directory)
@@ -99,6 +101,9 @@ def ensure_prepared_corpus(
                 log.info("preparing corpus %s in %s: %s", corpus.name, directory, reason)
                 directory.mkdir(exist_ok=True)
                 manifest = _encode_into(directory, cfg, corpus, wanted, tokenizer_dir, workers)
+            if cfg.train.guided_alignment.active:  # after the pairs: their words, as the model reads them
+                pairs = load_prepared_part(directory)
+                manifest = ensure_alignments(directory, corpus, manifest, pairs, tokenizers)
             manifests[corpus.name] = manifest
     for name, manifest in manifests.items():
         for side, named in (("src", "source"), ("tgt", "target")):
@@ -166,12 +171,14 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def load_prepared(top: Path, corpora: Sequence[CorpusConfig]) -> ParallelData | JoinedCorpus:
-    """The prepared training corpora as one corpus: pairs numbered corpus after corpus, in order.
+def load_prepared(
+    top: Path, corpora: Sequence[CorpusConfig], links: bool = False
+) -> ParallelData | JoinedCorpus:
+    """The prepared training corpora as one corpus, pairs numbered corpus after corpus (`links`: with them).
 
     One corpus is its `MappedCorpus` itself (what a run with one corpus always trained on).
     """
-    parts = [load_prepared_part(top / corpus.name) for corpus in corpora]
+    parts = [load_prepared_part(top / corpus.name, links) for corpus in corpora]
     return parts[0] if len(parts) == 1 else JoinedCorpus.of(parts)
 
 
@@ -199,8 +206,9 @@ def corpus_mixture(
     return mixture
 
 
-def load_prepared_part(directory: Path) -> MappedCorpus:
-    """Memory-map one prepared corpus (the OS page cache holds one copy for every process).
+def load_prepared_part(directory: Path, links: bool = False) -> MappedCorpus:
+    """Memory-map one prepared corpus (the OS page cache holds one copy for every process); with
+    `links`, its alignments too.
 
     Checks what costs no reading (`inconsistency`); `ensure_prepared_corpus` also compares checksums
     before a run starts, and makes the corpus again where either finds a fault, so the advice works.
@@ -218,11 +226,13 @@ def load_prepared_part(directory: Path) -> MappedCorpus:
             arrays[name] = np.frombuffer(maps[-1], dtype=dtype)
         else:  # an empty file cannot be mapped
             arrays[name] = np.zeros(0, dtype)
+    pair_links = load_links(directory, manifest, maps) if links else None  # maps its arrays too
     return MappedCorpus(
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),
         arrays["costs"],
         TARGETS[manifest["made_from"]["task"]],
+        pair_links,
         tuple(maps),
     )
 
@@ -302,7 +312,7 @@ def _encode_into(
             cfg.tokenizer.joint,
             rules,
             scratch,
-            workers or _default_workers(corpus),
+            workers or default_workers(corpus),
         )
         manifest = new_manifest(corpus, wanted, encoded)
         (directory / MANIFEST).unlink(missing_ok=True)
@@ -338,13 +348,3 @@ def _locked(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-SMALL_CORPUS_BYTES = 16 << 20  # Multi30k is 4.5 MB: a few seconds in this process (compressed: ~5x more)
-
-
-def _default_workers(corpus: CorpusConfig) -> int:
-    text_bytes = sum(Path(p).stat().st_size for p in corpus.files().values())
-    if text_bytes < SMALL_CORPUS_BYTES:
-        return 1
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

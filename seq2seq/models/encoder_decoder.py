@@ -189,6 +189,16 @@ class Seq2SeqTransformer(nn.Module):
         """Teacher-forced decoder states (B, T, D): `forward` without the output projection."""
         return self.decoder_states(tgt_in, self.encode(src))
 
+    def guided_features(self, src: Tensor, tgt_in: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        """`features` and the cross-attention weights (B, T, S) of head 0 of decoder layer `layer`
+        (from 0), computed explicitly with their gradients: what guided alignment trains. Row t is
+        the attention while predicting target token t; padded source columns get none."""
+        memory, x = self.encode(src), self.tgt_embed(tgt_in)
+        head: list[Tensor] = []  # (B, T, S) once the guided layer has run
+        for i, decoder_layer in enumerate(self.decoder):
+            x = decoder_layer(x, memory.states, memory.mask, head_sink=head if i == layer else None)
+        return self.dec_norm(x), head[0]
+
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, V)."""
         return self.output(self.features(src, tgt_in))

@@ -55,7 +55,8 @@ def unfold_beams(x: Tensor, beams: int) -> Tensor:
 
 
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
-    """Explicit softmax(q k^T / sqrt(Dh)), (B, H, Tq, Tk); only for inspection, never on the fast path."""
+    """Explicit softmax(q k^T / sqrt(Dh)), (B, H, Tq, Tk) in fp32; for inspection and for the one head
+    guided alignment trains, never on the fast path."""
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -120,11 +121,15 @@ class CrossAttention(nn.Module):
         mem_mask: Tensor,
         cache: MemoryKV | None = None,
         attn_sink: list[Tensor] | None = None,
+        head_sink: list[Tensor] | None = None,
     ) -> Tensor:
         """x (B, T, D), memory (B, S, D), mem_mask (B, 1, 1, S) True = real source token.
 
         With a cache, the memory's keys/values are computed on the first call and reused after.
-        If `attn_sink` is a list, the head-averaged weights (B, T, S) are appended to it.
+        If `attn_sink` is a list, the head-averaged weights (B, T, S) are appended to it. If
+        `head_sink` is a list, head 0's weights (B, T, S) are computed explicitly, with their
+        gradients, appended to it, and make that head's output (guided alignment); the other heads
+        stay fused. Without it, every head is one fused call.
         """
         stored = cache.stored() if cache is not None else None
         if stored is not None:
@@ -138,11 +143,28 @@ class CrossAttention(nn.Module):
         beams = q.size(0) // k.size(0)
         q = fold_beams(q, beams)  # (B/K, H, K*T, Dh)
         drop = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mem_mask, dropout_p=drop)
+        if head_sink is None:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mem_mask, dropout_p=drop)
+        else:
+            y = self._explicit_first_head(q, k, v, mem_mask, drop, head_sink)
         if attn_sink is not None:
             weights = attention_weights(q, k, mem_mask).mean(1, keepdim=True)  # (B/K, 1, K*T, S)
             attn_sink.append(unfold_beams(weights, beams).squeeze(1))
         return self.out(merge_heads(unfold_beams(y, beams)))
+
+    @staticmethod
+    def _explicit_first_head(
+        q: Tensor, k: Tensor, v: Tensor, mask: Tensor, drop: float, sink: list[Tensor]
+    ) -> Tensor:
+        """The heads' outputs (B, H, T, Dh), head 0's from weights computed here (appended to `sink`
+        as (B, T, S) fp32, with their gradients), dropped out as the fused kernel drops them."""
+        weights = attention_weights(q[:, :1], k[:, :1], mask)  # (B, 1, T, S)
+        sink.append(weights.squeeze(1))
+        first = F.dropout(weights, drop, training=drop > 0).to(v.dtype) @ v[:, :1]  # (B, 1, T, Dh)
+        if q.size(1) == 1:
+            return first
+        rest = F.scaled_dot_product_attention(q[:, 1:], k[:, 1:], v[:, 1:], attn_mask=mask, dropout_p=drop)
+        return torch.cat([first, rest], dim=1)
 
     def memory_keys(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """The keys and values (B, H, S, Dh) of memory (B, S, D): one fused projection."""
@@ -247,14 +269,15 @@ class DecoderLayer(nn.Module):
         cache: LayerCache | None = None,
         attn_sink: list[Tensor] | None = None,
         self_mask: Tensor | None = None,
+        head_sink: list[Tensor] | None = None,
     ) -> Tensor:
         """x (B, T, D) target positions (only the new ones when `cache` is given); memory (B, S, D).
         `self_mask` (B, 1, 1, cached + 1): the cached positions each row's one new position may see
-        (None: all of them)."""
+        (None: all of them). `head_sink`: see `CrossAttention.forward`."""
         self_kv = cache.self_kv if cache is not None else None
         memory_kv = cache.memory_kv if cache is not None else None
         attn = self.self_attn(self.res_self.inner(x), pad_mask=self_mask, causal=True, cache=self_kv)
         x = self.res_self.outer(x, attn)
-        y = self.cross_attn(self.res_cross.inner(x), memory, mem_mask, cache=memory_kv, attn_sink=attn_sink)
+        y = self.cross_attn(self.res_cross.inner(x), memory, mem_mask, memory_kv, attn_sink, head_sink)
         x = self.res_cross.outer(x, y)
         return self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))

@@ -70,10 +70,12 @@ class TrainLog:
         meter: ThroughputMeter,
         bar: tqdm,
         skipped: int = 0,
+        align: float = 0.0,
     ) -> None:
         """The log line and train record of a log interval (`meter` is read on every rank).
 
-        `skipped`: steps the fp16 loss scaler skipped in the interval (their loss overflowed).
+        `skipped`: steps the fp16 loss scaler skipped in the interval (their loss overflowed); `align`:
+        the weighted guided-alignment cost per target token, recorded when train.guided_alignment is on.
         """
         rates = meter.rates(self.info)
         if not self.info.is_main:
@@ -87,15 +89,19 @@ class TrainLog:
             **rates,
             "elapsed_s": round(meter.elapsed(), 2),
         }
+        guided = self.cfg.guided_alignment.active
+        if guided:
+            record["align_loss"] = round(align, 5)
         if skipped:
             record["skipped_steps"] = skipped
         self.record(record)
         bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{rates['tgt_tokens_per_s']:.0f}")
         log.info(
-            "step %d | epoch %d | loss %.4f | lr %.2e | %.0f tgt tok/s | padding %.1f%%%s",
+            "step %d | epoch %d | loss %.4f%s | lr %.2e | %.0f tgt tok/s | padding %.1f%%%s",
             step,
             epoch,
             loss,
+            f" | align {align:.4f}" if guided else "",
             lr,
             rates["tgt_tokens_per_s"],
             100 * rates["padding"],

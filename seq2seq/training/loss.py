@@ -1,9 +1,12 @@
-"""Label-smoothed cross-entropy over real (non-padding) target tokens.
+"""Label-smoothed cross-entropy over real (non-padding) target tokens, and guided alignment's cost.
 
 `sequence_loss` states the loss on logits. Training and validation compute the same number with
 `linear_cross_entropy`, which folds the output projection into the loss and works through the
 tokens in chunks: the (tokens, vocabulary) logits, their log-probabilities and their gradient,
 three of the largest tensors of a training step, never exist whole.
+
+What the trainer minimizes is `training_objective`'s: that loss and, with train.guided_alignment,
+Marian's guided-alignment cost of one cross-attention head (`alignment_cost`).
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seq2seq.config import TrainConfig
+from seq2seq.data.links import reference_attention
 from seq2seq.models.build import Model
+from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.special import PAD
 
 CHUNK_BYTES = 32 * 2**20  # fp32 logits of one chunk of tokens
+ALIGNMENT_EPS = 1e-6  # Marian's: the log stays finite where the head gives a linked source no weight
 
 
 def sequence_loss(logits: Tensor, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
@@ -117,3 +124,51 @@ class TrainingLoss(nn.Module):
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
         hidden = self.model.features(src, tgt_in)  # (B, T, D)
         return linear_cross_entropy(hidden, self.model.output.weight, tgt_out, self.label_smoothing)
+
+
+def alignment_cost(attention: Tensor, links: Tensor) -> Tensor:
+    """Marian's 'ce' guided-alignment cost, summed (the caller divides by the real target tokens):
+    -sum over target rows t with a link of sum_s A_ref[t, s] log(A[t, s] + eps).
+
+    attention (B, T, S) the guided head's weights; links (L, 3) the batch's reference links
+    (`seq2seq.data.links`), each row of A_ref spread evenly over its linked source positions.
+    """
+    reference = reference_attention(links, (attention.size(0), attention.size(1), attention.size(2)))
+    return -(reference * torch.log(attention.float() + ALIGNMENT_EPS)).sum()
+
+
+class StepLoss(TrainingLoss):
+    """`TrainingLoss` as the trainer takes it, without guidance: (2,) its loss, and an alignment cost of 0.
+
+    The model runs its fused attention as it always did; the links a batch may carry are not read.
+    """
+
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, links: Tensor | None = None) -> Tensor:
+        loss = super().forward(src, tgt_in, tgt_out)
+        return torch.stack([loss, torch.zeros_like(loss)])
+
+
+class GuidedLoss(nn.Module):
+    """The label-smoothed loss and `weight` x the guided-alignment cost of head 0 of decoder layer
+    `layer` (from 0): (src, tgt_in, tgt_out, links) -> (2,) both summed. A batch without links (all its
+    pairs modified by augmentation) costs 0."""
+
+    def __init__(self, model: Seq2SeqTransformer, label_smoothing: float, weight: float, layer: int) -> None:
+        super().__init__()
+        self.model, self.label_smoothing, self.weight, self.layer = model, label_smoothing, weight, layer
+
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, links: Tensor | None = None) -> Tensor:
+        hidden, attention = self.model.guided_features(src, tgt_in, self.layer)  # (B, T, D), (B, T, S)
+        loss = linear_cross_entropy(hidden, self.model.output.weight, tgt_out, self.label_smoothing)
+        cost = alignment_cost(attention, links) if links is not None else attention.new_zeros(())
+        return torch.stack([loss, self.weight * cost])
+
+
+def training_objective(model: Model, cfg: TrainConfig) -> StepLoss | GuidedLoss:
+    """What the trainer minimizes (and DDP and torch.compile wrap), chosen once from train.guided_alignment:
+    (src, tgt_in, tgt_out, links) -> (2,) the summed label-smoothed loss and alignment cost."""
+    guide = cfg.guided_alignment
+    if not guide.active:
+        return StepLoss(model, cfg.label_smoothing)
+    assert isinstance(model, Seq2SeqTransformer), "the config's rules allow encoder-decoders only"
+    return GuidedLoss(model, cfg.label_smoothing, guide.weight, guide.layer_index(len(model.decoder)))

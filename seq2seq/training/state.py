@@ -45,6 +45,7 @@ class Progress:
     best: float | None = None  # best validation score so far (lower is better; BLEU is negated)
     bad_validations: int = 0  # validations in a row without improvement
     interval_loss: float = 0.0  # label-smoothed loss summed since the last log line
+    interval_align: float = 0.0  # guided-alignment cost (weighted) summed since the last log line
     interval_tokens: int = 0  # target tokens of the steps counted in `interval_loss`
     interval_skipped: int = 0  # steps the fp16 loss scaler skipped since the last log line
     train_seconds: float = 0.0  # wall-clock time spent training (train.max_minutes)
@@ -52,6 +53,10 @@ class Progress:
     inference: str = "raw"  # weights that validated better last time: "raw", or "ema" (the average)
     precision: str = ""  # what `precision: auto` chose on a CPU at the start of the run (bf16, fp32)
     batching: str = ""  # what this epoch's batch order was made for (`BatchOrder.describe`)
+
+    def clear_interval(self) -> None:
+        """Start a new log interval: nothing summed yet."""
+        self.interval_loss, self.interval_align, self.interval_tokens, self.interval_skipped = 0.0, 0.0, 0, 0
 
 
 @dataclass
@@ -120,7 +125,7 @@ class TrainingState:
         self._apply_train_config(cfg)
         self.progress = p = Progress(**state["progress"])
         if not info.is_main:  # rank 0 carries the interval sums of all ranks
-            p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
+            p.clear_interval()
         if p.best_metric != cfg.best_key:
             p.best, p.bad_validations, p.best_metric = None, 0, cfg.best_key
         if state["world"] == info.world:

@@ -1,8 +1,9 @@
 """The training loop: token batches -> label-smoothed loss -> AdamW steps, validation, checkpoints.
 
-The trainer meets the model only through `TrainingLoss`: (src, tgt_in, tgt_out) -> summed loss. What a
-checkpoint holds and how a resumed run takes it back is `seq2seq.training.state`'s; the CPU's
-`precision: auto` choice is `seq2seq.training.precision`'s.
+The trainer meets the model only through its objective (`training_objective`): (src, tgt_in, tgt_out,
+links) -> the summed loss and guided-alignment cost. What a checkpoint holds and how a resumed run
+takes it back is `seq2seq.training.state`'s; the CPU's `precision: auto` choice is
+`seq2seq.training.precision`'s.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from seq2seq.training.distributed import (
 from seq2seq.training.divergence import check_finite
 from seq2seq.training.interrupt import StopRequest
 from seq2seq.training.log import TrainLog
-from seq2seq.training.loss import TrainingLoss
+from seq2seq.training.loss import training_objective
 from seq2seq.training.optim import WeightAverage
 from seq2seq.training.order import BatchOrder
 from seq2seq.training.plan import RunPlan
@@ -84,7 +85,7 @@ class Trainer:
         if self.device.type == "cuda":
             prefer_safe_attention_kernels()
         self.model = model.to(self.device)
-        self.objective = TrainingLoss(self.model, self.tcfg.label_smoothing)  # what DDP/compile wrap
+        self.objective = training_objective(self.model, self.tcfg)  # what DDP/compile wrap
         self.ddp = data_parallel(self.objective, self.device) if info.enabled else None
         net: nn.Module = self.objective if self.ddp is None else self.ddp
         self.net: Callable[..., torch.Tensor] = torch.compile(net, dynamic=True) if self.tcfg.compile else net
@@ -94,8 +95,9 @@ class Trainer:
         batching = self.order.describe()
         self.state = TrainingState.start(self.model, self.tcfg, self.device, self.dtype, batching)
         self.records = TrainLog(run, self.tcfg, info)
-        # the interval's loss, tokens and skipped steps, on the device until a log line or checkpoint
-        self._interval = torch.zeros(3, dtype=torch.float64, device=self.device)
+        # the interval's loss, alignment cost, tokens and skipped steps, on the device until a log line
+        # or checkpoint
+        self._interval = torch.zeros(4, dtype=torch.float64, device=self.device)
         self.skipped: torch.Tensor | None = None  # whether the fp16 loss scaler skipped the last step
         self.step_lr = self.state.optimizer.param_groups[0]["lr"]
         self.origin = checkpoint_inputs(cfg, tokenizer_sums)  # the same in every checkpoint of the run
@@ -115,21 +117,21 @@ class Trainer:
 
         The loss is normalized by `total_tokens`, the real target tokens of the step's batches on all
         ranks (`BatchOrder.next_step` knows it without asking them; by default this process's), so the
-        update is the same however the work is split. Returns the summed label-smoothed loss (0-dim).
-        Nothing here waits for the device.
+        update is the same however the work is split. Returns the summed label-smoothed loss and
+        guided-alignment cost (2,) (0 without guidance). Nothing here waits for the device.
         """
         s = self.state
         if total_tokens is None:
             total_tokens = sum(b.num_tgt_tokens for b in batches)
-        loss_sum = torch.zeros((), device=self.device)
+        loss_sum = torch.zeros(2, device=self.device)
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             last = i == len(batches) - 1
             sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
             with sync:
                 with autocast(self.device, self.dtype):
-                    loss = self.net(batch.src, batch.tgt_in, batch.tgt_out)
-                s.scaler.scale(loss * (self.info.world / total_tokens)).backward()
+                    loss = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.links)  # (2,)
+                s.scaler.scale(loss.sum() * (self.info.world / total_tokens)).backward()
             loss_sum += loss.detach()
         s.scaler.unscale_(s.optimizer)
         if self.tcfg.clip_norm > 0:
@@ -206,25 +208,27 @@ class Trainer:
         return None
 
     def _count(self, loss: torch.Tensor, tokens: int) -> None:
-        """Add the last step's summed loss and its (this rank's) target tokens to the interval, on the device.
+        """Add the last step's summed loss and alignment cost (2,) and its (this rank's) target tokens to
+        the interval, on the device.
 
         With fp16, a step the loss scaler skipped (its gradients overflowed, on every rank alike) is
         counted as skipped, its loss and tokens left out: neither a diverged loss nor a trained step.
         """
         if self.skipped is not None:
             counted = ~self.skipped
-            self._interval[0] += torch.where(counted, loss, 0.0)
-            self._interval[1] += counted * tokens
-            self._interval[2] += ~counted
+            self._interval[:2] += torch.where(counted, loss, 0.0)
+            self._interval[2] += counted * tokens
+            self._interval[3] += ~counted
         else:
-            self._interval[0] += loss
-            self._interval[1] += tokens
+            self._interval[:2] += loss
+            self._interval[2] += tokens
 
     def _flush_interval(self) -> None:
         """Move the on-device interval sums into `progress` (one host sync, only when logging or saving)."""
         p = self.progress
-        loss, tokens, skipped = self._interval.tolist()
+        loss, align, tokens, skipped = self._interval.tolist()
         p.interval_loss += loss
+        p.interval_align += align
         p.interval_tokens += int(tokens)
         p.interval_skipped += int(skipped)
         self._interval.zero_()
@@ -235,9 +239,10 @@ class Trainer:
         tokens = int(all_reduce_sum(p.interval_tokens, self.info))
         skipped = int(all_reduce_max(p.interval_skipped, self.info))  # the same steps on every rank
         loss = all_reduce_sum(p.interval_loss, self.info) / max(tokens, 1)  # per target token, all ranks
-        check_finite(loss, self.model, p.step, self.tcfg, every_step_skipped=tokens == 0 < skipped)
-        self.records.interval(p.step, p.epoch, loss, self.step_lr, meter, bar, skipped)
-        p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
+        align = all_reduce_sum(p.interval_align, self.info) / max(tokens, 1)
+        check_finite(loss + align, self.model, p.step, self.tcfg, every_step_skipped=tokens == 0 < skipped)
+        self.records.interval(p.step, p.epoch, loss, self.step_lr, meter, bar, skipped, align)
+        p.clear_interval()
 
     def _validate_and_save(self) -> None:
         """Rank 0 validates and saves; the decision to stop early is shared with every rank.
@@ -292,11 +297,12 @@ class Trainer:
         if self.info.enabled:
             # the saved interval sums cover all ranks; rank 0 carries them from here on
             p.interval_loss = all_reduce_sum(p.interval_loss, self.info)
+            p.interval_align = all_reduce_sum(p.interval_align, self.info)
             p.interval_tokens = int(all_reduce_sum(p.interval_tokens, self.info))
             p.interval_skipped = int(all_reduce_max(p.interval_skipped, self.info))
-        check_finite(p.interval_loss, self.model, p.step, self.tcfg)
+        check_finite(p.interval_loss + p.interval_align, self.model, p.step, self.tcfg)
         if self.info.enabled and not self.info.is_main:
-            p.interval_loss, p.interval_tokens, p.interval_skipped = 0.0, 0, 0
+            p.clear_interval()
         state = self.state.to_checkpoint(self.info, self.device, self.origin)
         if self.info.is_main:
             keep = self.tcfg.keep_checkpoints
@@ -324,7 +330,7 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device
     if info.is_main:
         clear_finished(run)
     corpora = cfg.data.training_corpora()
-    train_data = load_prepared(inputs.corpus_dir, corpora)
+    train_data = load_prepared(inputs.corpus_dir, corpora, links=cfg.train.guided_alignment.active)
     manifests = read_manifests(inputs.corpus_dir, corpora)
     weights = {c.name: c.weight for c in corpora}
     log.info("training corpus, memory-mapped from %s:\n%s", inputs.corpus_dir, describe(manifests, weights))

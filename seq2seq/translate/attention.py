@@ -1,4 +1,5 @@
-"""Where a translation looked: the last decoder layer's cross-attention, teacher-forced on a hypothesis.
+"""Where a translation looked: the cross-attention of the run's alignment heads (the last decoder
+layer's, or the head guided alignment trained), teacher-forced on a hypothesis.
 
 What the HTML report draws and the server's /attention answers; decoding itself never computes
 attention weights explicitly. Each engine finds its own (`Engine.attention_map`): s2s's decoder in

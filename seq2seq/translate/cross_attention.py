@@ -1,13 +1,16 @@
-"""The cross-attention of a run's model: its last decoder layer's weights, teacher-forced on a
-hypothesis, as an `AttentionMap` (`seq2seq.translate.attention`)."""
+"""The cross-attention of a run's model, teacher-forced on a hypothesis, as an `AttentionMap`
+(`seq2seq.translate.attention`): the last decoder layer's weights averaged over its heads or, for a
+run trained with guided alignment, the head it trained (`alignment_heads` chooses, once per run)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import torch
 
+from seq2seq.config import Config
 from seq2seq.models.decoder_only import DecoderOnlyTransformer
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.special import BOS, EOS
@@ -30,11 +33,56 @@ class Attending(Protocol[M]):
     ) -> torch.Tensor: ...
 
 
+@dataclass(frozen=True)
+class LastLayerMean:
+    """Every head of the last decoder layer, averaged: where a run without guided alignment looks."""
+
+    layers: int  # model.decoder_layers
+    heads: int  # model.heads: CTranslate2 averages this many of the layer's first heads
+
+    @property
+    def layer(self) -> int:
+        """The layer, from 0."""
+        return self.layers - 1
+
+    def weights(self, model: Attending[Any], src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """(B, T, S), as `cross_attention` gives them."""
+        return cross_attention(model, src, tgt_in)
+
+
+@dataclass(frozen=True)
+class GuidedHead:
+    """Head 0 of decoder layer `layer`: the head guided alignment trained to follow word alignments."""
+
+    layer: int  # from 0
+    heads: int = 1  # CTranslate2 averages this many of the layer's first heads: head 0 alone
+
+    @torch.no_grad()
+    def weights(self, model: Attending[Any], src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """(B, T, S) as `cross_attention` gives them, of that one head."""
+        assert isinstance(model, Seq2SeqTransformer), "the config's rules guide encoder-decoders only"
+        return model.guided_features(src, tgt_in, self.layer)[1]
+
+
+AlignmentHeads = LastLayerMean | GuidedHead
+
+
+def alignment_heads(cfg: Config) -> AlignmentHeads:
+    """Which cross-attention a run shows as where it looked (the report, the server's /attention, and
+    CTranslate2's alignment layer and heads in `s2s export`): the guided head of a run trained with
+    train.guided_alignment, else the mean of the last layer's heads."""
+    guide = cfg.train.guided_alignment
+    if guide.active:
+        return GuidedHead(guide.layer_index(cfg.model.decoder_layers))
+    return LastLayerMean(cfg.model.decoder_layers, cfg.model.heads)
+
+
 def attention_map(
     translator: Translator, source: str, hypothesis: str, prefix: Sequence[int]
 ) -> AttentionMap:
-    """Cross-attention of the last decoder layer (mean over heads), teacher-forced on `hypothesis`; the
-    source starts with the control ids `prefix` (a target language, a tag), as when translated."""
+    """Cross-attention of the run's alignment heads (`Translator.alignment`), teacher-forced on
+    `hypothesis`; the source starts with the control ids `prefix` (a target language, a tag), as when
+    translated."""
     model = translator.first_model  # a translation's, whose answers draw attention: it has a decoder
     assert isinstance(model, Seq2SeqTransformer | DecoderOnlyTransformer)
     src_tok, tgt_tok = translator.tokenizers.src, translator.tokenizers.tgt_tokenizer
@@ -42,7 +90,7 @@ def attention_map(
     tgt_ids = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
     src = torch.tensor([[*src_ids, EOS]], device=translator.device)  # (1, S)
     tgt_in = torch.tensor([[BOS, *tgt_ids]], device=translator.device)  # (1, T)
-    weights = cross_attention(model, src, tgt_in)[0].float().cpu().numpy()  # (T, S)
+    weights = translator.alignment.weights(model, src, tgt_in)[0].float().cpu().numpy()  # (T, S)
     source_pieces = [*src_tok.id_pieces(prefix), *src_tok.pieces(source)][: len(src_ids)]
     pieces = source_pieces, tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
     return AttentionMap([*pieces[0], "</s>"], [*pieces[1], "</s>"], weights)

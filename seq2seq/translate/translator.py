@@ -25,7 +25,7 @@ from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.attention import AttentionMap
-from seq2seq.translate.cross_attention import attention_map
+from seq2seq.translate.cross_attention import alignment_heads, attention_map
 from seq2seq.translate.lines import (
     Translation,
     blank_translations,
@@ -82,6 +82,7 @@ class Translator:
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
         self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
+        self.alignment = alignment_heads(config)  # the cross-attention that shows where it looked
         self.calls_at_once = 1  # its decode calls run one at a time (one thread owns torch's threads)
 
     @classmethod
@@ -194,7 +195,7 @@ class Translator:
         return self.model.max_positions - 1
 
     def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
-        """Where the last decoder layer looks writing `hypothesis` for `source` (`cross_attention`)."""
+        """Where the model looks writing `hypothesis` for `source` (`cross_attention.attention_map`)."""
         return attention_map(self, source, hypothesis, self.source_tokens.prefix(request.to, request.tag))
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:

@@ -67,7 +67,7 @@ def test_tiny_model_overfits_a_tiny_batch(tmp_path):
     trainer = Trainer(
         cfg, RunDir(tmp_path / "run"), model, toks, {}, data, [ValidSet(data, [], [])], DistInfo(), CPU
     )
-    losses = [float(trainer.train_step([batch])) / batch.num_tgt_tokens for _ in range(150)]
+    losses = [float(trainer.train_step([batch])[0]) / batch.num_tgt_tokens for _ in range(150)]
     assert losses[-1] < 0.05 * losses[0]
 
 
@@ -396,8 +396,8 @@ def fp16_like_trainer(tmp_path: Path, overflow_at: set[int], where: str = "loss"
     trainer.state.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, enabled=True)
     objective = trainer.net
 
-    def overflowing(src, tgt_in, tgt_out):
-        loss = objective(src, tgt_in, tgt_out)
+    def overflowing(src, tgt_in, tgt_out, links):
+        loss = objective(src, tgt_in, tgt_out, links)
         if trainer.progress.step + 1 not in overflow_at:
             return loss
         if where == "loss":

@@ -26,6 +26,7 @@ from torch.testing import assert_close
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import TrainConfig, config_from_dict
+from seq2seq.config.guided_alignment import GuidedAlignmentConfig
 from seq2seq.data.parallel import collate
 from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.decoding.batched import decode_ids
@@ -34,7 +35,7 @@ from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import autocast, autocast_dtype, grad_scaler
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.loss import TrainingLoss
+from seq2seq.training.loss import TrainingLoss, training_objective
 from seq2seq.training.optim import build_optimizer
 from tests.conftest import make_model, random_ids, tiny_config_dict
 from tests.helpers import run_cli
@@ -171,6 +172,39 @@ def test_mixed_precision_training_step_matches_fp32(device, dtype):
     )
     errors = {name: relative_error(grads[name], expected[name]) for name in expected}
     assert max(errors.values()) <= worst, errors
+
+
+def test_guided_alignment_under_autocast_matches_fp32(device):
+    """The guided head computed explicitly beside the fused kernel (which gets the other heads, sliced)
+    under bf16 autocast: the loss, the alignment cost and the gradients against fp32."""
+    from seq2seq.device import prefer_safe_attention_kernels
+
+    prefer_safe_attention_kernels()
+    model = make_model(seed=1, vocab=61, d_model=64, heads=4, ffn_dim=128).to(device)  # eval mode
+    lengths = [2, 15, 7, 11, 3, 15, 9, 5, 13, 4, 8, 6]
+    src, tgt = random_ids(12, 15, vocab=61, seed=1), random_ids(12, 13, vocab=61, seed=2)
+    batch = collate(
+        [s[:n].tolist() for s, n in zip(src, lengths, strict=True)],
+        [t[: n - 1].tolist() for t, n in zip(tgt, lengths, strict=True)],
+    ).to(device)
+    links = torch.tensor(  # target piece t linked to source piece t, or in even rows to n - 1 - t
+        [[b, t, t if b % 2 else n - 1 - t] for b, n in enumerate(lengths) for t in range(n - 1)],
+        device=device,
+    )
+    cfg = TrainConfig(guided_alignment=GuidedAlignmentConfig(weight=0.5, layer=0))
+    objective = training_objective(model, cfg)
+    results = []
+    for dtype in (None, torch.bfloat16):
+        model.zero_grad(set_to_none=True)
+        with ieee_fp32() if dtype is None else contextlib.nullcontext(), autocast(device, dtype):
+            parts = objective(batch.src, batch.tgt_in, batch.tgt_out, links)
+        (parts.sum() / batch.num_tgt_tokens).backward()
+        grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+        results.append((parts.detach(), grads))
+    (expected, expected_grads), (got, grads) = results
+    assert expected[1] > 0
+    assert ((got - expected).abs() <= LOSS_RTOL[torch.bfloat16] * expected).all(), (got, expected)
+    assert relative_error(grads, expected_grads) <= GRAD_RTOL[torch.bfloat16][0]
 
 
 def test_training_uses_the_fused_adamw(device):

@@ -212,3 +212,17 @@ def test_dropout_is_seeded_and_off_in_eval():
     assert torch.equal(a, drop(x))
     assert not torch.equal(a, drop(x))  # the next draw is a new mask
     assert drop.eval()(x) is x
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_guided_features_are_the_features_and_hand_out_that_layers_first_head(layer):
+    src, tgt = random_ids(2, 7), random_ids(2, 5, seed=1)
+    src[1, 5:] = PAD
+    model = make_model()
+    hidden, weights = model.guided_features(src, tgt, layer)
+    assert_close(hidden, model.features(src, tgt), atol=1e-6, rtol=1e-5)
+    assert weights.shape == (2, 5, 7)
+    one_head = make_model(heads=1)  # its head 0 is the mean over its heads, which the sink gives
+    sink: list[torch.Tensor] = []
+    one_head.decode(tgt, one_head.encode(src), attn_sink=sink)
+    assert_close(one_head.guided_features(src, tgt, layer)[1], sink[layer])

@@ -8,9 +8,18 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from seq2seq.config import TrainConfig
+from seq2seq.config.guided_alignment import GuidedAlignmentConfig
 from seq2seq.data.parallel import collate
 from seq2seq.data.tokenizer import PAD
-from seq2seq.training.loss import TrainingLoss, linear_cross_entropy, sequence_loss
+from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.training.loss import (
+    TrainingLoss,
+    alignment_cost,
+    linear_cross_entropy,
+    sequence_loss,
+    training_objective,
+)
 from tests.conftest import make_model, random_ids
 
 VOCAB = 17
@@ -135,3 +144,52 @@ def test_compiled_training_loss_compiles_once_for_every_batch_shape():
         counts.append(len(graphs))
     torch._dynamo.reset()
     assert counts[-1] == counts[0] >= 1, counts
+
+
+def test_the_alignment_cost_is_marians_cross_entropy_over_linked_rows_only():
+    attention = torch.softmax(torch.randn(2, 3, 4), -1)  # (B, T, S)
+    links = torch.tensor([[0, 0, 1], [0, 0, 3], [1, 2, 0]])  # row 0 target 0 -> sources 1 and 3, ...
+    eps = 1e-6
+    expected = -(0.5 * math.log(attention[0, 0, 1] + eps) + 0.5 * math.log(attention[0, 0, 3] + eps))
+    expected -= math.log(attention[1, 2, 0] + eps)
+    assert_close(alignment_cost(attention, links), torch.tensor(expected, dtype=torch.float32))
+    unlinked = attention.clone()
+    unlinked[0, 1:], unlinked[1, :2] = torch.rand(2, 4), torch.rand(2, 4)  # rows without a link
+    assert_close(alignment_cost(unlinked, links), alignment_cost(attention, links))
+    assert alignment_cost(attention, links[:0]) == 0
+
+
+def objective_case(guided: float) -> tuple[torch.nn.Module, Seq2SeqTransformer, tuple[torch.Tensor, ...]]:
+    model = make_model().train()
+    cfg = TrainConfig(label_smoothing=0.1, guided_alignment=GuidedAlignmentConfig(weight=guided))
+    src, tgt = random_ids(2, 7), random_ids(2, 5, seed=1)
+    links = torch.tensor([[0, 0, 2], [1, 3, 0]])
+    return training_objective(model, cfg), model, (src, tgt[:, :-1], tgt[:, 1:], links)
+
+
+def gradients(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()]
+
+
+def test_without_guidance_the_objective_is_the_training_loss_bit_for_bit():
+    objective, model, (src, tgt_in, tgt_out, links) = objective_case(0.0)
+    torch.manual_seed(5)
+    parts = objective(src, tgt_in, tgt_out, links)
+    parts.sum().backward()
+    ours = gradients(model)
+    model.zero_grad()
+    torch.manual_seed(5)
+    plain = TrainingLoss(model, 0.1)(src, tgt_in, tgt_out)  # what the trainer minimized before guidance
+    plain.backward()
+    assert torch.equal(parts, torch.stack([plain.detach(), torch.zeros(())]))
+    assert all(torch.equal(a, b) for a, b in zip(ours, gradients(model), strict=True))
+
+
+def test_with_guidance_the_objective_adds_the_weighted_cost_of_its_head():
+    objective, model, (src, tgt_in, tgt_out, links) = objective_case(0.5)
+    model.eval()
+    loss, cost = objective(src, tgt_in, tgt_out, links)
+    assert_close(loss, TrainingLoss(model, 0.1)(src, tgt_in, tgt_out), atol=1e-5, rtol=1e-6)
+    head = model.guided_features(src, tgt_in, 1)[1]  # the last layer's, by default
+    assert_close(cost, 0.5 * alignment_cost(head, links))
+    assert objective(src, tgt_in, tgt_out, None)[1] == 0  # a batch of modified pairs only
