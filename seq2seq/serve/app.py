@@ -8,7 +8,7 @@ No endpoint reads a file a client names: the page is read once, from the package
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -199,30 +199,12 @@ def create_app(
             raise ApiError(422, f"nbest: a {task} model gives one answer per line")
         check_lines(request.text, limits)
         if request.prefix is not None:
-            if not answers.takes_prefixes:
-                raise ApiError(422, f"prefix: a {task} model reads; it writes no translation to start")
-            if len(request.prefix) != len(request.text):
-                raise ApiError(
-                    422,
-                    f"prefix: {len(request.prefix)} for {len(request.text)} lines of text; give one per line",
-                )
-            check_lines(request.prefix, limits, field="prefix")
+            check_prefixes(request.prefix, request.text, translator, limits)
         asked = Request(search, defaults.max_tokens, to=language(request.to))
-        if not (request.alignments or request.markup):
-            results = await answer(batcher.translate(request.text, asked, request.prefix))
-            return translate_response(results, request.scores, request.nbest)
-        annotated = annotated_engine(translator, request.alignments, request.markup)
-        try:
-            marked, sources = annotated.read(request.text)
-        except Seq2SeqError as e:
-            raise ApiError(422, f"text: {e}") from None
-        results = await answer(batcher.translate(sources, asked, request.prefix))
-        found = await answer(batcher.call(lambda: annotated.annotate(sources, marked, results, asked)))
-        results = [Translation(texts, r.scores) for (texts, _), r in zip(found, results, strict=True)]
-        response = translate_response(results, request.scores, request.nbest)
-        if request.alignments:
-            response.alignments = [format_pharaoh(links[0]) if links else "" for _, links in found]
-        return response
+        if request.alignments or request.markup:
+            return await annotated_answer(translator, batcher, answer, request, asked)
+        results = await answer(batcher.translate(request.text, asked, request.prefix))
+        return translate_response(results, request.scores, request.nbest)
 
     @app.post("/attention", response_model=AttentionResponse)
     async def attention(request: AttentionRequest) -> AttentionResponse:
@@ -249,12 +231,36 @@ def create_app(
     return app
 
 
-def annotated_engine(translator: Engine, alignments: bool, markup: str | None) -> Annotated:
-    """What adds a request's alignments or puts its markup back; a 422 for a reader."""
+def check_prefixes(prefixes: list[str], text: list[str], translator: Engine, limits: Limits) -> None:
+    """A request's target prefixes: a 422 unless the model writes, and there is one per line."""
+    if not translator.answers.takes_prefixes:
+        raise ApiError(422, f"prefix: a {translator.task} model reads; it writes no translation to start")
+    if len(prefixes) != len(text):
+        raise ApiError(422, f"prefix: {len(prefixes)} for {len(text)} lines of text; give one per line")
+    check_lines(prefixes, limits, field="prefix")
+
+
+async def annotated_answer(
+    translator: Engine,
+    batcher: Batcher,
+    answer: Callable[[Future], Awaitable[Any]],
+    request: TranslateRequest,
+    asked: Request,
+) -> TranslateResponse:
+    """The answer to a /translate request with alignments or markup: the lines read (a 422 names a
+    malformed one), translated, then annotated on the batcher's thread, which holds the model."""
     try:
-        return Annotated(translator, Annotations.asked(alignments, markup))
+        annotated = Annotated(translator, Annotations.asked(request.alignments, request.markup))
+        marked, sources = annotated.read(request.text)
     except Seq2SeqError as e:
-        raise ApiError(422, str(e)) from None
+        raise ApiError(422, f"text: {e}") from None
+    results = await answer(batcher.translate(sources, asked, request.prefix))
+    found = await answer(batcher.call(lambda: annotated.annotate(sources, marked, results, asked)))
+    results = [Translation(texts, r.scores) for (texts, _), r in zip(found, results, strict=True)]
+    response = translate_response(results, request.scores, request.nbest)
+    if request.alignments:
+        response.alignments = [format_pharaoh(links[0]) if links else "" for _, links in found]
+    return response
 
 
 def request_languages(translator: Engine, to: str) -> tuple[Callable[[str | None], str], str]:

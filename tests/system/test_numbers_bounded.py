@@ -79,6 +79,13 @@ CONFIG_CASES = [
     ("train.valid_subset", "-1"),
     ("train.valid_samples", "-1"),
     ("train.ema_decay", "1"),
+    ("train.valid_augment.upper", "1.5"),
+    ("train.valid_augment.title", "-0.1"),
+    ("train.valid_augment.typos", "nan"),
+    ("train.valid_augment.nopunct", "2"),
+    ("train.valid_augment.noise", "0.1"),
+    ("train.guided_alignment.weight", "-1"),
+    ("train.guided_alignment.layer", "100"),
     ("train.num_threads", "100000"),
     ("decode.beam", "100000"),
     ("decode.length_penalty", "1e300"),
@@ -137,8 +144,11 @@ def with_value(raw: dict[str, Any], key: str, value: str) -> tuple[dict[str, Any
             node = node.setdefault(name, {})
         node[leaf] = yaml.safe_load(value)
         return changed, f"data.corpora={json.dumps(changed['data']['corpora'])}"
-    section, leaf = key.split(".")
-    changed[section][leaf] = yaml.safe_load(value)
+    *parents, leaf = key.split(".")
+    node = changed
+    for name in parents:
+        node = node.setdefault(name, {})
+    node[leaf] = yaml.safe_load(value)
     return changed, f"{key}={value}"
 
 

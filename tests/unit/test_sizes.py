@@ -26,7 +26,7 @@ LARGE_FILES: dict[str, int] = {
 }
 # "path:qualified.name": lines, for functions over MAX_FUNCTION_LINES
 LONG_FUNCTIONS: dict[str, int] = {
-    "seq2seq/serve/app.py:create_app": 117,
+    "seq2seq/serve/app.py:create_app": 112,
     "seq2seq/config/data.py:DataConfig.problems": 76,
 }
 
