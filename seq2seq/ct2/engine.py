@@ -248,6 +248,8 @@ class CT2Translator:
         if settings.sampling and settings.seed is not None:
             require_ctranslate2().set_random_seed(settings.seed)
         options = self._options(settings, max_tokens, scores)
+        if prefixes is not None and any(prefixes):  # a shortlist would leave out a prefix's own words
+            options["use_vmap"] = False
         pending = []
         for limit in sorted(set(limits)):
             rows = [i for i, row_limit in enumerate(limits) if row_limit == limit]

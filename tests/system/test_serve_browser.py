@@ -8,6 +8,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,8 +116,16 @@ def test_ctrl_enter_translates_and_the_attention_of_a_line_is_drawn(browser_page
     assert problems == []
 
 
-def test_the_prefix_box_starts_the_translations_as_translate_prefix_does(browser_page, served_run, tmp_path):
-    page, problems = browser_page
+def test_the_prefix_box_starts_the_translations_as_translate_prefix_does(
+    browser, server, served_run, tmp_path
+):
+    with served_page(browser, server.url) as (page, problems):  # its own page: no other test's state
+        prefix_round_trip(page, problems, served_run, tmp_path)
+
+
+def prefix_round_trip(page: Any, problems: list[str], served_run: Path, tmp_path: Path) -> None:
+    """Target prefixes through the page's box, as `s2s translate --prefix` gives them."""
+    sync_api.expect(page.locator("#run")).to_have_text(served_run.name)  # /info has set the page up
     lines, prefixes = ["red cat runs", "the big dog sleeps", "blue bird eats"], ["the red", ""]
     page.get_by_label("Source text").fill("\n".join(lines))
     page.get_by_text("Start the translations with given words").click()
@@ -136,18 +145,21 @@ def test_the_prefix_box_starts_the_translations_as_translate_prefix_does(browser
     assert problems == []
 
 
-def test_the_markup_choice_puts_the_tags_back_as_translate_markup_does(browser_page, served_run):
-    page, problems = browser_page
+def test_the_markup_choice_puts_the_tags_back_as_translate_markup_does(browser, server, served_run):
+    with served_page(browser, server.url) as (page, problems):  # its own page: the shared one keeps its state
+        markup_round_trip(page, problems, served_run)
+
+
+def markup_round_trip(page: Any, problems: list[str], served_run: Path) -> None:
+    """Lines with tags through the page's Markup choice, as `s2s translate --markup html` gives them."""
     lines = ["<b>red</b> cat &amp; runs", "the <i>big dog</i> sleeps<br/>"]
     expected = cli_translate(served_run, lines, "--markup", "html")
     page.get_by_label("Source text").fill("\n".join(lines))
     page.get_by_label("Markup").select_option("html")
     page.get_by_role("button", name="Translate").click()
     translations = page.locator("#output > li > .translation")
-    # the page is the module's: wait for this answer, not the output an earlier test left
     sync_api.expect(translations).to_have_text(expected)
     assert translations.all_text_contents() == expected
-    page.get_by_label("Markup").select_option("")
     assert problems == []
 
 
