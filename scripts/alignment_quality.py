@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import platform
 import random
 import shlex
 import sys
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from scripts.bench.machine import cpu_model
 from seq2seq.align import Pair
 from seq2seq.align.aer import AlignmentScores, alignment_scores
 from seq2seq.align.eflomal_aligner import align_words
@@ -219,14 +219,6 @@ def table(results: dict) -> str:
     return "\n".join(rows)
 
 
-def cpu_name() -> str:
-    """The CPU's model name, as /proc/cpuinfo gives it, or what `platform` knows."""
-    cpuinfo = Path("/proc/cpuinfo")
-    lines = cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines() if cpuinfo.is_file() else []
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    return names[0] if names else platform.processor() or platform.machine()
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m scripts.alignment_quality",
@@ -250,7 +242,7 @@ def main(argv: list[str]) -> int:
     try:
         results = measure(args)
         results |= {
-            "cpu": cpu_name(),
+            "cpu": cpu_model(),
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
             "command": shlex.join(["python", "-m", "scripts.alignment_quality", *argv]),
         }

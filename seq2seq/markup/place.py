@@ -31,7 +31,6 @@ characters.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -39,8 +38,6 @@ from seq2seq.markup.parse import MarkedLine, MarkupError, Tag
 
 Span = tuple[int, int]  # target words [start, end)
 Alignment = Sequence[tuple[int, int]]  # (source word, target word) pairs, from 0
-
-_PAIR = re.compile(r"(\d+)-(\d+)")
 
 
 class PlacementRule(Protocol):
@@ -76,17 +73,6 @@ def by_position(source: MarkedLine, n: int, alignment: Alignment) -> list[Span]:
     """Each tag's ends at their relative positions; the alignment is not used (the baseline)."""
     m = len(source.words)
     return [(relative(tag.start, m, n), relative(tag.end, m, n)) for tag in source.tags]
-
-
-def read_alignment(pairs: str) -> list[tuple[int, int]]:
-    """Pharaoh alignment text (`0-0 1-2 2-1`) as (source word, target word) pairs."""
-    found = []
-    for token in pairs.split():
-        pair = _PAIR.fullmatch(token)
-        if pair is None:
-            raise MarkupError(f"{token!r} is no alignment pair: write i-j, source and target word from 0")
-        found.append((int(pair.group(1)), int(pair.group(2))))
-    return found
 
 
 def place(source: MarkedLine, target: str, alignment: Alignment, rule: PlacementRule = by_alignment) -> str:

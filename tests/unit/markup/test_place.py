@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from seq2seq.markup.parse import DIALECTS, HTML, XML, MarkedLine, MarkupError, parse
-from seq2seq.markup.place import PlacementRule, by_alignment, by_position, nest, place, read_alignment
+from seq2seq.markup.place import PlacementRule, by_alignment, by_position, nest, place
 from tests.unit.markup.lines import KITS, random_alignment, random_line, random_target
 
 RULES = {"by_alignment": by_alignment, "by_position": by_position}
@@ -151,10 +151,3 @@ def test_a_tag_without_words_that_falls_inside_a_sibling_moves_after_it():
 def test_an_alignment_outside_the_line_is_refused(pairs: list[tuple[int, int]]):
     with pytest.raises(MarkupError, match="2 words and the target 3"):
         place(parse("a b", XML), "x y z", pairs)
-
-
-def test_pharaoh_alignments_are_read_and_bad_ones_refused():
-    assert read_alignment("0-0 1-2  2-1\n") == [(0, 0), (1, 2), (2, 1)]
-    assert read_alignment("") == []
-    with pytest.raises(MarkupError, match="'1:2'"):
-        read_alignment("0-0 1:2")
