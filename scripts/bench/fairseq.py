@@ -91,7 +91,7 @@ def report(section: dict[str, Any]) -> str:
 
 
 def targets(section: dict[str, Any]) -> dict[str, float]:
-    """Issue 11's training targets: s2s against fairseq fp32, and `auto` against the better precision."""
+    """The training targets: s2s against fairseq fp32, and `auto` against the better precision."""
     out = {f"s2s train {p} / fairseq fp32, tgt tok/s": r for p, r in section["s2s_over_fairseq_fp32"].items()}
     speed = {r["precision"]: r["tgt_tokens_per_s"] for r in section["results"] if r["trainer"] == "s2s"}
     out["s2s train auto / the better of fp32 and bf16"] = speed["auto"] / max(speed["fp32"], speed["bf16"])
@@ -116,9 +116,14 @@ def _s2s_row(config: str, run_dir: Path, precision: str, steps: int, interval: i
     peak = _run(sys.executable, "seq2seq", args, threads, run_dir.parent / "s2s.out")
     log = (run_dir / "train.log").read_text(encoding="utf-8")
     speeds = [float(x) for x in re.findall(r"\| step \d+ .*?\| (\d+) tgt tok/s", log)]
-    chosen = re.search(r"precision auto on this CPU: .*?: (\w+)", log)
-    label = f"auto: {chosen.group(1)}" if precision == "auto" and chosen else precision
+    label = f"auto: {auto_choice(log)}" if precision == "auto" else precision
     return _row("s2s", precision, label, speeds, peak)
+
+
+def auto_choice(log: str) -> str:
+    """What `precision: auto` chose, as train.log says (`precision auto on this CPU: bf16: ...`)."""
+    chosen = re.search(r"precision auto on this CPU: (\w+):", log)
+    return chosen.group(1) if chosen else "not logged"
 
 
 def _fairseq_data(cfg: Config, s2s_run: Path, out: Path, python: str) -> Path:

@@ -19,7 +19,10 @@ from scripts.bench import __main__ as bench
 from scripts.bench import engines, fairseq, memory
 from scripts.bench.reference import ReferenceTransformer
 from seq2seq.config import ModelConfig
+from seq2seq.training import precision
+from seq2seq.training.distributed import DistInfo
 from seq2seq.training.loss import TrainingLoss, sequence_loss
+from seq2seq.training.state import Progress
 from tests.conftest import ROOT, TrainedRun, random_ids
 
 pytestmark = pytest.mark.slow
@@ -186,3 +189,16 @@ def test_a_childs_peak_rss_is_its_own_not_its_parents(tmp_path: Path) -> None:
     assert memory.read_peak(peak_file) < 150  # the child: an interpreter printing a poem
     assert usage.ru_maxrss / 1024 > 300  # what ru_maxrss says of the same child
     del ballast
+
+
+def test_the_fairseq_table_names_what_auto_chose(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `auto` row's label is read from the line train.log has, for either choice."""
+    for dtype, word in ((torch.bfloat16, "bf16"), (None, "fp32")):
+        monkeypatch.setattr(precision, "auto_cpu_dtype", lambda d=dtype, w=word: (d, f"{w}: measured on X"))
+        caplog.clear()
+        with caplog.at_level("INFO", logger="seq2seq.training.trainer"):
+            precision.choose_cpu_precision(Progress(), DistInfo())
+        assert fairseq.auto_choice(caplog.text) == word
+    assert fairseq.auto_choice("no such line") == "not logged"

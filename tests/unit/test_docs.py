@@ -21,7 +21,7 @@ TEXT = {".md", ".py", ".sh", ".yaml", ".yml", ".toml", ".txt", ".html", ".json",
 # tools of the machines s2s was developed on
 OUTSIDE = [
     ("a path outside the repository", r"\.\./shared|/work/"),
-    ("an issue number", r"\bissues?\s+#?\d|(?<![\w&/])#\d+\b(?!-)|\bissues?'s?\s+targets?|\bthe issue\b"),
+    ("an issue number", r"(?i)\bissues?\s+#?\d|(?<![\w&/])#\d+\b(?!-)|\bissues?'s?\s+targets?|\bthe issue\b"),
     ("a tool s2s does not use", r"\blent\b|\blending\b|device tool|\$OUT\b"),
 ]
 
