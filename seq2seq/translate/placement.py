@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seq2seq.errors import Seq2SeqError
-
 
 @dataclass(frozen=True)
 class Placement:
@@ -20,10 +18,3 @@ class Placement:
 
 
 AUTO = Placement()  # the best device there is, at the precision it runs best
-
-
-def check_device_name(name: str) -> str:
-    """`name` if it names a device (auto, cpu, cuda, cuda:N), else an error saying which do."""
-    if not (name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit())):
-        raise Seq2SeqError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N")
-    return name

@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 
 from seq2seq.data.compression import open_binary
 from seq2seq.data.textio import BLOCK, LinesInStep, stream_line_chunks
+from seq2seq.device import DTYPES
 from seq2seq.errors import DataError
 from seq2seq.files import OutputError, atomic_output, disk_error, output_mode
 from seq2seq.locks import lock_or_refuse
@@ -167,7 +168,7 @@ def _line_chunks(source: BinaryIO, where: str) -> Iterator[list[str]]:
 
 
 # as `Translator.identity` records its dtype (str of a torch dtype; None for plain fp32)
-PRECISIONS = {"None": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
+PRECISIONS = {str(dtype): precision for precision, dtype in DTYPES.items()}
 
 
 def recorded_engine(output: Path) -> str | None:
