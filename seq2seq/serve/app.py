@@ -255,7 +255,8 @@ async def annotated_answer(
     except Seq2SeqError as e:
         raise ApiError(422, f"text: {e}") from None
     results = await answer(batcher.translate(sources, asked, request.prefix))
-    found = await answer(batcher.call(lambda: annotated.annotate(sources, marked, results, asked)))
+    # the response holds the best hypothesis's links only
+    found = await answer(batcher.call(lambda: annotated.annotate(sources, marked, results, asked, True)))
     results = [Translation(texts, r.scores) for (texts, _), r in zip(found, results, strict=True)]
     response = translate_response(results, request.scores, request.nbest)
     if request.alignments:

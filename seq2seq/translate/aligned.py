@@ -97,11 +97,15 @@ class Annotated:
         marked: Sequence[MarkedLine] | None,
         results: Sequence[Translation],
         request: Request,
+        best_only: bool = False,
     ) -> list[tuple[list[str], list[list[Pair]]]]:
-        """For each line, its hypotheses with the markup put back, and each one's word links."""
+        """For each line, its hypotheses with the markup put back, and each one's word links (with
+        `best_only` and no markup to place, the best one's alone: the others get none)."""
         out = []
         for n, (source, result) in enumerate(zip(sources, results, strict=True)):
-            links = [self.word_links(source, text, request) for text in result.texts]
+            linked = result.texts[:1] if best_only and not marked else result.texts
+            links = [self.word_links(source, text, request) for text in linked]
+            links += [[] for _ in result.texts[len(linked) :]]
             texts = [
                 place(marked[n], text, pairs) if marked else text
                 for text, pairs in zip(result.texts, links, strict=True)

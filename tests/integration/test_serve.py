@@ -95,6 +95,20 @@ def test_alignments_and_markup_are_those_of_s2s_translate(client, served_run):
     assert response.status_code == 422 and "line 2" in response.json()["error"]
 
 
+def test_alignments_of_an_nbest_answer_cost_one_attention_pass_a_line(client, translator, monkeypatch):
+    """The response holds the best hypothesis's links only: the others are not computed."""
+    best = client.post("/translate", json={"text": LINES, "alignments": True, "beam": 3}).json()
+    passes = []
+    attention_map = translator.attention_map
+    monkeypatch.setattr(translator, "attention_map", lambda *a: passes.append(a) or attention_map(*a))
+    body = client.post("/translate", json={"text": LINES, "alignments": True, "beam": 3, "nbest": 3}).json()
+    assert len(body["nbest"][0]) == 3 and body["translations"] == best["translations"]
+    assert body["alignments"] == best["alignments"]
+    assert len(passes) == sum(
+        1 for line, t in zip(LINES, body["translations"], strict=True) if line.strip() and t
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("batching", ["continuous", "static"])
 def test_concurrent_requests_are_decoded_together_and_each_gets_its_own_answers(
