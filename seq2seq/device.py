@@ -12,17 +12,12 @@ from seq2seq.cpu import CpuFeatures, read_cpu_features
 from seq2seq.errors import Seq2SeqError
 
 
-def check_device_name(name: str) -> str:
-    """`name` if it names a device (auto, cpu, cuda, cuda:N), else an error saying which do."""
-    if not (name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit())):
-        raise Seq2SeqError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N")
-    return name
-
-
 def resolve_device(name: str) -> torch.device:
     """`auto` picks CUDA when a GPU is visible, else the CPU; asking for an absent GPU is an error."""
-    if check_device_name(name) == "auto":
+    if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not (name in ("cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit())):
+        raise Seq2SeqError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N")
     device = torch.device(name)
     if device.type == "cuda":
         if not torch.cuda.is_available():

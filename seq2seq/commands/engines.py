@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from seq2seq.config import Config
 from seq2seq.ct2.export_dir import EXPORT_INFO  # what marks a CTranslate2 export
-from seq2seq.device import check_device_name
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.models.family import model_family
@@ -32,7 +31,7 @@ from seq2seq.run.parts import run_inputs
 from seq2seq.translate import resume
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
-from seq2seq.translate.placement import Placement
+from seq2seq.translate.placement import Placement, check_device_name
 
 if TYPE_CHECKING:
     from seq2seq.translate.translator import Translator

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from seq2seq.errors import Seq2SeqError
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -18,3 +20,13 @@ class Placement:
 
 
 AUTO = Placement()  # the best device there is, at the precision it runs best
+
+
+def check_device_name(name: str) -> str:
+    """`name` if it names a device (auto, cpu, cuda, cuda:N), else an error saying which do.
+
+    `device.resolve_device` checks the same names for torch; this check imports no torch, so that
+    translating with CTranslate2 never loads it."""
+    if not (name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit())):
+        raise Seq2SeqError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N")
+    return name

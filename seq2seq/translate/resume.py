@@ -33,7 +33,6 @@ from typing import Any, BinaryIO
 
 from seq2seq.data.compression import open_binary
 from seq2seq.data.textio import BLOCK, LinesInStep, stream_line_chunks
-from seq2seq.device import DTYPES
 from seq2seq.errors import DataError
 from seq2seq.files import OutputError, atomic_output, disk_error, output_mode
 from seq2seq.locks import lock_or_refuse
@@ -167,8 +166,9 @@ def _line_chunks(source: BinaryIO, where: str) -> Iterator[list[str]]:
         yield pending
 
 
-# as `Translator.identity` records its dtype (str of a torch dtype; None for plain fp32)
-PRECISIONS = {str(dtype): precision for precision, dtype in DTYPES.items()}
+# as `Translator.identity` records its dtype (str of a torch dtype; None for plain fp32); spelled out
+# rather than read from `device.DTYPES`, whose import would load torch on CTranslate2's path
+PRECISIONS = {"None": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
 
 
 def recorded_engine(output: Path) -> str | None:
