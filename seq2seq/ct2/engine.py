@@ -56,6 +56,13 @@ from seq2seq.translate.source_tokens import SourceTokens
 
 log = logging.getLogger(__name__)
 
+# A server's decode calls on a CPU stay within this many beam-expanded source tokens (about 6
+# Multi30k lines at beam 5): with one thread a call, a larger call decodes a line no faster, and a
+# short request waits for the call in flight to end. The serve benchmark's mixed load (short
+# requests beside 8-line ones, docs/decoding.md) measured a short request's p99 at 1.6-2.1x its p99
+# alone with 512, 2.4x with 768, 3.0x with 1,024, 3.3x with 256, and 4.5-5.6x without a limit.
+CPU_CALL_TOKENS = 512
+
 
 @dataclass(frozen=True)
 class Threads:
@@ -87,6 +94,7 @@ class CT2Translator:
         self._end = pieces[EOS]
         self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
         self.calls_at_once = 1  # decode calls that keep its workers busy together (`load`: inter_threads)
+        self.call_tokens: int | None = None  # on a CPU, CPU_CALL_TOKENS (`load`)
         # what a server reports of the weights, as of a run's `Translator`
         self.checkpoints = [Path(info.get("checkpoint", export_dir / "model.bin"))]
         self.device, self.dtype, self.quantize = engine.device, None, engine.compute_type
@@ -132,6 +140,7 @@ class CT2Translator:
             )
         translator = cls(engine, tokenizers, config, info, Path(export_dir))
         translator.calls_at_once = threads.inter
+        translator.call_tokens = CPU_CALL_TOKENS if device == "cpu" else None
         if translator.shortlist:
             log.info(
                 "decoding with the export's shortlist (%s): only each batch's candidates are scored",

@@ -1,13 +1,16 @@
 """Dynamic batching: requests that arrive close together are translated in one decode call.
 
 Callers on any thread (the server's event loop) submit lines and get a `concurrent.futures.Future`;
-one thread owns the model. It takes the oldest waiting request and collects more until none has
+one thread owns the model. A call starts with the cheapest request waiting (the oldest instead once
+it has waited `OVERTAKE_S`, so none waits for ever) and adds the cheapest others until none has
 arrived for `window_s` (clients answered together send their next requests a few ms apart, so a
-fixed window would split them), for at most `MAX_WINDOWS` windows in all, or until a budget of
-beam-expanded source tokens is reached (as `decode.max_tokens` budgets an offline batch); then it
-translates the requests of each `Request` (search setting, target language) together. Each future
-receives exactly its own lines' translations, in order. A request whose future was cancelled while
-it waited (its caller timed out) is skipped.
+fixed window would split them), for at most `MAX_WINDOWS` windows in all, or until its budget of
+beam-expanded source tokens is reached: `decode.max_tokens`, as for an offline batch, or less for an
+engine that gains nothing from larger calls (`call_tokens`: CTranslate2 on a CPU, one thread a
+call), so that a short request never waits long behind a call in flight. A request over the budget
+is decoded in parts and answered whole. The requests of each `Request` (search setting, target
+language) are translated together; each future receives exactly its own lines' translations, in
+order. A request whose future was cancelled while it waited (its caller timed out) is skipped.
 
 An engine that decodes several calls at once (`calls_at_once`: CTranslate2, whose inter-thread
 workers batch only within one call) gets that many batches in flight: the next is collected while
@@ -16,12 +19,14 @@ the others decode, so every worker is busy under load. s2s's decoder takes one c
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -33,6 +38,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_WINDOWS = 10  # the longest a request waits for others: this many windows
+OVERTAKE_S = 0.5  # a request waiting this long starts the next call, whatever cheaper ones wait
 
 
 @dataclass
@@ -42,7 +48,9 @@ class TranslateJob:
     lines: Sequence[str]
     request: Request
     prefixes: Sequence[str] | None = None  # a target prefix per line ("" for none), or none at all
+    cost: int = 1  # beam-expanded source tokens (`Batcher.cost`)
     future: Future = field(default_factory=Future)
+    queued: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -51,6 +59,7 @@ class CallJob:
 
     fn: Callable[[], Any]
     future: Future = field(default_factory=Future)
+    queued: float = field(default_factory=time.monotonic)
 
 
 class Batcher:
@@ -65,7 +74,9 @@ class Batcher:
     kind = "static"  # what /info reports
 
     def __init__(self, translator: Engine, window_s: float, max_tokens: int, calls_at_once: int = 1) -> None:
-        self.translator, self.window_s, self.max_tokens = translator, window_s, max_tokens
+        self.translator, self.window_s = translator, window_s
+        # beam-expanded source tokens a call collects: the budget, or less where more gains nothing
+        self.max_tokens = min(max_tokens, translator.call_tokens or max_tokens)
         self.calls_at_once = calls_at_once  # decode calls in flight together (`decode_calls`)
         self._queue: deque[TranslateJob | CallJob] = deque()
         self._ready = threading.Condition()
@@ -106,7 +117,11 @@ class Batcher:
         """A future of `list[Translation]`, one per line, in order, as `request` asks (its language
         checked by the caller: `SourceTokens.language`), each starting with its line's prefix when
         `prefixes` gives one."""
-        return self._put(TranslateJob(list(lines), request, prefixes))
+        parts = self.parts(TranslateJob(list(lines), request, prefixes))
+        with self._ready:
+            for part in parts:
+                self._put(part)
+        return parts[0].future if len(parts) == 1 else joined([part.future for part in parts])
 
     def call(self, fn: Callable[[], Any]) -> Future:
         """A future of `fn()`, run on the worker thread between batches."""
@@ -135,37 +150,68 @@ class Batcher:
                     self._ready.wait()
                 if not self._queue:
                     return None
-                first = self._queue.popleft()
+                first = self._take(self._first())
                 if first.future.set_running_or_notify_cancel():
                     break
             if isinstance(first, CallJob):
                 return [first]
-            batch, cost = [first], self._cost(first)
+            batch, cost = [first], first.cost
             last = start = time.monotonic()
             while cost < self.max_tokens:
-                if not self._queue:
+                job = self._cheapest()
+                if job is None:
                     deadline = min(last + self.window_s, start + MAX_WINDOWS * self.window_s)
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 or self._closing:
                         break
                     self._ready.wait(remaining)
                     continue
-                job = self._queue[0]
-                job_cost = 0 if isinstance(job, CallJob) else self._cost(job)
-                if isinstance(job, CallJob) or cost + job_cost > self.max_tokens:
+                if cost + job.cost > self.max_tokens:
                     break
-                self._queue.popleft()
-                if job.future.set_running_or_notify_cancel():
+                if self._take(job).future.set_running_or_notify_cancel():
                     batch.append(job)
-                    cost += job_cost
+                    cost += job.cost
                     last = time.monotonic()
             return batch
 
-    def _cost(self, job: TranslateJob) -> int:
-        """Beam-expanded source tokens (with <eos>) of the job's non-empty lines; at least 1."""
-        lines = [line for line in job.lines if line.strip()]
-        tokens = sum(len(ids) + 1 for ids in self.translator.tokenizers.src.encode(lines))
-        return max(tokens * job.request.search.beam, 1)
+    def _first(self) -> TranslateJob | CallJob:
+        """What the next call starts with: the oldest job when it is a CallJob or has waited
+        `OVERTAKE_S`, else the cheapest request waiting."""
+        oldest = self._queue[0]
+        if isinstance(oldest, CallJob) or time.monotonic() - oldest.queued >= OVERTAKE_S:
+            return oldest
+        return self._cheapest() or oldest
+
+    def _cheapest(self) -> TranslateJob | None:
+        """The cheapest request waiting (the oldest of equals), or None."""
+        jobs = [job for job in self._queue if isinstance(job, TranslateJob)]
+        return min(jobs, key=lambda job: job.cost) if jobs else None
+
+    def _take(self, job: T) -> T:
+        """`job`, out of the queue (found by identity: equal requests are separate jobs)."""
+        del self._queue[next(i for i, waiting in enumerate(self._queue) if waiting is job)]
+        return job
+
+    def parts(self, job: TranslateJob) -> list[TranslateJob]:
+        """`job` as consecutive parts of its lines, each within the call budget (one line at least),
+        with their costs: beam-expanded source tokens (with <eos>) of the non-empty lines, 1 at least."""
+        todo = [n for n, line in enumerate(job.lines) if line.strip()]
+        costs = [0] * len(job.lines)
+        encoded = self.translator.tokenizers.src.encode([job.lines[n] for n in todo])
+        for n, ids in zip(todo, encoded, strict=True):
+            costs[n] = (len(ids) + 1) * job.request.search.beam
+        bounds, cost = [0], 0
+        for n, line_cost in enumerate(costs):
+            if cost + line_cost > self.max_tokens and n > bounds[-1]:
+                bounds.append(n)
+                cost = 0
+            cost += line_cost
+        bounds.append(len(job.lines))
+        parts = []
+        for a, b in itertools.pairwise(bounds):
+            prefixes = None if job.prefixes is None else job.prefixes[a:b]
+            parts.append(TranslateJob(job.lines[a:b], job.request, prefixes, max(sum(costs[a:b]), 1)))
+        return parts
 
     def _decode(self, request: Request, jobs: list[TranslateJob]) -> None:
         """Translate the lines of `jobs` in one call and hand each job its own slice of the result."""
@@ -231,6 +277,33 @@ def decode_calls(at_once: int) -> Iterator[DecodeCalls]:
         yield calls
     finally:
         calls.close()
+
+
+def joined(parts: list[Future]) -> Future:
+    """A future of the parts' results (lists) end to end, or of the first exception; cancelling it
+    cancels the parts that have not started."""
+    whole: Future = Future()
+    whole.add_done_callback(lambda f: [part.cancel() for part in parts] if f.cancelled() else None)
+    left = [len(parts)]
+    lock = threading.Lock()
+
+    def one_done(part: Future) -> None:
+        if whole.done():
+            return
+        if not part.cancelled() and part.exception() is not None:
+            with contextlib.suppress(InvalidStateError):
+                whole.set_exception(part.exception())
+            return
+        with lock:
+            left[0] -= 1
+            finished = left[0] == 0
+        if finished and not any(p.cancelled() for p in parts):
+            with contextlib.suppress(InvalidStateError):
+                whole.set_result([result for p in parts for result in p.result()])
+
+    for part in parts:
+        part.add_done_callback(one_done)
+    return whole
 
 
 def settle(future: Future, fn: Callable[[], Any]) -> None:

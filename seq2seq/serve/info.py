@@ -41,6 +41,7 @@ def server_info(
             "min_len": search.min_len,
             "no_repeat_ngram": search.no_repeat_ngram,
             "max_tokens": defaults.max_tokens,
+            "call_tokens": batcher.max_tokens,  # the most one decode call collects (`Batcher`)
             "batch_window_ms": window_s * 1000,
         },
         "batching": batcher.kind,

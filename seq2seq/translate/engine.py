@@ -63,6 +63,11 @@ class Engine(LineTranslator, Protocol):
         """Decode calls it runs well together (a server keeps this many in flight)."""
 
     @property
+    def call_tokens(self) -> int | None:
+        """Beam-expanded source tokens past which a larger call decodes no faster a line, or None
+        (a server's calls stay within it: a short request waits less for a free call)."""
+
+    @property
     def checkpoints(self) -> Sequence[Path]:
         """The files the weights came from."""
 

@@ -84,6 +84,7 @@ class Translator:
         self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
         self.alignment = alignment_heads(config)  # the cross-attention that shows where it looked
         self.calls_at_once = 1  # its decode calls run one at a time (one thread owns torch's threads)
+        self.call_tokens: int | None = None  # larger batches keep paying (the budget decides)
 
     @classmethod
     def load(

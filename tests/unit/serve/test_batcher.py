@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
 
 from seq2seq.decoding.search import SearchSettings
-from seq2seq.serve.batcher import Batcher
+from seq2seq.serve.batcher import OVERTAKE_S, Batcher, joined
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
 
@@ -22,6 +23,7 @@ class SlowEngine:
 
     def __init__(self, calls_at_once: int, together: int) -> None:
         self.calls_at_once, self.together = calls_at_once, together
+        self.call_tokens: int | None = None
         self.inside, self.most = 0, 0
         self.lock, self.all_in = threading.Lock(), threading.Barrier(together)
         self.tokenizers = SimpleNamespace(src=SimpleNamespace(encode=lambda ls: [s.split() for s in ls]))
@@ -56,3 +58,79 @@ def test_calls_in_flight_are_as_many_as_the_engine_runs_together(at_once):
     batcher.close()
     assert [[t.texts[0] for t in a] for a in answers] == [[f"LINE {k}", f"MORE {k}"] for k in range(6)]
     assert engine.most == at_once
+
+
+class RecordingEngine:
+    """Answers at once, recording the lines of each call; `call_tokens` as given."""
+
+    calls_at_once = 1
+
+    def __init__(self, call_tokens: int | None = None) -> None:
+        self.call_tokens, self.calls = call_tokens, []
+        self.tokenizers = SimpleNamespace(src=SimpleNamespace(encode=lambda ls: [s.split() for s in ls]))
+
+    def translate(self, lines, request, first_line=1, prefixes=None):  # noqa: ANN001
+        self.calls.append(list(lines))
+        return [Translation([line.upper()], [0.0]) for line in lines]
+
+
+def queued_then_served(batcher: Batcher, jobs: list[list[str]], waited: dict[int, float] | None = None):
+    """Queue `jobs` (each a request's lines) before the batcher runs, the k-th having waited
+    `waited[k]` seconds; serve them; every answer checked to be its own lines."""
+    futures = []
+    for k, lines in enumerate(jobs):
+        futures.append(batcher.translate(lines, Request(SearchSettings(beam=1), 100)))
+        batcher._queue[-1].queued -= (waited or {}).get(k, 0.0)
+    batcher.start()
+    for lines, future in zip(jobs, futures, strict=True):
+        assert [t.texts[0] for t in future.result(timeout=30)] == [line.upper() for line in lines]
+    batcher.close()
+    return batcher.translator.calls
+
+
+LONG = ["a b c d e f g h"] * 8  # 8 lines of 8 words: 72 tokens with <eos>
+
+
+def test_a_short_request_is_not_queued_behind_long_ones():
+    engine = RecordingEngine()
+    calls = queued_then_served(Batcher(engine, 0.0, max_tokens=72), [LONG, LONG, ["short"]])
+    assert calls == [["short"], LONG, LONG]
+
+
+def test_a_request_waiting_long_enough_is_overtaken_no_more():
+    engine = RecordingEngine()
+    calls = queued_then_served(Batcher(engine, 0.0, max_tokens=72), [LONG, ["short"]], {0: OVERTAKE_S})
+    assert calls == [LONG, ["short"]]
+
+
+def test_calls_stay_within_what_the_engine_gains_from():
+    jobs = [[f"line {k} of four words"] for k in range(8)]  # 6 tokens each with <eos>
+    whole = queued_then_served(Batcher(RecordingEngine(), 0.0, max_tokens=1000), jobs)
+    assert whole == [[j[0] for j in jobs]]
+    calls = queued_then_served(Batcher(RecordingEngine(call_tokens=12), 0.0, max_tokens=1000), jobs)
+    assert calls == [[jobs[k][0], jobs[k + 1][0]] for k in range(0, 8, 2)]
+
+
+def test_a_long_request_is_decoded_in_parts_within_the_budget_and_answered_whole():
+    engine = RecordingEngine(call_tokens=20)  # each line below costs 9 tokens: two lines a call
+    lines = [f"w{k} x y z e f g h" for k in range(5)] + ["", "tail"]
+    calls = queued_then_served(Batcher(engine, 0.0, max_tokens=1000), [lines])
+    assert sorted(line for call in calls for line in call) == sorted(lines)  # each line decoded once
+    assert all(sum(len(line.split()) + 1 for line in call if line) <= 20 for call in calls)
+    assert len(calls) == 3  # w0 w1 | w2 w3 | w4, the blank line and "tail"
+
+
+def test_a_part_failing_fails_the_request_and_cancelling_it_cancels_its_parts():
+    parts = [Future() for _ in range(3)]
+    whole = joined(parts)
+    parts[0].set_result(["a"])
+    parts[1].set_exception(ValueError("bad line"))
+    with pytest.raises(ValueError, match="bad line"):
+        whole.result(timeout=1)
+    parts = [Future() for _ in range(2)]
+    whole = joined(parts)
+    parts[0].set_running_or_notify_cancel()
+    assert whole.cancel()
+    assert not parts[0].cancelled() and parts[1].cancelled()
+    parts[0].set_result(["late"])  # a part already decoding finishes; nobody waits for it
+    assert whole.cancelled()
