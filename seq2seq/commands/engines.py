@@ -103,7 +103,7 @@ def choose_engine(
         placement, precision="fp32", quantize=placement.quantize or cached.compute_type
     )
     why = "asked for (--engine ctranslate2)" if engine == "ctranslate2" else "CTranslate2 runs all asked"
-    return _ctranslate2(cached.path, asked, ct2_placement, why)
+    return _ctranslate2(cached.path, asked, ct2_placement, why, files_checked=True)
 
 
 def auto_engine_here(placement: Placement) -> str:
@@ -157,11 +157,13 @@ def _prefers_own(placement: Placement) -> str | None:
     return None
 
 
-def _ctranslate2(export_dir: Path, asked: DecodeOverrides, placement: Placement, reason: str) -> Chosen:
-    """CTranslate2 over the export EXPORT_DIR."""
+def _ctranslate2(
+    export_dir: Path, asked: DecodeOverrides, placement: Placement, reason: str, files_checked: bool = False
+) -> Chosen:
+    """CTranslate2 over the export EXPORT_DIR (`files_checked`: by the export cache, just now)."""
     from seq2seq.ct2.engine import CT2Translator
 
-    translator = CT2Translator.load(export_dir, placement)
+    translator = CT2Translator.load(export_dir, placement, files_checked=files_checked)
     described = translator.describe()
     shortlist = ", shortlist" if described["shortlist"] else ""
     log.info("engine: ctranslate2 (%s%s): %s", described["precision"], shortlist, reason)

@@ -104,16 +104,23 @@ class CT2Translator:
 
     @classmethod
     def load(
-        cls, export_dir: Path, placement: Placement = AUTO, threads: Threads | None = None
+        cls,
+        export_dir: Path,
+        placement: Placement = AUTO,
+        threads: Threads | None = None,
+        files_checked: bool = False,
     ) -> CT2Translator:
         """`placement.quantize` (e.g. int8) converts the weights at load time; None keeps the exported
         type. CTranslate2 picks its own precision, so `placement.precision` is not used.
 
         `threads`: None = `default_threads(placement.threads)` on a CPU, one batch at a time on a GPU.
+        `files_checked`: the caller has just checked the files' sums (the export cache's
+        `open_entry`), so they are not read twice.
         """
         ctranslate2 = require_ctranslate2()
         info, config = read_export_info(Path(export_dir))
-        check_export_files(Path(export_dir), info)
+        if not files_checked:
+            check_export_files(Path(export_dir), info)
         tokenizers = load_tokenizers(Path(export_dir) / "tokenizer", config.tokenizer.joint)
         device = placement.device
         device = "cuda" if device == "auto" and ctranslate2.get_cuda_device_count() else device

@@ -202,3 +202,17 @@ def test_a_run_without_its_val_files_or_prepared_pairs_gets_int8_without_a_short
     entry = cached_export(run_copy.run)
     assert entry.decisions["val"].startswith("not checked: no val")
     assert (entry.compute_type, entry.shortlist) == ("int8", False)
+
+
+def test_a_later_use_reads_each_file_of_the_entry_once(tiny_run: TrainedRun, root, monkeypatch):
+    """The cache checks an entry's files before it is used; loading it does not read them again."""
+    from seq2seq.commands.engines import choose_engine
+    from seq2seq.ct2 import export_dir
+    from seq2seq.translate.options import DecodeOverrides
+
+    entry = cached_export(tiny_run.run).path
+    read: list[Path] = []
+    monkeypatch.setattr(export_dir, "file_sha256", lambda path: read.append(path) or file_sha256(path))
+    chosen = choose_engine(tiny_run.run, "auto", DecodeOverrides(), Placement("cpu"))
+    assert chosen.name == "ctranslate2"
+    assert sorted(read) == sorted({entry / name for name in read_export_info(entry)[0]["files"]})
