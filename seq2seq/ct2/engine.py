@@ -59,8 +59,8 @@ log = logging.getLogger(__name__)
 # A server's decode calls on a CPU stay within this many beam-expanded source tokens (about 6
 # Multi30k lines at beam 5): with one thread a call, a larger call decodes a line no faster, and a
 # short request waits for the call in flight to end. The serve benchmark's mixed load (short
-# requests beside 8-line ones, docs/decoding.md) measured a short request's p99 at 1.6-2.1x its p99
-# alone with 512, 2.4x with 768, 3.0x with 1,024, 3.3x with 256, and 4.5-5.6x without a limit.
+# requests beside 8-line ones, docs/decoding.md) measured a short request's p99 at 1.6-2.3x its p99
+# alone with 512, 2.4x with 768, 3.0x with 1,024, 3.3x with 256, and 4.3-5.6x without a limit.
 CPU_CALL_TOKENS = 512
 
 
