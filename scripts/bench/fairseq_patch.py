@@ -34,7 +34,10 @@ _HYDRA_INIT_FACTORY = (
 
 
 def factory_defaults(text: str) -> str:
-    """`text` with every dataclass-instance default made a `default_factory`."""
+    """`text` with every dataclass-instance default made a `default_factory`: in a module that
+    defines dataclasses and imports `field`, else as it is."""
+    if "@dataclass" not in text or not re.search(r"^from dataclasses import .*\bfield\b", text, re.MULTILINE):
+        return text
     text = _INSTANCE.sub(r"\1field(default_factory=\2)", text)
     return _FIELD_INSTANCE.sub(r"field(default_factory=\1)", text)
 

@@ -19,13 +19,20 @@ torch_version="$("$python" -c 'import torch; print(torch.__version__.split("+")[
 dir="$(cd "$dir" && pwd)"
 pip=("$dir/bin/python" -m pip install --quiet)
 "${pip[@]}" "pip<24.1"              # omegaconf 2.0.6, which fairseq pins, has metadata newer pip refuses
-"${pip[@]}" "torch==$torch_version" "numpy<2" cython
 src="$(mktemp -d)"
 trap 'rm -rf "$src"' EXIT
+echo "torch==$torch_version" > "$src/same-torch.txt"   # nothing fairseq pulls in may replace it
+pip+=(--constraint "$src/same-torch.txt")
+"${pip[@]}" "torch==$torch_version" "numpy<2" cython
 "$dir/bin/python" -m pip download --quiet --no-deps --no-build-isolation --no-binary :all: --dest "$src" fairseq==0.12.2
 tar -xzf "$src"/fairseq-0.12.2.tar.gz -C "$src"
 PYTHONPATH="$root" "$python" -m scripts.bench.fairseq_patch setup "$src/fairseq-0.12.2/setup.py"
 "${pip[@]}" --no-build-isolation "$src/fairseq-0.12.2"
 site="$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 PYTHONPATH="$root" "$python" -m scripts.bench.fairseq_patch site "$site"
-(cd "$src" && "$dir/bin/python" -c 'import fairseq, torch; print("fairseq", fairseq.__version__, "torch", torch.__version__)')
+(cd "$src" && "$dir/bin/python" -c '
+import sys, fairseq, torch
+print("fairseq", fairseq.__version__, "torch", torch.__version__)
+if torch.__version__.split("+")[0] != sys.argv[1]:
+    sys.exit(f"error: the environment has torch {torch.__version__}, not {sys.argv[1]}")
+' "$torch_version")

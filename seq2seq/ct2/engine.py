@@ -56,8 +56,8 @@ from seq2seq.translate.source_tokens import SourceTokens
 
 log = logging.getLogger(__name__)
 
-# A server's decode calls on a CPU stay within this many beam-expanded source tokens (about 6
-# Multi30k lines at beam 5): with one thread a call, a larger call decodes a line no faster, and a
+# A server's decode calls on a CPU, one thread a call, stay within this many beam-expanded source
+# tokens (about 6 Multi30k lines at beam 5): there, a larger call decodes a line no faster, and a
 # short request waits for the call in flight to end. The serve benchmark's mixed load (short
 # requests beside 8-line ones, docs/decoding.md) measured a short request's p99 at 1.6-2.3x its p99
 # alone with 512, 2.4x with 768, 3.0x with 1,024, 3.3x with 256, and 4.3-5.6x without a limit.
@@ -147,7 +147,7 @@ class CT2Translator:
             )
         translator = cls(engine, tokenizers, config, info, Path(export_dir))
         translator.calls_at_once = threads.inter
-        translator.call_tokens = CPU_CALL_TOKENS if device == "cpu" else None
+        translator.call_tokens = CPU_CALL_TOKENS if device == "cpu" and threads.intra == 1 else None
         if translator.shortlist:
             log.info(
                 "decoding with the export's shortlist (%s): only each batch's candidates are scored",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -48,9 +49,12 @@ class TranslateJob:
     lines: Sequence[str]
     request: Request
     prefixes: Sequence[str] | None = None  # a target prefix per line ("" for none), or none at all
-    cost: int = 1  # beam-expanded source tokens (`Batcher.cost`)
+    cost: int = 1  # beam-expanded source tokens (`Batcher.parts`)
     future: Future = field(default_factory=Future)
-    queued: float = field(default_factory=time.monotonic)
+    queued: float = field(default_factory=time.monotonic)  # since when it waits to start a call
+    # the request's next part (`Batcher.parts`): it waits from when this one is taken (until then
+    # `queued` is infinite), so a long request's parts do not all overtake once it is `OVERTAKE_S` old
+    next_part: TranslateJob | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -157,7 +161,7 @@ class Batcher:
                 return [first]
             batch, cost = [first], first.cost
             last = start = time.monotonic()
-            while cost < self.max_tokens:
+            while cost < self.max_tokens and not any(isinstance(job, CallJob) for job in self._queue):
                 job = self._cheapest()
                 if job is None:
                     deadline = min(last + self.window_s, start + MAX_WINDOWS * self.window_s)
@@ -175,10 +179,13 @@ class Batcher:
             return batch
 
     def _first(self) -> TranslateJob | CallJob:
-        """What the next call starts with: the oldest job when it is a CallJob or has waited
-        `OVERTAKE_S`, else the cheapest request waiting."""
-        oldest = self._queue[0]
-        if isinstance(oldest, CallJob) or time.monotonic() - oldest.queued >= OVERTAKE_S:
+        """What the next call starts with: a CallJob (the rest of a request already translated),
+        else the request that has waited longest once that is `OVERTAKE_S`, else the cheapest."""
+        calls = [job for job in self._queue if isinstance(job, CallJob)]
+        if calls:
+            return calls[0]
+        oldest = min(self._queue, key=lambda job: job.queued)
+        if time.monotonic() - oldest.queued >= OVERTAKE_S:
             return oldest
         return self._cheapest() or oldest
 
@@ -188,8 +195,11 @@ class Batcher:
         return min(jobs, key=lambda job: job.cost) if jobs else None
 
     def _take(self, job: T) -> T:
-        """`job`, out of the queue (found by identity: equal requests are separate jobs)."""
+        """`job`, out of the queue (found by identity: equal requests are separate jobs); the next
+        part of its request waits from now."""
         del self._queue[next(i for i, waiting in enumerate(self._queue) if waiting is job)]
+        if isinstance(job, TranslateJob) and job.next_part is not None:
+            job.next_part.queued = time.monotonic()
         return job
 
     def parts(self, job: TranslateJob) -> list[TranslateJob]:
@@ -211,6 +221,8 @@ class Batcher:
         for a, b in itertools.pairwise(bounds):
             prefixes = None if job.prefixes is None else job.prefixes[a:b]
             parts.append(TranslateJob(job.lines[a:b], job.request, prefixes, max(sum(costs[a:b]), 1)))
+        for part, following in itertools.pairwise(parts):
+            part.next_part, following.queued = following, math.inf  # waits once `part` is taken
         return parts
 
     def _decode(self, request: Request, jobs: list[TranslateJob]) -> None:
@@ -280,10 +292,16 @@ def decode_calls(at_once: int) -> Iterator[DecodeCalls]:
 
 
 def joined(parts: list[Future]) -> Future:
-    """A future of the parts' results (lists) end to end, or of the first exception; cancelling it
-    cancels the parts that have not started."""
+    """A future of the parts' results (lists) end to end, or of the first exception; cancelled or
+    failed, it cancels the parts that have not started."""
     whole: Future = Future()
-    whole.add_done_callback(lambda f: [part.cancel() for part in parts] if f.cancelled() else None)
+
+    def settled(whole: Future) -> None:  # cancelled or failed: the parts not started are not decoded
+        if whole.cancelled() or whole.exception() is not None:
+            for part in parts:
+                part.cancel()
+
+    whole.add_done_callback(settled)
     left = [len(parts)]
     lock = threading.Lock()
 

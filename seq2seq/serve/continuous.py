@@ -98,6 +98,10 @@ class ContinuousBatcher(Batcher):
         self._lanes = [_Lane() for _ in range(self.lanes)]
         self._intake = threading.Lock()  # reading requests and calls set the translator's language
 
+    def parts(self, job: TranslateJob) -> list[TranslateJob]:
+        """The request whole: its sentences join the running searches one by one."""
+        return [job]
+
     def run(self) -> None:
         """Decode submitted requests on this thread and `lanes - 1` more; return once closed and every
         request is answered."""

@@ -113,3 +113,13 @@ def test_dataclass_fields_keep_their_types():
     fields = {f.name: f for f in dataclasses.fields(patched["FairseqConfig"])}
     assert fields["common"].type == "CommonConfig" or fields["common"].type is patched["CommonConfig"]
     assert fields["common"].default is dataclasses.MISSING
+
+
+def test_a_module_without_dataclasses_is_left_as_it_is():
+    plain = (
+        "class Holder:\n    def __init__(self):\n        pass\n\n\nclass Box:\n    inner: Holder = Holder()\n"
+    )
+    assert fairseq_patch.factory_defaults(plain) == plain
+    assert fairseq_patch.factory_defaults(
+        CONFIGS.replace("dataclass, field", "dataclass")
+    ) == CONFIGS.replace("dataclass, field", "dataclass")

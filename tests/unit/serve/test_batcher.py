@@ -5,6 +5,7 @@ gets two."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from types import SimpleNamespace
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from seq2seq.decoding.search import SearchSettings
+from seq2seq.serve import batcher as batcher_module
 from seq2seq.serve.batcher import OVERTAKE_S, Batcher, joined
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
@@ -79,8 +81,10 @@ def queued_then_served(batcher: Batcher, jobs: list[list[str]], waited: dict[int
     `waited[k]` seconds; serve them; every answer checked to be its own lines."""
     futures = []
     for k, lines in enumerate(jobs):
+        before = len(batcher._queue)
         futures.append(batcher.translate(lines, Request(SearchSettings(beam=1), 100)))
-        batcher._queue[-1].queued -= (waited or {}).get(k, 0.0)
+        for part in list(batcher._queue)[before:]:  # every part of the request
+            part.queued -= (waited or {}).get(k, 0.0)
     batcher.start()
     for lines, future in zip(jobs, futures, strict=True):
         assert [t.texts[0] for t in future.result(timeout=30)] == [line.upper() for line in lines]
@@ -91,7 +95,8 @@ def queued_then_served(batcher: Batcher, jobs: list[list[str]], waited: dict[int
 LONG = ["a b c d e f g h"] * 8  # 8 lines of 8 words: 72 tokens with <eos>
 
 
-def test_a_short_request_is_not_queued_behind_long_ones():
+def test_a_short_request_is_not_queued_behind_long_ones(monkeypatch):
+    monkeypatch.setattr(batcher_module, "OVERTAKE_S", 60.0)  # however slow the machine
     engine = RecordingEngine()
     calls = queued_then_served(Batcher(engine, 0.0, max_tokens=72), [LONG, LONG, ["short"]])
     assert calls == [["short"], LONG, LONG]
@@ -101,6 +106,31 @@ def test_a_request_waiting_long_enough_is_overtaken_no_more():
     engine = RecordingEngine()
     calls = queued_then_served(Batcher(engine, 0.0, max_tokens=72), [LONG, ["short"]], {0: OVERTAKE_S})
     assert calls == [LONG, ["short"]]
+
+
+def test_the_later_parts_of_an_old_request_do_not_overtake_as_one(monkeypatch):
+    """Each part of a long request waits from when the one before it started: once the request is
+    old, its next part goes first, not all of them before a short request."""
+    monkeypatch.setattr(batcher_module, "OVERTAKE_S", 5.0)
+    engine = RecordingEngine(call_tokens=20)  # 9 words and <eos>: two lines a call, no room for more
+    long = [f"w{k} x y z e f g h i" for k in range(6)]
+    calls = queued_then_served(Batcher(engine, 0.0, max_tokens=1000), [long, ["short"]], {0: 5.0})
+    assert calls == [long[0:2], ["short"], long[2:4], long[4:6]]
+
+
+def test_a_model_call_ends_the_collecting_and_goes_next():
+    engine = RecordingEngine()
+    batcher = Batcher(engine, 10.0, max_tokens=1000)  # a long window: only the model call ends it soon
+    batcher.start()
+    request = Request(SearchSettings(beam=1), 100)
+    first = batcher.translate(["one"], request)
+    time.sleep(0.2)  # "one" is being collected, waiting for more
+    called = batcher.call(lambda: engine.calls.append(["model call"]))
+    second = batcher.translate(["two"], request)
+    assert first.result(timeout=5) and called.result(timeout=5) is None
+    batcher.close()
+    assert second.result(timeout=30)
+    assert engine.calls[:2] == [["one"], ["model call"]]
 
 
 def test_calls_stay_within_what_the_engine_gains_from():
@@ -127,6 +157,7 @@ def test_a_part_failing_fails_the_request_and_cancelling_it_cancels_its_parts():
     parts[1].set_exception(ValueError("bad line"))
     with pytest.raises(ValueError, match="bad line"):
         whole.result(timeout=1)
+    assert parts[2].cancelled()  # decoded for nobody otherwise
     parts = [Future() for _ in range(2)]
     whole = joined(parts)
     parts[0].set_running_or_notify_cancel()
