@@ -181,9 +181,9 @@ class Batcher:
     def _first(self) -> TranslateJob | CallJob:
         """What the next call starts with: a CallJob (the rest of a request already translated),
         else the request that has waited longest once that is `OVERTAKE_S`, else the cheapest."""
-        calls = [job for job in self._queue if isinstance(job, CallJob)]
-        if calls:
-            return calls[0]
+        call = next((job for job in self._queue if isinstance(job, CallJob)), None)
+        if call is not None:
+            return call
         oldest = min(self._queue, key=lambda job: job.queued)
         if time.monotonic() - oldest.queued >= OVERTAKE_S:
             return oldest
@@ -302,21 +302,14 @@ def joined(parts: list[Future]) -> Future:
                 part.cancel()
 
     whole.add_done_callback(settled)
-    left = [len(parts)]
-    lock = threading.Lock()
 
-    def one_done(part: Future) -> None:
+    def one_done(part: Future) -> None:  # two parts ending together may both settle `whole`: one wins
         if whole.done():
             return
-        if not part.cancelled() and part.exception() is not None:
-            with contextlib.suppress(InvalidStateError):
+        with contextlib.suppress(InvalidStateError):
+            if not part.cancelled() and part.exception() is not None:
                 whole.set_exception(part.exception())
-            return
-        with lock:
-            left[0] -= 1
-            finished = left[0] == 0
-        if finished and not any(p.cancelled() for p in parts):
-            with contextlib.suppress(InvalidStateError):
+            elif all(p.done() and not p.cancelled() for p in parts):
                 whole.set_result([result for p in parts for result in p.result()])
 
     for part in parts:

@@ -18,6 +18,9 @@ from seq2seq.serve.batcher import OVERTAKE_S, Batcher, joined
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
 
+# a word is a token
+WORD_TOKENIZERS = SimpleNamespace(src=SimpleNamespace(encode=lambda ls: [s.split() for s in ls]))
+
 
 class SlowEngine:
     """Answers each line with itself upper-cased, holding each call until `together` calls are in
@@ -28,7 +31,7 @@ class SlowEngine:
         self.call_tokens: int | None = None
         self.inside, self.most = 0, 0
         self.lock, self.all_in = threading.Lock(), threading.Barrier(together)
-        self.tokenizers = SimpleNamespace(src=SimpleNamespace(encode=lambda ls: [s.split() for s in ls]))
+        self.tokenizers = WORD_TOKENIZERS
 
     def translate(
         self,
@@ -69,7 +72,7 @@ class RecordingEngine:
 
     def __init__(self, call_tokens: int | None = None) -> None:
         self.call_tokens, self.calls = call_tokens, []
-        self.tokenizers = SimpleNamespace(src=SimpleNamespace(encode=lambda ls: [s.split() for s in ls]))
+        self.tokenizers = WORD_TOKENIZERS
 
     def translate(self, lines, request, first_line=1, prefixes=None):  # noqa: ANN001
         self.calls.append(list(lines))
