@@ -193,6 +193,7 @@ def translate(
     nbest: opt.NBest = 1,
     length_penalty: opt.LengthPenalty = None,
     length_norm: opt.LengthNorm = None,
+    patience: opt.Patience = None,
     max_len_a: opt.MaxLenA = None,
     max_len_b: opt.MaxLenB = None,
     min_len: opt.MinLen = None,
@@ -232,7 +233,7 @@ def translate(
     with user_errors():
         asked = DecodeOverrides(
             beam, nbest, length_penalty, length_norm, max_len_a, max_len_b, min_len, no_repeat_ngram,
-            sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()),
+            sampling, temperature, top_k, top_p, seed, max_tokens, tuple(checkpoint or ()), patience,
         )  # fmt: skip
         run_translate(TranslateJob(
             run_dir, asked, Placement(device, precision, quantize), engine, scores, keep_unk, tag, to, pivot,
@@ -282,6 +283,7 @@ def evaluate(
     beam: opt.Beam = None,
     length_penalty: opt.LengthPenalty = None,
     length_norm: opt.LengthNorm = None,
+    patience: opt.Patience = None,
     max_len_a: opt.MaxLenA = None,
     max_len_b: opt.MaxLenB = None,
     min_len: opt.MinLen = None,
@@ -314,7 +316,7 @@ def evaluate(
         asked = DecodeOverrides(
             beam=beam, length_penalty=length_penalty, length_norm=length_norm, max_len_a=max_len_a,
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
-            checkpoints=tuple(checkpoint or ()),
+            checkpoints=tuple(checkpoint or ()), patience=patience,
         )  # fmt: skip
         placement = Placement(device, precision, quantize)
         metrics, augmented = MetricOptions(tokenize, lowercase, chrf_plus), (augment, seed)
@@ -384,6 +386,7 @@ def serve(
     beam: opt.Beam = None,
     length_penalty: opt.LengthPenalty = None,
     length_norm: opt.LengthNorm = None,
+    patience: opt.Patience = None,
     max_len_a: opt.MaxLenA = None,
     max_len_b: opt.MaxLenB = None,
     min_len: opt.MinLen = None,
@@ -423,7 +426,7 @@ def serve(
         asked = DecodeOverrides(
             beam=beam, length_penalty=length_penalty, length_norm=length_norm, max_len_a=max_len_a,
             max_len_b=max_len_b, min_len=min_len, no_repeat_ngram=no_repeat_ngram, max_tokens=max_tokens,
-            checkpoints=tuple(checkpoint or ()),
+            checkpoints=tuple(checkpoint or ()), patience=patience,
         )  # fmt: skip
         limits = Limits(max_lines, max_chars, max_body_bytes, timeout, max_beam)
         origins = tuple(cors_origin or ())

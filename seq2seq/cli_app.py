@@ -1,16 +1,18 @@
 """What every `s2s` command shares: the group class that reports a parsing mistake as one `error:`
-line and lays help texts out for any terminal width (`Commands`), `--version`, and the logging setup."""
+line and lays help texts out for any terminal width (`Commands`), an option's range check (`between`),
+`--version`, and the logging setup."""
 
 from __future__ import annotations
 
 import logging
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer import Option
+from typer import BadParameter, Option
 from typer.core import TyperGroup
 
 # click's UsageError, the base of every parsing mistake, in whichever copy of click typer runs on
@@ -79,3 +81,21 @@ def setup_logging(level: int, log_file: Path | None = None) -> None:
         file_handler.setLevel(logging.INFO)
         file_handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s"))
         log.addHandler(file_handler)
+
+
+def between(low: float, high: float, why: str = "") -> Callable[[Any], Any]:
+    """An option's check: a number in [low, high], else a usage error that says what it implies
+    (NaN and the infinities are refused too: every comparison with NaN is false)."""
+
+    def check(value: Any) -> Any:
+        if value is not None and not low <= value <= high:
+            raise BadParameter(
+                f"{value} is not in [{_shown(low)}, {_shown(high)}]" + (f": {why}" if why else "")
+            )
+        return value
+
+    return check
+
+
+def _shown(bound: float) -> str:
+    return f"{bound:g}" if isinstance(bound, float) else str(bound)

@@ -7,18 +7,19 @@ The command line's vocabulary, kept apart so that `seq2seq.cli` reads as its com
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-from typer import Argument, BadParameter, Option
+from typer import Argument, Option
 
+from seq2seq.cli_app import between
 from seq2seq.config.bounds import (
     MAX_BATCH_TOKENS,
     MAX_BEAM,
     MAX_BODY_BYTES,
     MAX_BOOTSTRAP,
     MAX_LENGTH_PENALTY,
+    MAX_PATIENCE,
     MAX_POSITIONS,
     MAX_SAMPLING_TEMPERATURE,
     MAX_SECONDS,
@@ -28,25 +29,6 @@ from seq2seq.config.bounds import (
     MAX_THREADS,
     MAX_VOCAB,
 )
-
-
-def between(low: float, high: float, why: str = "") -> Callable[[Any], Any]:
-    """An option's check: a number in [low, high], else a usage error that says what it implies
-    (NaN and the infinities are refused too: every comparison with NaN is false)."""
-
-    def check(value: Any) -> Any:
-        if value is not None and not low <= value <= high:
-            raise BadParameter(
-                f"{value} is not in [{_shown(low)}, {_shown(high)}]" + (f": {why}" if why else "")
-            )
-        return value
-
-    return check
-
-
-def _shown(bound: float) -> str:
-    return f"{bound:g}" if isinstance(bound, float) else str(bound)
-
 
 LONGEST = f"no output is longer than {MAX_POSITIONS} tokens"
 
@@ -63,6 +45,10 @@ LengthPenalty = Annotated[
         help="Length normalization alpha (decode.length_penalty; 0 = none).",
         callback=between(0.0, MAX_LENGTH_PENALTY, "length ** alpha must stay a finite number"),
     ),
+]
+Patience = Annotated[
+    float | None,
+    Option(help="Beam search ends at beam x patience hypotheses.", callback=between(1, MAX_PATIENCE)),
 ]
 LengthNorm = Annotated[
     str | None,

@@ -123,6 +123,9 @@ def targets(section: dict[str, Any]) -> dict[str, float]:
         if row := rows.get(("default", None, "auto", beam)):
             kept = "+shortlist" if row["shortlist"] else ""
             out[f"default{kept} / CT2 direct int8, beam {beam}, sent/s"] = row["vs_ctranslate2"]
+            if impatient := rows.get(("ct2 patience 1", "int8", "fp32", beam)):
+                speed = row["sentences_per_s"] / impatient["sentences_per_s"]
+                out[f"default{kept} / CT2 direct int8 patience 1, beam {beam}, sent/s"] = speed
     default, own = rows.get(("default", None, "auto", 5)), rows.get(("s2s", None, "fp32", 5))
     if default and own and "bleu" in own:
         out["default BLEU - s2s fp32 BLEU, beam 5, --src lines"] = default["bleu"] - own["bleu"]

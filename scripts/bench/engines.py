@@ -10,7 +10,8 @@ fastest counts): loading and a warm-up of 8 lines are not timed, then every line
 - `s2s`: s2s's own decoder (fp32, `--precision auto`, int8);
 - `ctranslate2`: s2s's CTranslate2 engine (`s2s translate --engine ctranslate2`);
 - `ct2 direct`: CTranslate2 called directly (ct2_direct.py): what the engine's overhead is measured
-  against;
+  against; `ct2 patience 1` the same with CTranslate2's default patience (1), which stops beam search
+  sooner than the run's `decode.patience`, to show what the patience costs;
 - `default`: what `s2s translate RUN` runs with no flags (default_engine.py), in the arrangement it
   takes by itself, over an export cache made fresh for this run; its first and later use too.
 
@@ -30,7 +31,7 @@ from typing import Any
 import sacrebleu
 import torch
 
-from scripts.bench import default_engine, workers
+from scripts.bench import ct2_direct, default_engine, workers
 from scripts.bench.options import Options
 from scripts.bench.timed import source_lines, timed
 
@@ -45,10 +46,11 @@ ENGINES = (
     ("ctranslate2", "int8", "fp32"),
     ("ct2 direct", None, "fp32"),
     ("ct2 direct", "int8", "fp32"),
+    (ct2_direct.IMPATIENT, "int8", "fp32"),
     ("default", None, "auto"),
 )
 # the worker task of an engine whose module imports no torch (timed.py); the others are "engine"
-WORKERS = {"ct2 direct": "direct", "default": "default"}
+WORKERS = {"ct2 direct": "direct", ct2_direct.IMPATIENT: "direct", "default": "default"}
 GRID_LINES = 300  # lines each grid point translates
 GRID_BEAM = 5
 
@@ -140,6 +142,7 @@ def run_engines_section(
             for engine in ("s2s", "ct2 direct")
         }
         grid["ctranslate2"] = grid["ct2 direct"]  # s2s's engine runs as CTranslate2 runs best
+        grid[ct2_direct.IMPATIENT] = grid["ct2 direct"]
         grid["default"] = {"best": default_engine.arrangement(cores)}
         uses = default_engine.first_and_later_use(run_dir, cores)
         best: dict[tuple[str, str | None, str, int], dict[str, Any]] = {}
@@ -287,12 +290,12 @@ def report(section: dict[str, Any]) -> str:
     bleu_on = f"; BLEU against {Path(section['ref']).name}" if section["ref"] else ""
     lines.append(f"{section['sentences']} lines of --src{bleu_on}")
     lines.append(
-        f"{'engine':<14}{'weights':<22}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MiB':>13}{'vs CT2':>8}"
+        f"{'engine':<16}{'weights':<22}{'beam':>5}{'sent/s':>9}{'vs CT2':>8}{'peak RSS MiB':>13}{'vs CT2':>8}"
         f"{'BLEU':>7}"
     )
     for row in section["results"]:
         lines.append(
-            f"{row['engine']:<14}{weights(row):<22}{row['beam']:>5}{row['sentences_per_s']:>9}"
+            f"{row['engine']:<16}{weights(row):<22}{row['beam']:>5}{row['sentences_per_s']:>9}"
             f"{row['vs_ctranslate2']:>7.2f}x{row['peak_rss_mib']:>13.0f}{row['rss_vs_ctranslate2']:>7.2f}x"
             f"{row.get('bleu', ''):>7}"
         )

@@ -99,6 +99,13 @@ def choose_engine(
             raise
         return _own(path, options, placement, f"{e}; s2s's decoder instead")
     check_outputs(outputs, {"the export": cached.path})
+    if cached.not_used is not None:
+        if engine == "auto":
+            log.warning(
+                "decoding with s2s's decoder: %s (`s2s cache list` shows the record)", cached.not_used
+            )
+            return _own(path, options, placement, cached.not_used)
+        log.warning("%s; --engine ctranslate2 decodes with it as asked", cached.not_used)
     ct2_placement = dataclasses.replace(
         placement, precision="fp32", quantize=placement.quantize or cached.compute_type
     )
@@ -135,6 +142,11 @@ def _cannot(options: DecodeOptions, cfg: Config) -> str | None:
         return "CTranslate2 is not installed (it publishes no wheel for this platform)"
     if len(options.checkpoints) > 1:
         return "an ensemble of several checkpoints decodes with s2s's decoder only"
+    if options.search.length_norm != "power" and options.search.beam > 1:
+        return (
+            f"beam search under --length-norm {options.search.length_norm}: CTranslate2 ranks by the power "
+            "rule, so its n-best is not s2s's"
+        )
     family = model_family(cfg.model)
     if not family.exports:  # a reader's family never exports: CTranslate2 runs translations
         return f"a {family.name} run: CTranslate2's export holds encoder-decoders"

@@ -3,9 +3,11 @@ Hugging Face transformers, after every option has been checked against the forma
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.ct2.choice import reference_gap
 from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2
 from seq2seq.ct2.export_dir import is_int8
 from seq2seq.ct2.shortlist import ShortlistSize
@@ -13,6 +15,8 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.hf.export import export_huggingface
 from seq2seq.run.parts import run_inputs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,4 +49,7 @@ def export(run_dir: Path, out_dir: Path, job: ExportJob) -> str:
         raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
     size = ShortlistSize(job.shortlist, job.shortlist_common) if job.shortlist else None
     export_ctranslate2(run_dir, job.checkpoint, out_dir, job.quantize, job.full_range_int8, size)
+    gap = reference_gap(run_dir, job.checkpoint, out_dir)
+    if gap is not None:
+        log.warning("%s", gap)
     return f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2"

@@ -13,6 +13,7 @@ MAX_VOCAB = 1_000_000  # tokenizer.vocab_size: SentencePiece's limit; --top-k an
 MAX_POSITIONS = 65_536  # model.max_positions: no output of any run is longer, so no length limit needs more
 MAX_BEAM = 256  # hypotheses kept per sentence: each step scores beam x vocabulary, for no better output
 MAX_BATCH_TOKENS = 1 << 20  # tokens per batch: its logits alone (x vocabulary) hold no machine's memory
+MAX_PATIENCE = 16.0  # beam x patience finished hypotheses: beyond this a search runs to its length limit
 MAX_LENGTH_PENALTY = 10.0  # alpha: length ** alpha must stay a finite number for the longest output
 MAX_THREADS = 1024  # CPU threads or processes a command starts
 MAX_LAYERS = 1024  # encoder or decoder layers

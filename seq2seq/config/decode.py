@@ -6,7 +6,13 @@ import typing
 from dataclasses import dataclass
 from typing import Literal
 
-from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_LENGTH_PENALTY, MAX_POSITIONS
+from seq2seq.config.bounds import (
+    MAX_BATCH_TOKENS,
+    MAX_BEAM,
+    MAX_LENGTH_PENALTY,
+    MAX_PATIENCE,
+    MAX_POSITIONS,
+)
 from seq2seq.config.rules import broken
 
 # how beam search divides a hypothesis' log-probability by its length (hypothesis.length_normalizer):
@@ -25,6 +31,9 @@ class DecodeConfig:
     # how a hypothesis' log-probability is divided by its length: power = steps ** alpha (CTranslate2's
     # and Hugging Face's rule, a chosen </s> a step), gnmt = ((5 + length + 1) / 6) ** alpha
     length_norm: LengthNorm = "power"
+    # >= 1: beam search ends once beam x patience hypotheses have ended (rounded; without length
+    # normalization, once the best beam has ended): CTranslate2's rule, run by both engines
+    patience: float = 2.0
     max_len_a: float = 1.5  # >= 0: longest output = a x source tokens + b
     max_len_b: int = 10  # >= 0: the b of max_len_a
     min_len: int = 1  # shortest output in tokens, below model.max_positions - 1 (1: no empty output)
@@ -40,6 +49,11 @@ class DecodeConfig:
                     not 0 <= self.length_penalty <= MAX_LENGTH_PENALTY,
                     f"decode.length_penalty: must be in [0, {MAX_LENGTH_PENALTY:g}] (length ** alpha must "
                     "stay a finite number)",
+                ),
+                (
+                    not 1 <= self.patience <= MAX_PATIENCE,
+                    f"decode.patience: must be in [1, {MAX_PATIENCE:g}] (beam x patience hypotheses end "
+                    "a search)",
                 ),
                 (
                     self.max_len_a < 0 or self.max_len_b < 0,

@@ -74,6 +74,12 @@ class CachedExport:
     shortlist: bool  # whether it decodes with a vocabulary map
     decisions: dict[str, Any]  # what was measured on the run's val sample and decided (`ct2.choice`)
 
+    @property
+    def not_used(self) -> str | None:
+        """Why `--engine auto` leaves the export aside (it does not reproduce s2s's decoder), or None."""
+        why = self.decisions.get("not_used")
+        return why if isinstance(why, str) else None
+
 
 def cache_root() -> Path:
     """$S2S_CACHE_DIR, else $XDG_CACHE_HOME/s2s, else ~/.cache/s2s."""

@@ -39,9 +39,10 @@ class Choice:
     """How the cache chooses an export: part of every entry's key, so a new rule makes new entries."""
 
     sample_lines: int = 200
-    int8_loss: float = 0.2  # BLEU int8 may lose against float32 on the sample
+    export_loss: float = 0.2  # BLEU a float32 export may score below s2s's decoder and still be used
+    int8_loss: float = 0.2  # BLEU int8 may score below s2s's decoder on the sample
     shortlist: ShortlistSize = field(default_factory=lambda: ShortlistSize(20, 100))
-    shortlist_loss: float = 0.1  # BLEU the shortlist may lose against the export without one
+    shortlist_loss: float = 0.1  # BLEU the shortlist may lose on top of what int8 may
 
 
 RULES = Choice()  # the rules the cache chooses by (`ct2.choice`)

@@ -1,10 +1,15 @@
-"""Which CTranslate2 export the cache keeps for a run: chosen once, on a sample of its validation set.
+"""Which CTranslate2 export the cache keeps for a run: chosen once, on a sample of its validation set,
+against s2s's own decoder (the reference: the run's checkpoint in float32 at the run's decode
+settings).
 
 int8 weights (7 or 8 bits, as this CPU sums int8 products: `seq2seq.cpu.cpu_has_int8_dot_products`)
-unless they lose more than `Choice.int8_loss` BLEU against float32 on the sample; then a lexical
+unless they score more than `Choice.int8_loss` BLEU below the reference on the sample; then a lexical
 shortlist (`ct2.shortlist`, counted from the run's prepared training pairs where it still has them),
-kept unless it loses more than `Choice.shortlist_loss` BLEU against the export without one. A run
-whose validation files cannot be read gets int8 without a shortlist, recorded as not checked.
+kept unless it loses more than `Choice.shortlist_loss` BLEU on top of that, still counted from the
+reference. A float32 export more than `Choice.export_loss` below the reference does not reproduce the
+run (a search or a weight that CTranslate2 runs otherwise): the record says so, and `--engine auto`
+decodes with s2s's decoder instead (`usable`). A run whose validation files cannot be read gets int8
+without a shortlist, recorded as not checked.
 
 The sample is the first `Choice.sample_lines` lines of the run's (first) validation set, decoded as
 the run's `decode` config says, scored as its validation scores (`train.valid_bleu_tokenize`).
@@ -74,23 +79,51 @@ def choose_export(
         unchecked = {"val": f"not checked: {sample}", "compute_type": INT8, "shortlist": None}
         return Chosen(exports.write(INT8), INT8, False, unchecked | {"seconds": since(start)})
     made = {kind: exports.write(kind) for kind in (INT8, FLOAT32)}
-    bleu = {kind: sample_bleu(directory, kind, sample) for kind, directory in made.items()}
-    compute_type = INT8 if bleu[INT8] >= bleu[FLOAT32] - choice.int8_loss else FLOAT32
+    bleu = {"reference": reference_bleu(exports.translator, sample)}
+    bleu |= {kind: sample_bleu(directory, kind, sample) for kind, directory in made.items()}
+    allowed = bleu["reference"] - choice.int8_loss  # the lowest score the export kept may have
+    compute_type = INT8 if bleu[INT8] >= allowed else FLOAT32
+    allowed = allowed if compute_type == INT8 else bleu["reference"]
     directory, shortlist = made[compute_type], None
     tried = exports.shortlisted(compute_type, choice.shortlist)
     if isinstance(tried, Path):
         bleu["shortlist"] = sample_bleu(tried, compute_type, sample)
-        if bleu["shortlist"] >= bleu[compute_type] - choice.shortlist_loss:
+        if bleu["shortlist"] >= allowed - choice.shortlist_loss:
             directory, shortlist = tried, dataclasses.asdict(choice.shortlist)
+    not_used = None  # why `--engine auto` leaves the export aside, or None
+    if bleu[FLOAT32] < bleu["reference"] - choice.export_loss:
+        not_used = (
+            f"its CTranslate2 export scores BLEU {bleu[FLOAT32]:.2f} in float32 on {len(sample.sources)} val "
+            f"lines, s2s's decoder {bleu['reference']:.2f}: more than {choice.export_loss:g} apart"
+        )
     decisions: dict[str, Any] = {
         "val": {"src": sample.files[0], "tgt": sample.files[1], "lines": len(sample.sources)},
+        "reference": "s2s's decoder, float32, the run's decode settings",
         "bleu": {name: round(score, 2) for name, score in bleu.items()},
+        "not_used": not_used,
         "compute_type": compute_type,
         "shortlist": shortlist,
         "shortlist_tried": dataclasses.asdict(choice.shortlist) if isinstance(tried, Path) else tried,
         "seconds": since(start),
     }
     return Chosen(directory, compute_type, shortlist is not None, decisions)
+
+
+def reference_gap(run_dir: Path, checkpoint: str, export_dir: Path, choice: Choice = RULES) -> str | None:
+    """What `s2s export` warns of: the export at `export_dir`, as written, scores more than
+    `choice.export_loss` BLEU below s2s's decoder on the run's val sample; None when it does not, or
+    when the run has no val to tell."""
+    translator = load_for_export(run_dir, checkpoint)
+    sample = val_sample(translator.config, choice.sample_lines)
+    if isinstance(sample, str):
+        return None
+    reference, found = reference_bleu(translator, sample), sample_bleu(export_dir, None, sample)
+    if found >= reference - choice.export_loss:
+        return None
+    return (
+        f"the export scores BLEU {found:.2f} on {len(sample.sources)} val lines, s2s's decoder "
+        f"{reference:.2f}: CTranslate2 does not reproduce this run's translations"
+    )
 
 
 def since(start: float) -> float:
@@ -145,13 +178,20 @@ def head(path: Path, lines: int) -> list[str]:
         return [line.rstrip("\r\n") for line in itertools.islice(f, lines)]
 
 
-def sample_bleu(export_dir: Path, compute_type: str, sample: ValSample) -> float:
+def sample_bleu(export_dir: Path, compute_type: str | None, sample: ValSample) -> float:
     """BLEU of the export's translations of the sample, tokenized as the run's validation tokenizes."""
     hypotheses = sample_translations(export_dir, compute_type, sample)
     return float(sacrebleu.corpus_bleu(hypotheses, [sample.references], tokenize=sample.tokenize).score)
 
 
-def sample_translations(export_dir: Path, compute_type: str, sample: ValSample) -> list[str]:
+def reference_bleu(translator: Translator, sample: ValSample) -> float:
+    """BLEU of s2s's own decoder (`translator`, float32) on the sample, at the run's decode settings."""
+    request = Request.of(translator.options(), to=sample.to, scores=False)
+    hypotheses = [found.texts[0] for found in translator.translate(sample.sources, request)]
+    return float(sacrebleu.corpus_bleu(hypotheses, [sample.references], tokenize=sample.tokenize).score)
+
+
+def sample_translations(export_dir: Path, compute_type: str | None, sample: ValSample) -> list[str]:
     """The export's best translation of each sample source, decoded as its run's `decode` config says
     (the one place the cache decodes)."""
     translator = CT2Translator.load(export_dir, Placement("cpu", "fp32", compute_type))

@@ -3,11 +3,13 @@
 CTranslate2 decodes under s2s's constraints (`decoding.search`): never <pad> or <bos>, no </s> before
 `min_len` tokens, each sentence's own length limit (a * |src| + b, capped by the positions), the
 probabilities renormalized over what is allowed. Its beam search divides a score by steps ** alpha
-(a chosen </s> is a step), s2s's `power` rule, so a run with that rule gets the same scores from both
-engines (tested): greedy search gives s2s's tokens wherever the model's choice is clear, beam search
-s2s's translations unless s2s's search finds a better one (it stops later: `beam_search`). A run
-with the `gnmt` rule is searched under CTranslate2's rule and its n-best re-ranked by GNMT's
-(CTranslate2 has no other).
+(a chosen </s> is a step), s2s's `power` rule, and stops by the rule s2s's search follows
+(`decoding.beam_rule`, the run's `decode.patience` passed on), so a run with that rule gets the same
+n-best and the same scores from both engines wherever the two compute the same probabilities
+(tested on fixed models: `tests/unit/ct2/test_golden_search.py`). A run with the `gnmt` rule is
+searched under CTranslate2's rule and the hypotheses it returns re-ranked by GNMT's (CTranslate2 has
+no other, and returns at most round(beam x patience) of them): `--engine auto` decodes such a run
+with s2s's decoder.
 
 Threads: on a CPU, one batch per core at once, one thread each (`inter_threads`), as s2s decodes; the
 benchmark's grid (`scripts/bench --sections engines`) found this the fastest arrangement.
@@ -42,13 +44,8 @@ from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.attention import AttentionMap
-from seq2seq.translate.lines import (
-    Translation,
-    blank_translations,
-    clip_sources,
-    file_stamps,
-    target_prefixes,
-)
+from seq2seq.translate.front import LineFrontEnd
+from seq2seq.translate.lines import Translation, file_stamps
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.request import Request
@@ -93,6 +90,7 @@ class CT2Translator:
         self._forbidden = [[pieces[PAD]], [pieces[BOS]]]  # what s2s's search never emits
         self._end = pieces[EOS]
         self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
+        self.front = LineFrontEnd(tokenizers, self.source_tokens, config.model.max_positions - 1)
         self.calls_at_once = 1  # decode calls that keep its workers busy together (`load`: inter_threads)
         self.call_tokens: int | None = None  # on a CPU, CPU_CALL_TOKENS (`load`)
         # what a server reports of the weights, as of a run's `Translator`
@@ -192,31 +190,24 @@ class CT2Translator:
         first_line: int = 1,
         prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
-        """One `Translation` per input line, in order (`LineTranslator.translate`); a prefix is
-        CTranslate2's `target_prefix`.
+        """One `Translation` per input line, in order (`LineTranslator.translate`, through the line
+        front end). Without `request.scores` greedy search and sampling skip CTranslate2's log-softmax
+        (their scores are NaN): what `s2s translate` does unless --scores or --nbest asks for them."""
+        return self.front.translate(self, lines, request, first_line, prefixes)
 
-        Without `request.scores` greedy search and sampling skip CTranslate2's log-softmax (their
-        scores are NaN): what `s2s translate` does unless --scores or --nbest asks for them.
-        """
-        settings = request.search
-        todo = [i for i, line in enumerate(lines) if line.strip()]
-        out = blank_translations(len(lines), settings.nbest)
-        if not todo:
-            return out
-        start = self.tokenizers.src.id_pieces(self.source_tokens.prefix(request.to, request.tag))
-        sources = [[*start, *pieces] for pieces in self.tokenizers.src.pieces_of([lines[i] for i in todo])]
-        clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
-        forced = None
-        if prefixes is not None:
-            tgt = self.tokenizers.tgt_tokenizer
-            ids = target_prefixes(tgt, [prefixes[i] for i in todo], self.max_source_tokens)
-            forced = [tgt.id_pieces(prefix) for prefix in ids]
-        found = self.search(sources, settings, request.max_tokens, request.scores, forced)
-        decoded = self.tokenizers.tgt.decode([h.tokens for nbest in found for h in nbest], request.keep_unk)
-        texts = iter(decoded)
-        for i, nbest in zip(todo, found, strict=True):
-            out[i] = Translation.scored([next(texts) for _ in nbest], [h.score for h in nbest])
-        return out
+    def search_ids(
+        self,
+        sources: list[list[int]],
+        settings: SearchSettings,
+        max_tokens: int,
+        scores: bool,
+        prefixes: list[list[int]] | None,
+    ) -> list[list[Hypothesis]]:
+        """CTranslate2's search (`front.Search`) of source ids: `search` of their pieces."""
+        pieces = [self.tokenizers.src.id_pieces(ids) for ids in sources]
+        tgt = self.tokenizers.tgt_tokenizer
+        forced = None if prefixes is None else [tgt.id_pieces(prefix) for prefix in prefixes]
+        return self.search(pieces, settings, max_tokens, scores, forced)
 
     def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
         """Cross-attention of the run's alignment heads (the mean of the last decoder layer's heads, or
@@ -267,11 +258,14 @@ class CT2Translator:
         if prefixes is not None and any(prefixes):  # a shortlist would leave out a prefix's own words
             options["use_vmap"] = False
         pending = []
-        for limit in sorted(set(limits)):
-            rows = [i for i, row_limit in enumerate(limits) if row_limit == limit]
+        # a call with target prefixes treats the first step after each (empty ones too) apart
+        # (`beam_rule.Beams._after_prefix`): sentences without one are decoded in calls without
+        calls = [(limit, bool(prefixes and prefixes[i])) for i, limit in enumerate(limits)]
+        for limit, prefixed in sorted(set(calls)):
+            rows = [i for i, call in enumerate(calls) if call == (limit, prefixed)]
             results = self.engine.translate_batch(
                 [sources[i] for i in rows],
-                target_prefix=None if prefixes is None else [prefixes[i] or None for i in rows],
+                target_prefix=[prefixes[i] for i in rows] if prefixes and prefixed else None,
                 **options,
                 max_decoding_length=limit - 1,  # s2s counts the </s> in its limit; CTranslate2 does not
                 asynchronous=True,
@@ -317,7 +311,8 @@ class CT2Translator:
             "max_batch_size": max(max_tokens // settings.beam, 1),
             "batch_type": "tokens",
             "beam_size": settings.beam,
-            "num_hypotheses": settings.beam if rerank else settings.nbest,
+            "patience": settings.patience,
+            "num_hypotheses": settings.finished_wanted if rerank else settings.nbest,
             "length_penalty": self._alpha(settings),
             "min_decoding_length": settings.min_len,
             "no_repeat_ngram_size": settings.no_repeat_ngram,

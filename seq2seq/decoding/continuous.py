@@ -96,7 +96,8 @@ class _State:
     def start(cls, limits: Tensor, prefix: Forced | None, settings: SearchSettings) -> _State:
         """The state of sentences that have not taken a step."""
         prefixes = prefix.tokens if prefix is not None else limits.new_full((limits.size(0), 0), PAD)
-        return cls(Beams.start(limits, settings), torch.zeros_like(limits), prefixes)
+        lengths = None if prefix is None else prefix.lengths()
+        return cls(Beams.start(limits, settings, lengths), torch.zeros_like(limits), prefixes)
 
     def select(self, keep: Tensor) -> _State:
         return _State(self.beams.select(keep), self.steps[keep], self.prefixes[keep])

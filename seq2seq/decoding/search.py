@@ -178,7 +178,7 @@ def beam_search(
     memory = model.encode(src)  # (B, S, D): the K beams of a sentence share its memory
     cache = model.new_cache() if settings.use_cache else None
     sent = torch.arange(batch, device=device)  # sentence id of each active block of K rows
-    beams = Beams.start(limits, settings)  # the active sentences' search state
+    beams = Beams.start(limits, settings, None if prefix is None else prefix.lengths())  # the search state
     finished = beams.finished  # every sentence's hypotheses, by sentence id
     tokens = torch.full((batch * k, 1), BOS, dtype=torch.long, device=device)
     soonest = int(limits.min())  # the first step (counted from 1) at which an active row is at its limit

@@ -219,7 +219,9 @@ def generation_config(decode: DecodeConfig, max_positions: int) -> dict[str, Any
         "forced_eos_token_id": None,
         "num_beams": decode.beam,
         "length_penalty": decode.length_penalty,
-        "early_stopping": "never",  # stop only when no live beam can still win, as s2s's search does
+        # stop only when no live beam can still win: what s2s's search finds with a large
+        # decode.patience, or a better-scoring translation than at the run's (generate has no patience)
+        "early_stopping": "never",
         "max_length": max_positions,
         "suppress_tokens": [PAD, BOS],  # never chosen in s2s's search
         "renormalize_logits": True,  # log-probabilities over the tokens allowed, as s2s scores them

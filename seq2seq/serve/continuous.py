@@ -167,7 +167,7 @@ class ContinuousBatcher(Batcher):
         with self._intake:
             for job in jobs:
                 try:
-                    todo, sources, prefixes = self.translator.inputs(
+                    todo, sources, prefixes = self.translator.front.inputs(
                         job.lines, job.request, prefixes=job.prefixes
                     )
                 except Exception as e:  # a request that cannot be read fails alone
@@ -238,7 +238,7 @@ class ContinuousBatcher(Batcher):
         job = request.job  # never failed: a failed request keeps a sentence that never settles
         try:
             nbest, keep_unk = job.request.search.nbest, job.request.keep_unk
-            result = self.translator.translations(len(job.lines), nbest, request.found, keep_unk)
+            result = self.translator.front.translations(len(job.lines), nbest, request.found, keep_unk)
         except Exception as e:
             log.exception("writing a translation failed")
             job.future.set_exception(e)

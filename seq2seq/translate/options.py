@@ -40,6 +40,7 @@ class DecodeOverrides:
     seed: int | None = None
     max_tokens: int | None = None  # source tokens per batch
     checkpoints: tuple[str, ...] = ()  # best, last, a name in checkpoints/ or a path; several: an ensemble
+    patience: float | None = None  # beam x patience finished hypotheses end a beam search
 
 
 RUN_DEFAULTS = DecodeOverrides()  # nothing asked: the run's decode config as it is
@@ -74,6 +75,7 @@ def decode_options(
         nbest=asked.nbest,
         length_penalty=given(asked.length_penalty, base.length_penalty),
         length_norm=given(asked.length_norm, base.length_norm),
+        patience=given(asked.patience, base.patience),
         max_len_a=given(asked.max_len_a, base.max_len_a),
         max_len_b=given(asked.max_len_b, base.max_len_b),
         min_len=given(asked.min_len, base.min_len),

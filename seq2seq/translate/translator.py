@@ -26,13 +26,8 @@ from seq2seq.models.packed import can_pack, pack_linear_layers
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.attention import AttentionMap
 from seq2seq.translate.cross_attention import alignment_heads, attention_map
-from seq2seq.translate.lines import (
-    Translation,
-    blank_translations,
-    clip_sources,
-    file_stamps,
-    target_prefixes,
-)
+from seq2seq.translate.front import LineFrontEnd
+from seq2seq.translate.lines import Translation, file_stamps
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.request import Request
@@ -82,6 +77,7 @@ class Translator:
         self.at_once = 0  # batches a CPU decodes together (`decode_ids`): 0 = one per core
         self.weights_cast = False  # the weights are in `dtype` themselves (`cast_weights`), not autocast
         self.source_tokens = SourceTokens(tokenizers.src, config)  # put before every source
+        self.front = LineFrontEnd(tokenizers, self.source_tokens, self.model.max_positions - 1)
         self.alignment = alignment_heads(config)  # the cross-attention that shows where it looked
         self.calls_at_once = 1  # its decode calls run one at a time (one thread owns torch's threads)
         self.call_tokens: int | None = None  # larger batches keep paying (the budget decides)
@@ -210,47 +206,23 @@ class Translator:
         first_line: int = 1,
         prefixes: Sequence[str] | None = None,
     ) -> list[Translation]:
-        """One `Translation` per input line, in order (`LineTranslator.translate`). Every hypothesis
-        is scored whatever `request.scores` says (the search needs the scores). `<unk>` pieces in the
-        output are dropped, or shown as ` ⁇ ` with `request.keep_unk`."""
-        settings = request.search
-        if settings.nbest > 1 and not self.answers.gives_nbest:
+        """One `Translation` per input line, in order (`LineTranslator.translate`, through the line
+        front end). Every hypothesis is scored whatever `request.scores` says (the search needs the
+        scores)."""
+        if request.search.nbest > 1 and not self.answers.gives_nbest:
             raise Seq2SeqError(f"--nbest is for translations; a {self.task} run gives one answer per line")
-        todo, sources, forced = self.inputs(lines, request, first_line, prefixes)
-        hyps = self.decode_ids(sources, settings, request.max_tokens, forced)
-        found = dict(zip(todo, hyps, strict=True))
-        return self.translations(len(lines), settings.nbest, found, request.keep_unk)
+        return self.front.translate(self, lines, request, first_line, prefixes)
 
-    def inputs(
+    def search_ids(
         self,
-        lines: Sequence[str],
-        request: Request,
-        first_line: int = 1,
-        prefixes: Sequence[str] | None = None,
-    ) -> tuple[list[int], list[list[int]], list[list[int]] | None]:
-        """What `translate` decodes: the indices of the non-empty lines, their source ids (the control
-        ids of `request` first, clipped to the model's positions, without <eos>) and, with `prefixes`,
-        their target prefix ids."""
-        todo = [i for i, line in enumerate(lines) if line.strip()]
-        start = self.source_tokens.prefix(request.to, request.tag)
-        sources = [[*start, *ids] for ids in self.tokenizers.src.encode([lines[i] for i in todo])]
-        clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
-        forced = None
-        if prefixes is not None:
-            tgt = self.tokenizers.tgt_tokenizer
-            forced = target_prefixes(tgt, [prefixes[i] for i in todo], self.max_source_tokens)
-        return todo, sources, forced
-
-    def translations(
-        self, count: int, nbest: int, hyps: dict[int, list[Hypothesis]], keep_unk: bool = False
-    ) -> list[Translation]:
-        """One `Translation` per line of `count`, from the hypotheses of the lines decoded (`hyps`: by
-        line index; the others were empty)."""
-        out = blank_translations(count, nbest)
-        for i, found in hyps.items():
-            texts = self.tokenizers.tgt.decode([h.tokens for h in found], keep_unk)
-            out[i] = Translation.scored(texts, [h.score for h in found])
-        return out
+        sources: list[list[int]],
+        settings: SearchSettings,
+        max_tokens: int,
+        scores: bool,
+        prefixes: list[list[int]] | None,
+    ) -> list[list[Hypothesis]]:
+        """s2s's search (`front.Search`): `decode_ids`, which scores every hypothesis."""
+        return self.decode_ids(sources, settings, max_tokens, prefixes)
 
 
 def _ensemble(models: Sequence[Model]) -> Ensemble:

@@ -68,7 +68,8 @@ def test_a_first_use_makes_a_loadable_entry_outside_the_run_and_records_what_it_
     record = json.loads((entry.path / RECORD).read_text(encoding="utf-8"))
     decisions = record["decisions"]
     assert entry.decisions == decisions and decisions["val"]["lines"] == 20
-    assert set(decisions["bleu"]) == {"int8", "float32", "shortlist"}  # the run has its prepared pairs
+    assert set(decisions["bleu"]) == {"reference", "int8", "float32", "shortlist"}  # with prepared pairs
+    assert decisions["reference"].startswith("s2s's decoder")
     assert entry.compute_type == decisions["compute_type"] and entry.shortlist == bool(decisions["shortlist"])
     assert record["key"]["checkpoint_sha256"] == file_sha256(tiny_run.run / "checkpoints" / "best.pt")
     translator = CT2Translator.load(entry.path, Placement("cpu", "fp32", entry.compute_type))
@@ -177,16 +178,55 @@ def test_a_checkpoint_replaced_while_it_is_exported_is_exported_again(
     ]
 
 
-def test_int8_and_the_shortlist_are_kept_only_within_their_bleu_margins(
-    tiny_run: TrainedRun, root, monkeypatch
+@pytest.mark.parametrize(
+    ("scores", "kept", "used"),
+    [
+        # int8 0.3 under the reference: float32; a shortlist 0.05 under the reference: kept
+        (
+            {"reference": 30.3, "int8": 30.0, "float32": 30.3, "float32-shortlist": 30.25},
+            ("float32", True),
+            True,
+        ),
+        # int8 0.15 under the reference, the shortlist 0.1 more: both kept (0.2 + 0.1 in all)
+        ({"reference": 30.3, "int8": 30.15, "float32": 30.3, "int8-shortlist": 30.0}, ("int8", True), True),
+        ({"reference": 30.3, "int8": 30.15, "float32": 30.3, "int8-shortlist": 29.95}, ("int8", False), True),
+        # the exports agree with each other but not with s2s's decoder (a search that stops too soon):
+        # int8 is within 0.2 of float32, yet not of the reference; the export is not used by auto
+        (
+            {"reference": 99.8, "int8": 94.9, "float32": 95.0, "float32-shortlist": 95.0},
+            ("float32", False),
+            False,
+        ),
+    ],
+)
+def test_int8_and_the_shortlist_are_kept_only_within_their_margins_of_s2s_s_decoder(
+    tiny_run: TrainedRun, root, monkeypatch, scores, kept, used
 ):
-    """int8 0.3 BLEU under float32: float32; a shortlist 0.05 under that: kept."""
-    scores = {"int8": 30.0, "float32": 30.3, "float32-shortlist": 30.25}
+    monkeypatch.setattr(choice, "reference_bleu", lambda translator, sample: scores["reference"])
     monkeypatch.setattr(choice, "sample_bleu", lambda export, compute_type, sample: scores[export.name])
     entry = cached_export(tiny_run.run)
-    assert (entry.compute_type, entry.shortlist) == ("float32", True)
-    assert entry.decisions["bleu"] == {"int8": 30.0, "float32": 30.3, "shortlist": 30.25}
-    assert read_export_info(entry.path)[0]["quantize"] is None
+    assert (entry.compute_type, entry.shortlist) == kept
+    shortlist = next(v for k, v in scores.items() if k.endswith("shortlist"))
+    assert entry.decisions["bleu"] == {k: v for k, v in scores.items() if "-" not in k} | {
+        "shortlist": shortlist
+    }
+    assert (entry.not_used is None) is used
+    assert read_export_info(entry.path)[0]["quantize"] == ("int8" if kept[0] == "int8" else None)
+
+
+def test_auto_leaves_an_export_that_does_not_reproduce_the_run_to_s2s_s_decoder(
+    tiny_run: TrainedRun, root, monkeypatch, caplog
+):
+    from seq2seq.commands.engines import choose_engine
+    from seq2seq.translate.options import DecodeOverrides
+
+    monkeypatch.setattr(choice, "reference_bleu", lambda translator, sample: 99.8)
+    monkeypatch.setattr(choice, "sample_bleu", lambda export, compute_type, sample: 95.0)
+    chosen = choose_engine(tiny_run.run, "auto", DecodeOverrides(), Placement("cpu"))
+    assert chosen.name == "s2s" and "95.00 in float32" in chosen.reason and "99.80" in chosen.reason
+    assert "decoding with s2s's decoder" in caplog.text  # said without -v
+    forced = choose_engine(tiny_run.run, "ctranslate2", DecodeOverrides(), Placement("cpu"))
+    assert forced.name == "ctranslate2" and "as asked" in caplog.text
 
 
 def test_a_run_without_its_val_files_or_prepared_pairs_gets_int8_without_a_shortlist(

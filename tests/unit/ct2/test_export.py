@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,9 @@ from seq2seq.batching import pad
 from seq2seq.config import ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
-from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.limits import max_output_lengths
 from seq2seq.decoding.prefix import Forced
-from seq2seq.decoding.search import beam_search, greedy_search
+from seq2seq.decoding.search import greedy_search
 from seq2seq.decoding.search import search as search_for
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.build import build_model
@@ -26,7 +24,6 @@ from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
-from tests.conftest import TrainedRun
 from tests.helpers import cli_translate, run_cli
 from tests.system.cuda_helpers import assert_same_greedy, greedy_margins
 from tests.unit.decoding.test_search import forced_score
@@ -36,16 +33,7 @@ from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
 from seq2seq.ct2.export import model_spec, write_model  # noqa: E402
 from seq2seq.ct2.export_dir import FULL_INT8, REDUCED_INT8, full_range_int8  # noqa: E402
 from seq2seq.translate.request import Request  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) -> tuple[Path, Path]:
-    """The shared "confident" run (greedy choices with clear margins) and its export."""
-    run = trained_run("confident").run
-    export = tmp_path_factory.mktemp("ct2") / "export"
-    result = run_cli("export", str(run), str(export))
-    assert result.exit_code == 0, result.output
-    return run, export
+from tests.unit.ct2.conftest import UNDER_TRAINED  # noqa: E402
 
 
 def test_greedy_output_of_the_export_is_s2s_greedy_output_through_the_cli(trained):
@@ -59,57 +47,12 @@ def test_greedy_output_of_the_export_is_s2s_greedy_output_through_the_cli(traine
 
 MARGIN = 1e-3  # a best choice ahead of its runner-up by less than this may flip with the kernels' rounding
 SCORE_TOLERANCE = 1e-4  # |s2s - CTranslate2| of a sentence's score, fp32 (seen: under 3e-6)
-UNDER_TRAINED = ["tiny run", "random post-norm", "random pre-norm"]
 GREEDY_SETTINGS = [
     SearchSettings(beam=1),  # each sentence's own limit: 1.5 x source tokens + 10
     SearchSettings(beam=1, min_len=3),
     SearchSettings(beam=1, max_len_a=0.5, max_len_b=3, min_len=0),
     SearchSettings(beam=1, no_repeat_ngram=2),
 ]
-
-
-@pytest.fixture(scope="module")
-def under_trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) -> Callable:
-    """`under_trained(kind)`: (s2s model, the CTranslate2 engine of the same weights) for a kind of
-    UNDER_TRAINED: the 12-step tiny run (its outputs run to the length limit), or random weights
-    whose <pad>, <bos> and </s> are often the first choice (what s2s's search forbids or limits)."""
-    run = trained_run("tiny").run
-    ours = Translator.load(run, ["best"], Placement("cpu", "fp32"))
-    made = {}
-
-    def get(kind: str) -> tuple[torch.nn.Module, CT2Translator]:
-        if kind not in made:
-            directory = tmp_path_factory.mktemp("ct2_" + kind.replace(" ", "_"))
-            model, config = ours.model, ours.config
-            if kind != "tiny run":
-                norm = kind.split()[1].removesuffix("-norm")
-                cfg = ModelConfig(
-                    d_model=32, heads=4, ffn_dim=48, encoder_layers=2, decoder_layers=2, norm=norm
-                )
-                torch.manual_seed(0)
-                vocab = ours.tokenizers.tgt.vocab_size
-                model, config = build_model(cfg, vocab, vocab).eval(), dataclasses.replace(config, model=cfg)
-                with torch.no_grad():  # output and embedding weights are tied: larger rows, larger logits
-                    model.output.weight[[PAD, BOS]] *= 2
-                    model.output.weight[EOS] *= 2 if norm == "post" else 4
-            write_model(model, ours.tokenizers, directory, None)
-            engine = ctranslate2.Translator(str(directory), device="cpu")
-            made[kind] = model, CT2Translator(engine, ours.tokenizers, config, {}, directory)
-        return made[kind]
-
-    return get
-
-
-def agreeing_beams(ours: list[list[Hypothesis]], theirs: list[list[Hypothesis]]) -> list[int]:
-    """Beam search's rule between the engines: CTranslate2's best never scores above s2s's (s2s stops
-    later), and where both found the same tokens they give one score. The rows where they did."""
-    same = []
-    for row, ((mine,), (found,)) in enumerate(zip(ours, theirs, strict=True)):
-        assert mine.score >= found.score - SCORE_TOLERANCE, (mine, found)
-        if mine.tokens == found.tokens:
-            same.append(row)
-            assert mine.score == pytest.approx(found.score, abs=SCORE_TOLERANCE)
-    return same
 
 
 @pytest.mark.parametrize("settings", GREEDY_SETTINGS, ids=["limits", "min_len", "short", "no_repeat"])
@@ -127,44 +70,10 @@ def test_greedy_search_of_the_export_is_s2s_greedy_search(under_trained, tiny_ru
     assert clear >= len(lines) // 2, f"only {clear} sentences without a close call: the test shows little"
 
 
-@pytest.mark.parametrize("kind", ["tiny run", "random pre-norm"])
-def test_beam_search_of_the_export_finds_what_s2s_finds_or_less(under_trained, tiny_run, kind):
-    """Under the `power` rule both engines score a hypothesis alike: CTranslate2's best is never better
-    than s2s's (s2s stops later, `beam_search`), and where the two agree they give one score."""
-    model, theirs = under_trained(kind)
-    lines = read_lines(tiny_run.data / "valid.src") + read_lines(tiny_run.data / "train.src")[:40]
-    settings = SearchSettings(beam=4, nbest=1, length_norm="power", max_len_a=0.5, max_len_b=3, min_len=1)
-    src = pad([[*ids, EOS] for ids in theirs.tokenizers.src.encode(lines)])
-    ours = beam_search(model, src, settings)
-    got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
-    same = len(agreeing_beams(ours, got))
-    assert same >= len(lines) // 2, f"only {same} of {len(lines)} translations agree"
-
-
-@pytest.mark.parametrize("alpha", [1.0, 0.6])
-def test_beam_scores_of_the_export_are_s2s_scores_where_hypotheses_end_by_choice(trained, alpha):
-    """The confident run's hypotheses end with a chosen </s>, which both engines count in the length
-    under `power` (CTranslate2 and Hugging Face divide by the decoded steps, </s> included); the
-    under-trained runs above run to their length limits, where neither counts one."""
-    run, export = trained
-    ours = Translator.load(run, ["best"], Placement("cpu", "fp32"))
-    theirs = CT2Translator.load(export, Placement("cpu"))
-    data = run.parent / "data"
-    lines = read_lines(data / "valid.src") + read_lines(data / "train.src")[:40]
-    settings = SearchSettings(beam=4, nbest=1, length_norm="power", length_penalty=alpha)
-    src = pad([[*ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
-    limits = max_output_lengths(src, settings, ours.model.max_positions).tolist()
-    mine = beam_search(ours.model, src, settings)
-    got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500)
-    by_choice = sum(len(mine[row][0].tokens) < limits[row] - 1 for row in agreeing_beams(mine, got))
-    assert by_choice >= len(lines) // 4, f"only {by_choice} of {len(lines)} agree and end by choice"
-
-
-@pytest.mark.parametrize("beam", [1, 4])
-def test_target_prefixes_decode_as_ctranslate2_s_target_prefix(trained, beam):
+def test_target_prefixes_decode_as_ctranslate2_s_target_prefix(trained):
     """Each output starts with its prefix in both engines; greedy gives s2s's tokens wherever its
     choice after the prefix is clear, and its scores (the tokens after the prefix, over the steps with
-    the prefix's counted); beam search CTranslate2's translation unless s2s's scores higher."""
+    the prefix's counted). Beam search: `test_same_search.py`."""
     run, export = trained
     data = run.parent / "data"
     lines = read_lines(data / "valid.src") + read_lines(data / "train.src")[:40]
@@ -172,22 +81,18 @@ def test_target_prefixes_decode_as_ctranslate2_s_target_prefix(trained, beam):
     theirs = CT2Translator.load(export, Placement("cpu"))
     references = read_lines(data / "valid.tgt") + read_lines(data / "train.tgt")[:40]
     prefixes = [ids[: i % 3] for i, ids in enumerate(ours.tokenizers.tgt.encode(references))]
-    settings = SearchSettings(beam=beam, nbest=1, length_norm="power", length_penalty=1.0)
+    settings = SearchSettings(beam=1, nbest=1, length_norm="power", length_penalty=1.0)
     src = pad([[*ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
     mine = search_for(ours.model, src, settings, Forced.of(prefixes, torch.device("cpu")))
     pieces = [ours.tokenizers.tgt.id_pieces(p) for p in prefixes]
     got = theirs.search([theirs.tokenizers.src.pieces(x) for x in lines], settings, 500, prefixes=pieces)
     for (best,), (found,), prefix in zip(mine, got, prefixes, strict=True):
         assert best.tokens[: len(prefix)] == found.tokens[: len(prefix)] == prefix
-    if beam == 1:
-        margins = greedy_margins(ours.model, src, mine, settings)
-        for lead, prefix in zip(margins, prefixes, strict=True):
-            lead[: len(prefix)] = [math.inf] * len(prefix)  # given, not chosen
-        clear = assert_same_greedy(mine, got, margins, MARGIN, SCORE_TOLERANCE)
-        assert clear >= len(lines) // 2, f"only {clear} sentences without a close call"
-        return
-    same = len(agreeing_beams(mine, got))
-    assert same >= len(lines) // 2, f"only {same} of {len(lines)} translations agree"
+    margins = greedy_margins(ours.model, src, mine, settings)
+    for lead, prefix in zip(margins, prefixes, strict=True):
+        lead[: len(prefix)] = [math.inf] * len(prefix)  # given, not chosen
+    clear = assert_same_greedy(mine, got, margins, MARGIN, SCORE_TOLERANCE)
+    assert clear >= len(lines) // 2, f"only {clear} sentences without a close call"
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])

@@ -135,12 +135,12 @@ def test_greedy_generate_of_the_export_is_s2s_greedy_search(under_trained, tiny_
 def test_beam_generate_finds_what_s2s_finds_or_better_and_scores_it_alike(under_trained, tiny_run, kind):
     """Under the power rule both score a hypothesis alike; `generate` (early_stopping "never") stops
     no earlier than s2s, so its best is never worse, and where both found the same tokens they give
-    one score."""
+    one score (s2s searching as long as its patience allows)."""
     model, theirs, tokenizers = under_trained(kind)
     _, sources = sources_of(tiny_run, tokenizers)
     src = pad(sources)
     settings = SearchSettings(
-        beam=5, nbest=1, length_norm="power", length_penalty=1.0, max_len_a=0.5, max_len_b=3
+        beam=5, nbest=1, length_norm="power", length_penalty=1.0, max_len_a=0.5, max_len_b=3, patience=16.0
     )
     ours = beam_search(model, src, settings)
     got = generate(theirs, sources, settings, max_output_lengths(src, settings, model.max_positions).tolist())
@@ -165,7 +165,8 @@ def exported(trained_run: Callable[[str], TrainedRun], tmp_path_factory) -> tupl
 
 def test_the_export_loads_with_auto_classes_and_translates_text_as_s2s_does(exported):
     """AutoTokenizer and AutoModelForSeq2SeqLM from the directory alone: the same lines as `s2s translate`
-    (greedy and beam 5, each line under s2s's limit for it)."""
+    (greedy and beam 5, each line under s2s's limit for it; s2s searching as long as its patience
+    allows, since `generate` stops only when no live beam can still win)."""
     run, export = exported
     tokenizer = transformers.AutoTokenizer.from_pretrained(export)
     model = transformers.AutoModelForSeq2SeqLM.from_pretrained(export).eval()
@@ -179,7 +180,7 @@ def test_the_export_loads_with_auto_classes_and_translates_text_as_s2s_does(expo
         [*ids, EOS] for ids in ours.tokenizers.src.encode(lines)
     ]
     for beam in (1, 5):
-        expected = cli_translate(run, lines, "--beam", str(beam), "--precision", "fp32")
+        expected = cli_translate(run, lines, "--beam", str(beam), "--precision", "fp32", "--patience", "16")
         settings = SearchSettings(beam=beam)
         texts = []
         for line in lines:
