@@ -1,10 +1,12 @@
 """Do the two engines find the same translations? BLEU and agreement of s2s's engines on one test set.
 
 For each beam (greedy included) and each patience (`decode.patience`), three `s2s translate`
-commands, each a whole process timed alone: the default engine (`--engine auto`), CTranslate2 in
-float32 (`--engine ctranslate2 --quantize float32`) and s2s's own decoder in float32 (`--engine s2s
---precision fp32`, the reference). It prints a Markdown table: BLEU with its sacreBLEU signature,
-seconds, and the share of lines where each engine's translation is the reference's.
+commands, each a whole process timed alone: the default engine (`--engine auto`: the export cache's
+choice, int8 and a shortlist where they keep their margins), CTranslate2 over a plain float32 export
+of the same checkpoint (`s2s export`, then `--engine ctranslate2`) and s2s's own decoder in float32
+(`--engine s2s --precision fp32`, the reference). It prints a Markdown table: BLEU with its
+sacreBLEU signature, seconds, and the share of lines where each engine's translation is the
+reference's.
 
     python -m experiments.search_rule RUN --src SRC --ref REF [--beams 4,5,1] [--patience 1,2]
 
@@ -26,10 +28,10 @@ from pathlib import Path
 
 import sacrebleu
 
-ENGINES = {
-    "default": ["--engine", "auto"],
-    "ctranslate2 fp32": ["--engine", "ctranslate2", "--quantize", "float32"],
-    "s2s fp32": ["--engine", "s2s", "--precision", "fp32"],
+ENGINES = {  # name: (what is translated with: the run, or its float32 export; flags)
+    "default": ("run", ["--engine", "auto"]),
+    "ctranslate2 fp32": ("export", ["--engine", "ctranslate2"]),
+    "s2s fp32": ("run", ["--engine", "s2s", "--precision", "fp32"]),
 }
 
 
@@ -61,13 +63,17 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, "S2S_CACHE_DIR": str(Path(scratch) / "cache")}
+        paths = {"run": args.run, "export": str(Path(scratch) / "export")}
+        subprocess.run(
+            ["s2s", "export", args.run, paths["export"]], check=True, env=env, stdout=subprocess.DEVNULL
+        )
         for beam in [int(b) for b in args.beams.split(",")]:
             for patience in [float(p) for p in args.patience.split(",")] if beam > 1 else [1.0]:
                 found = {}
-                for name, flags in ENGINES.items():
+                for name, (path, flags) in ENGINES.items():
                     out = Path(scratch) / f"{name}.hyp".replace(" ", "_")
                     asked = [*flags, "--beam", str(beam), "--patience", str(patience)]
-                    seconds = translate(args.run, args.src, out, asked, env)
+                    seconds = translate(paths[path], args.src, out, asked, env)
                     found[name] = out.read_text(encoding="utf-8").splitlines()
                     metric = sacrebleu.BLEU()
                     bleu = metric.corpus_score(found[name], refs)

@@ -3,8 +3,10 @@
 `--engine auto` (the default) takes the fastest engine that can run the request. On a CPU that is
 CTranslate2 (about twice s2s's own decoder in int8: README, Benchmarks) over an export made on first
 use into the export cache (`seq2seq.ct2.cache`), when the run's family and every option asked are
-supported there; else s2s's own decoder, which stays the reference and the engine of what CTranslate2
-cannot run (ensembles, readers, families the export does not hold, s2s's --precision). On a GPU it
+supported there and the export reproduces s2s's decoder on val (its record's `not_used`, said in a
+warning); else s2s's own decoder, which stays the reference and the engine of what CTranslate2
+cannot run (ensembles, readers, families the export does not hold, s2s's --precision, beam search
+ranked by GNMT's rule). On a GPU it
 keeps s2s's decoder until the GPU check has measured both engines there. One log line says which and
 why. `--engine s2s|ctranslate2` forces one; forcing one that cannot run the request is an error.
 

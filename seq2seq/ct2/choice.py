@@ -14,11 +14,12 @@ without a shortlist, recorded as not checked.
 The sample is the first `Choice.sample_lines` lines of the run's (first) validation set, decoded as
 the run's `decode` config says, scored as its validation scores (`train.valid_bleu_tokenize`).
 
-What a first use costs: 4.1-5.1 s (four tries) for configs/multi30k_de_en.yaml trained for 12
-minutes (3+3 layers, d_model 256, 6,000 joint pieces, beam 5), on 2 cores of an Intel(R) Xeon(R)
-Processor (AVX-512 VNNI, AMX), 2026-12-04: decoding the 200 lines three times 3.1 s, counting the
-shortlist over 29,000 pairs 1.0 s, loading and three exports 0.3 s; a later use finds the entry in
-0.02 s. Remade by this, whose log line says the time:
+What a first use costs: 6.4 s for configs/multi30k_de_en.yaml trained for 12 minutes (3+3 layers,
+d_model 256, 6,000 joint pieces, beam 5), on 2 cores of an AMD EPYC (Zen 4), 2026-12-06 (4.1-5.1 s
+on an Intel Xeon with AMX on 2026-12-04, before the reference was decoded too: the 200 lines three
+times with CTranslate2 3.1 s, counting the shortlist over 29,000 pairs 1.0 s, loading and three
+exports 0.3 s); a later use finds the entry in 0.02-0.07 s. Remade by this, whose log line says the
+time:
 
     S2S_CACHE_DIR=$(mktemp -d) python -c 'import logging, seq2seq.ct2.cache as c
     logging.basicConfig(level=logging.INFO); c.cached_export("RUN_DIR")'
@@ -44,6 +45,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
+from seq2seq.translate.weights import RunWeights
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,12 @@ def choose_export(
     (`full_range_int8`: int8 weights in 8 bits, not 7, where this CPU sums int8 products in int32)."""
     start = time.monotonic()
     exports = Candidates(load_for_export(run_dir, checkpoint), run_dir, scratch, full_range_int8)
-    sample = val_sample(exports.translator.config, choice.sample_lines)
+    sample = val_sample(exports.weights.config, choice.sample_lines)
     if isinstance(sample, str):
         unchecked = {"val": f"not checked: {sample}", "compute_type": INT8, "shortlist": None}
         return Chosen(exports.write(INT8), INT8, False, unchecked | {"seconds": since(start)})
     made = {kind: exports.write(kind) for kind in (INT8, FLOAT32)}
-    bleu = {"reference": reference_bleu(exports.translator, sample)}
+    bleu = {"reference": reference_bleu(exports.weights, sample)}
     bleu |= {kind: sample_bleu(directory, kind, sample) for kind, directory in made.items()}
     allowed = bleu["reference"] - choice.int8_loss  # the lowest score the export kept may have
     compute_type = INT8 if bleu[INT8] >= allowed else FLOAT32
@@ -113,11 +115,11 @@ def reference_gap(run_dir: Path, checkpoint: str, export_dir: Path, choice: Choi
     """What `s2s export` warns of: the export at `export_dir`, as written, scores more than
     `choice.export_loss` BLEU below s2s's decoder on the run's val sample; None when it does not, or
     when the run has no val to tell."""
-    translator = load_for_export(run_dir, checkpoint)
-    sample = val_sample(translator.config, choice.sample_lines)
+    weights = load_for_export(run_dir, checkpoint)
+    sample = val_sample(weights.config, choice.sample_lines)
     if isinstance(sample, str):
         return None
-    reference, found = reference_bleu(translator, sample), sample_bleu(export_dir, None, sample)
+    reference, found = reference_bleu(weights, sample), sample_bleu(export_dir, None, sample)
     if found >= reference - choice.export_loss:
         return None
     return (
@@ -134,7 +136,7 @@ def since(start: float) -> float:
 class Candidates:
     """The exports of one checkpoint, loaded once (`load_for_export`), written into `scratch`."""
 
-    translator: Translator
+    weights: RunWeights
     run_dir: Path
     scratch: Path
     full_range_int8: bool
@@ -143,13 +145,13 @@ class Candidates:
         """The export to load with `compute_type` (INT8: int8 weights; FLOAT32: float32 ones)."""
         out = self.scratch / (compute_type + ("-shortlist" if shortlist else ""))
         quantize = INT8 if compute_type == INT8 else None
-        write_export(self.translator, self.run_dir, out, quantize, self.full_range_int8, shortlist)
+        write_export(self.weights, self.run_dir, out, quantize, self.full_range_int8, shortlist)
         return out
 
     def shortlisted(self, compute_type: str, size: ShortlistSize) -> Path | str:
         """`write(compute_type)` with a shortlist of `size`, or why there is none (no prepared pairs)."""
         try:
-            lexicon = run_shortlist(self.run_dir, self.translator.config, self.translator.tokenizers, size)
+            lexicon = run_shortlist(self.run_dir, self.weights.config, self.weights.tokenizers, size)
         except Seq2SeqError as e:  # the run's prepared pairs are gone or changed: no shortlist, no error
             return f"not tried: {e}"
         return self.write(compute_type, (size, lexicon))
@@ -184,8 +186,10 @@ def sample_bleu(export_dir: Path, compute_type: str | None, sample: ValSample) -
     return float(sacrebleu.corpus_bleu(hypotheses, [sample.references], tokenize=sample.tokenize).score)
 
 
-def reference_bleu(translator: Translator, sample: ValSample) -> float:
-    """BLEU of s2s's own decoder (`translator`, float32) on the sample, at the run's decode settings."""
+def reference_bleu(weights: RunWeights, sample: ValSample) -> float:
+    """BLEU of s2s's own decoder over `weights` (float32, on the CPU) on the sample, at the run's
+    decode settings."""
+    translator = Translator.of_weights(weights)
     request = Request.of(translator.options(), to=sample.to, scores=False)
     hypotheses = [found.texts[0] for found in translator.translate(sample.sources, request)]
     return float(sacrebleu.corpus_bleu(hypotheses, [sample.references], tokenize=sample.tokenize).score)

@@ -38,9 +38,8 @@ from seq2seq.files import OutputError, atomic_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
-from seq2seq.translate.cross_attention import AlignmentHeads, LastLayerMean
-from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import Translator
+from seq2seq.translate.cross_attention import AlignmentHeads, LastLayerMean, alignment_heads
+from seq2seq.translate.weights import RunWeights, load_weights
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +66,11 @@ def export_ctranslate2(
     require_ctranslate2()
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
-    translator = load_for_export(run_dir, checkpoint)
+    weights = load_for_export(run_dir, checkpoint)
     counted = None
     if shortlist is not None:
-        counted = shortlist, run_shortlist(Path(run_dir), translator.config, translator.tokenizers, shortlist)
-    write_export(translator, run_dir, out_dir, quantize, full_range_int8, counted)
+        counted = shortlist, run_shortlist(Path(run_dir), weights.config, weights.tokenizers, shortlist)
+    write_export(weights, run_dir, out_dir, quantize, full_range_int8, counted)
 
 
 def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: ShortlistSize) -> Shortlist:
@@ -94,18 +93,18 @@ def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: S
     return build_shortlist(corpora, *vocab, size.per_source, size.common)
 
 
-def load_for_export(run_dir: Path, checkpoint: str) -> Translator:
+def load_for_export(run_dir: Path, checkpoint: str) -> RunWeights:
     """The run's `checkpoint` loaded in fp32 on the CPU, once it is known to be exportable (an
     encoder-decoder): what `write_export` writes, as many times as asked."""
-    translator = Translator.load(run_dir, [checkpoint], Placement("cpu", "fp32"))
-    family = model_family(translator.config.model)
+    weights = load_weights(run_dir, [checkpoint])
+    family = model_family(weights.config.model)
     if not family.exports:
         raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {family.name}")
-    return translator
+    return weights
 
 
 def write_export(
-    translator: Translator,
+    weights: RunWeights,
     run_dir: Path,
     out_dir: Path,
     quantize: str | None,
@@ -113,18 +112,18 @@ def write_export(
     shortlist: tuple[ShortlistSize, Shortlist] | None = None,
 ) -> None:
     """`export_ctranslate2` of a run already loaded (`load_for_export`), its `shortlist` already counted."""
-    model, cfg, tokenizers = translator.first_model, translator.config, translator.tokenizers
+    model, cfg, tokenizers = weights.first, weights.config, weights.tokenizers
     assert isinstance(model, Seq2SeqTransformer)  # `load_for_export` checked: an encoder-decoder
     with atomic_directory(out_dir) as scratch:
         int8_range = FULL_INT8 if full_range_int8 else REDUCED_INT8
-        write_model(model, tokenizers, scratch, quantize, int8_range, translator.alignment)
+        write_model(model, tokenizers, scratch, quantize, int8_range, alignment_heads(cfg))
         (scratch / "tokenizer").mkdir()
         for path in tokenizer_files(Path(run_dir) / "tokenizer", cfg.tokenizer.joint).values():
             shutil.copyfile(path, scratch / "tokenizer" / path.name)
         info = {
             "format": EXPORT_FORMAT,
             "run_dir": str(Path(run_dir).resolve()),
-            "checkpoint": str(translator.checkpoints[0]),
+            "checkpoint": str(weights.paths[0]),
             "quantize": quantize,
             "int8_range": int8_range if is_int8(quantize) else None,
             "config": config_to_dict(cfg),
@@ -138,7 +137,7 @@ def write_export(
             info["shortlist"] = {**dataclasses.asdict(size), "pairs_counted": lexicon.pairs}
         info["files"] = export_file_sums(scratch)
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    log.info("exported %s to %s (%s)", translator.checkpoints[0], out_dir, quantize or "float32")
+    log.info("exported %s to %s (%s)", weights.paths[0], out_dir, quantize or "float32")
 
 
 def write_model(
@@ -161,7 +160,7 @@ def model_spec(
     alignment: AlignmentHeads | None = None,
 ) -> Any:
     """`model` as a CTranslate2 spec in `quantize`, int8 weights (int8*) in [-`int8_range`, `int8_range`];
-    its attention maps are those of `alignment` (the run's `Translator.alignment`; by default the mean
+    its attention maps are those of `alignment` (the run's `alignment_heads`; by default the mean
     of the last layer's heads)."""
     heads = alignment or LastLayerMean(model.cfg.decoder_layers, model.cfg.heads)
     spec = _spec(model, tokenizers.src, tokenizers.tgt_tokenizer, heads)

@@ -74,7 +74,7 @@ class Tokenizer:
 
     def id_pieces(self, ids: Sequence[int]) -> list[str]:
         """The piece of each id (`<2en>` for a control token)."""
-        return [self.sp.id_to_piece(i) for i in ids]
+        return self.sp.id_to_piece(list(ids)) if ids else []
 
     def pieces_of(self, lines: Sequence[str], threads: int = -1) -> list[list[str]]:
         """`pieces` of each line, in one call (`threads` as in `encode`)."""

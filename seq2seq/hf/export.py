@@ -40,8 +40,7 @@ from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD, UNK
-from seq2seq.translate.placement import Placement
-from seq2seq.translate.translator import Translator
+from seq2seq.translate.weights import load_weights
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +81,8 @@ def export_huggingface(run_dir: Path, checkpoint: str, out_dir: Path) -> None:
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
     config = RunDir(run_dir).load_config()
     check_exportable(config, run_dir)
-    translator = Translator.load(run_dir, [checkpoint], Placement("cpu", "fp32"))
-    model = translator.first_model
+    weights = load_weights(run_dir, [checkpoint])
+    model = weights.first
     assert isinstance(model, Seq2SeqTransformer)  # check_exportable's rule
     if config.decode.length_norm != "power":
         log.warning(
@@ -94,9 +93,9 @@ def export_huggingface(run_dir: Path, checkpoint: str, out_dir: Path) -> None:
     with atomic_directory(out_dir) as scratch:
         write_model(model, config.decode, scratch)
         spm_model = tokenizer_files(Path(run_dir) / "tokenizer", config.tokenizer.joint)["joint"]
-        write_tokenizer(translator.tokenizers.src, spm_model, model.max_positions, scratch)
-        write_text(scratch / "README.md", model_card(config, run_dir, translator.checkpoints[0]))
-    log.info("exported %s to %s for transformers", translator.checkpoints[0], out_dir)
+        write_tokenizer(weights.tokenizers.src, spm_model, model.max_positions, scratch)
+        write_text(scratch / "README.md", model_card(config, run_dir, weights.paths[0]))
+    log.info("exported %s to %s for transformers", weights.paths[0], out_dir)
 
 
 def write_model(model: Seq2SeqTransformer, decode: DecodeConfig, directory: Path) -> None:

@@ -10,20 +10,18 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seq2seq.checkpoint import check_checkpoints_fit, inference_weights, load_checkpoint
 from seq2seq.config import Config
-from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers, tokenizer_checksums
+from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.batched import decode_ids
 from seq2seq.decoding.hypothesis import Hypothesis
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import auto_cpu_dtype, autocast_dtype, resolve_device
-from seq2seq.errors import RunDirError, Seq2SeqError
-from seq2seq.models.build import Model, build_model
+from seq2seq.errors import Seq2SeqError
+from seq2seq.models.build import Model
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
-from seq2seq.run.layout import RunDir
 from seq2seq.translate.attention import AttentionMap
 from seq2seq.translate.cross_attention import alignment_heads, attention_map
 from seq2seq.translate.front import LineFrontEnd
@@ -32,6 +30,7 @@ from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrid
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import SourceTokens
+from seq2seq.translate.weights import RunWeights, load_weights
 
 log = logging.getLogger(__name__)
 
@@ -95,28 +94,13 @@ class Translator:
         several checkpoints decode as an ensemble (their next-token probabilities averaged).
         `placement.threads` sets torch's thread count for the process (0 leaves it as it is).
         """
-        run = RunDir(run_dir)
-        cfg = run.load_config()
-        paths = [run.checkpoint_path(name) for name in checkpoints]
         if placement.threads:
             torch.set_num_threads(placement.threads)
         torch_device = resolve_device(placement.device)
         dtype = autocast_dtype(torch_device, placement.precision)
-        tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
-        sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-        # mapped, not read: an ensemble's members are all checked (and listed) before any is built
-        states = [(path, load_checkpoint(path, mmap=True)) for path in paths]
-        check_checkpoints_fit(states, cfg, sums)
-        models = []
-        for path, state in states:
-            model = build_model(
-                cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size, tokenizers.src.word_starts()
-            )
-            try:
-                model.load_state_dict(inference_weights(state))
-            except RuntimeError:
-                raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
-            log.info("loaded %s", path)
+        weights = load_weights(run_dir, checkpoints)
+        cfg, tokenizers, paths, models = weights.config, weights.tokenizers, weights.paths, []
+        for model in weights.models:
             if placement.quantize is not None:
                 model, dtype = quantize_model(model, placement.quantize, torch_device), None
             models.append(model.to(torch_device))
@@ -133,6 +117,19 @@ class Translator:
         if translator.dtype is torch.bfloat16:
             translator.cast_weights()
         return translator
+
+    @classmethod
+    def of_weights(cls, weights: RunWeights) -> Translator:
+        """s2s's decoder over a run's first model as `load_weights` built it: float32 on the CPU."""
+        return cls(
+            weights.first,
+            weights.tokenizers,
+            weights.config,
+            torch.device("cpu"),
+            None,
+            None,
+            weights.paths[:1],
+        )
 
     def identity(self) -> dict[str, object]:
         """What decides this translator's numbers besides the search: its weight files (each one's

@@ -139,6 +139,28 @@ def test_length_normalization_searches_past_an_early_best_eos(norm):
     ].tokens == [A]
 
 
+def test_patience_keeps_searching_past_beam_ended_hypotheses():
+    """Beam 2: <eos> after B and after B C end two hypotheses by step 3 while A B C, far likelier, is
+    still growing. Patience 1 (CTranslate2's default) stops there; patience 2 waits for four ended
+    hypotheses, or until no live beam can win, and finds A B C."""
+    table = {
+        (): {A: 0.6, B: 0.4},
+        (A,): {B: 0.9, EOS: 0.1},
+        (B,): {EOS: 0.55, C: 0.45},
+        (A, B): {C: 0.9, EOS: 0.1},
+        (B, C): {EOS: 0.9, A: 0.1},
+        (A, B, C): {EOS: 0.95, C: 0.05},
+    }
+    found = {}
+    for patience in (1.0, 2.0):
+        s = settings(beam=2, nbest=1, length_penalty=1.0, patience=patience)
+        found[patience] = beam_search(ScriptedModel(table), SRC, s)[0][0]
+    assert found[1.0].tokens == [B, C]
+    assert found[1.0].score == pytest.approx(math.log(0.4 * 0.45 * 0.9) / 3, abs=1e-4)
+    assert found[2.0].tokens == [A, B, C]
+    assert found[2.0].score == pytest.approx(math.log(0.6 * 0.9 * 0.9 * 0.95) / 4, abs=1e-4)
+
+
 def test_scripted_greedy_takes_the_early_eos():
     hyps = greedy_search(ScriptedModel(TABLE), SRC, settings(beam=1, nbest=1))[0]
     assert hyps[0].tokens == [A] and hyps[0].score == pytest.approx(math.log(0.45), abs=1e-4)
