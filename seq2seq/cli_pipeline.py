@@ -82,13 +82,11 @@ def select(
     """Choose decode settings on validation data: the best BLEU among the records (the mean over a
     setting's records, one per direction). Prints `CHECKPOINT[,CHECKPOINT...] LENGTH_PENALTY VAL_BLEU`."""
     from seq2seq.cli import user_errors
-    from seq2seq.evaluation.selection import candidates, write_selection
+    from seq2seq.evaluation.selection import choose
 
     with user_errors():
-        ranked = candidates(records)
+        ranked = choose(records, json_file)
         for candidate in ranked:
             typer.echo(candidate.describe(), err=True)
-        if json_file is not None:
-            write_selection(json_file, ranked)
         best = ranked[0]
         sys.stdout.write(f"{','.join(best.checkpoints)} {best.length_penalty:g} {best.val_bleu:.2f}\n")

@@ -5,7 +5,8 @@ The rules, in the order they drop a line (a pair): a blank side; `exclude`, a so
 line of another file (monolingual text already in the training data); `unique`, a repeat of a line
 (pair) seen before; `scores` with `keep`, the pairs outside the best `keep` share of what `s2s score`
 wrote for them (`ScoreKind`); then `lines` stops after that many are kept. Several source files are
-read one after the other (their target files likewise). The outputs are written whole or not at all.
+read one after the other (their target files likewise). The outputs are written whole or not at all,
+and a refused filter leaves no folder it made.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import itertools
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -22,6 +23,10 @@ from pathlib import Path
 from seq2seq.data.textio import iter_line_chunks, read_lines
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
+
+# What `s2s score` writes in every field of a pair it gives no score (`seq2seq.translate.lines.BLANK`,
+# `seq2seq.translate.scoring.SHORT`; spelled here so that filtering text never imports torch)
+NO_SCORE = frozenset({"blank", "short"})
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,16 @@ class ScoreKind(Enum):
         return ScoreKind.DUAL if len(fields) == 3 and " " not in fields[2] else ScoreKind.PER_TOKEN
 
     def badness(self, fields: list[str]) -> float:
-        return float(fields[0]) if self is ScoreKind.DUAL else -float(fields[1])
+        """How bad the pair is, from its line's fields: this kind's numbers (else ValueError), every one
+        finite (else NaN)."""
+        if len(fields) not in ((3,) if self is ScoreKind.DUAL else (2, 3)):
+            raise ValueError(f"{len(fields)} fields")
+        numbers = [float(x) for x in fields[:2]]
+        if len(fields) == 3:  # H_rev, or the token scores
+            numbers += map(float, fields[2].split(" ") if self is ScoreKind.PER_TOKEN else fields[2:])
+        if not all(math.isfinite(x) for x in numbers):
+            return math.nan
+        return numbers[0] if self is ScoreKind.DUAL else -numbers[1]
 
 
 def filter_text(job: FilterJob) -> Counter[str]:
@@ -67,10 +81,10 @@ def filter_text(job: FilterJob) -> Counter[str]:
     ranked = _best_scored(rules.scores, rules.keep) if rules.scores is not None else None
     counts: Counter[str] = Counter()
     seen: set[tuple[str, str]] = set()
-    for out in (job.out_src, job.out_tgt):
-        if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
+    with (
+        _new_folders(out for out in (job.out_src, job.out_tgt) if out is not None),
+        contextlib.ExitStack() as stack,
+    ):
         src_out = stack.enter_context(atomic_output(job.out_src))
         tgt_out = stack.enter_context(atomic_output(job.out_tgt)) if job.out_tgt is not None else None
         for number, (src, tgt) in enumerate(_pairs(job.sources, job.targets)):
@@ -117,6 +131,23 @@ def _check(job: FilterJob) -> None:
     check_outputs({"--out-src": job.out_src, "--out-tgt": job.out_tgt}, inputs)
 
 
+@contextlib.contextmanager
+def _new_folders(outputs: Iterable[Path]) -> Iterator[None]:
+    """The missing folders of `outputs` made, and removed again (when still empty) if the block fails."""
+    made: list[Path] = []  # deepest first
+    for out in outputs:
+        missing = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        made += [p for p in missing if p not in made]
+    try:
+        yield
+    except BaseException:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
 def _pairs(sources: tuple[Path, ...], targets: tuple[Path, ...]) -> Iterator[tuple[str, str]]:
     """(source, target) lines of the files in order; a monolingual text's targets are empty."""
     for i, src in enumerate(sources):
@@ -147,19 +178,22 @@ class _Ranked:
 
 def _best_scored(path: Path, keep: float) -> _Ranked:
     """The best `keep` share of the pairs `path` scores (ties: the earlier pair first); a pair without
-    a score (its fields are words saying why: blank, short) is never among them."""
+    a score (each of its fields the same word of `NO_SCORE`, saying why) is never among them."""
     scored: list[tuple[float, int]] = []
     kind: ScoreKind | None = None
     number = -1
     for number, line in enumerate(_lines(path)):
         fields = line.split("\t")
-        if fields[0].isalpha():  # `s2s score`'s word for a pair it gives no score
+        if fields[0] in NO_SCORE and fields.count(fields[0]) == len(fields):
             continue
         kind = kind or ScoreKind.of(fields)
         try:
             value = kind.badness(fields)
-        except (ValueError, IndexError):
-            raise DataError(f"{path}: line {number + 1} is not a line `s2s score` writes") from None
+        except ValueError:
+            raise DataError(
+                f"{path}: line {number + 1} is not a line `s2s score` writes (numbers, or one of the words "
+                f"{', '.join(sorted(NO_SCORE))} in every field)"
+            ) from None
         if not math.isfinite(value):
             raise DataError(f"{path}: line {number + 1}: a score that is not a finite number")
         scored.append((value, number))

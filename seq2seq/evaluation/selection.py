@@ -2,22 +2,24 @@
 
 Each record says what it measured: the checkpoints that translated, the beam and the length penalty
 (`evaluation.record`). Records of the same settings (one per direction, for a model of several) are
-one candidate, scored by their mean BLEU; every candidate must have as many records. The best mean
-wins; between equals, the one whose records came first. `s2s select` prints the choice and writes it
-as JSON (`selection_record`), which `read_selection` reads back (`s2s pipeline` does, to decode with
-it).
+one candidate, scored by their mean BLEU; every candidate must have measured the same sets (their
+source and references, by sha256) with the same BLEU (its signature), and every score must be a
+finite number. The best mean wins; between equals, the one whose records came first. `s2s select`
+prints the choice and writes it as JSON (`selection_record`), never over a record, which
+`read_selection` reads back (`s2s pipeline` does, to decode with it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.files import write_text
+from seq2seq.files import check_outputs, write_text
 
 
 class SelectionError(Seq2SeqError):
@@ -42,9 +44,28 @@ class Candidate:
         return f"val BLEU {self.val_bleu:6.2f}  {names}  beam {self.beam}  {penalty}"
 
 
-def read_record(path: Path) -> tuple[tuple[str, ...], int, float, float, str]:
-    """(checkpoints, beam, length penalty, BLEU, BLEU signature) of one `s2s evaluate --json` record of
-    a run's translations."""
+@dataclass(frozen=True)
+class Record:
+    """What one `s2s evaluate --json` record of a run's translations says, of what choosing needs."""
+
+    path: Path
+    setting: tuple[tuple[str, ...], int, float]  # checkpoints, beam, length penalty: one candidate
+    bleu: float
+    signature: str  # how BLEU was computed (sacreBLEU's signature)
+    files: tuple[tuple[str, str, int], ...]  # (path, sha256, lines) of the source, then each reference
+
+    @property
+    def measured(self) -> tuple[tuple[str, ...], str]:
+        """What makes two scores comparable: the set, by the sha256 of its files, and the metric."""
+        return (self.files[0][1], *sorted(sha for _, sha, _ in self.files[1:])), self.signature
+
+    def describe_set(self) -> str:
+        shown = ", ".join(f"{name} ({lines} lines, sha256 {sha[:12]})" for name, sha, lines in self.files)
+        return f"{self.path} (source, references: {shown}; BLEU {self.signature})"
+
+
+def read_record(path: Path) -> Record:
+    """One `s2s evaluate --json` record of a run's translations; its numbers must be finite."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         bleu = record["systems"][0]["scores"]["bleu"]
@@ -54,28 +75,36 @@ def read_record(path: Path) -> tuple[tuple[str, ...], int, float, float, str]:
                 f"{path} scores given hypotheses (--hyp): choose among evaluations that translated "
                 "with a run (`s2s evaluate RUN --src S --ref R --json FILE`)"
             )
+        files = tuple(
+            (str(f["path"]), str(f["sha256"]), int(f["lines"]))
+            for f in [record["source"], *record["references"]]
+        )
         checkpoints = tuple(str(c["path"]) for c in model["checkpoints"])
-        return (
-            checkpoints,
-            int(decode["beam"]),
-            float(decode["length_penalty"]),
+        found = Record(
+            path,
+            (checkpoints, int(decode["beam"]), float(decode["length_penalty"])),
             float(bleu["score"]),
             str(bleu["signature"]),
+            files,
         )
     except (OSError, ValueError, TypeError, KeyError, IndexError) as e:
         raise SelectionError(
             f"{path} is not an `s2s evaluate --json` record with a BLEU score ({type(e).__name__}: {e})"
         ) from None
+    for what, value in (("BLEU score", found.bleu), ("length penalty", found.setting[2])):
+        if not math.isfinite(value):
+            raise SelectionError(f"{path}: its {what} is {value}, not a finite number; nothing is chosen")
+    return found
 
 
 def candidates(records: Sequence[Path]) -> list[Candidate]:
     """Every setting the records measured, best mean BLEU first (first seen first among equals)."""
     if not records:
         raise SelectionError("no `s2s evaluate --json` records to choose from")
-    groups: dict[tuple[tuple[str, ...], int, float], list[tuple[Path, float, str]]] = {}
+    groups: dict[tuple[tuple[str, ...], int, float], list[Record]] = {}
     for path in records:
-        checkpoints, beam, penalty, bleu, signature = read_record(path)
-        groups.setdefault((checkpoints, beam, penalty), []).append((path, bleu, signature))
+        record = read_record(path)
+        groups.setdefault(record.setting, []).append(record)
     counts = {len(found) for found in groups.values()}
     if len(counts) > 1:
         raise SelectionError(
@@ -83,18 +112,43 @@ def candidates(records: Sequence[Path]) -> list[Candidate]:
             + ", ".join(str(len(found)) for found in groups.values())
             + "): evaluate every setting on every set"
         )
+    check_comparable(list(groups.values()))
     found = [
         Candidate(
-            checkpoints,
-            beam,
-            penalty,
-            sum(bleu for _, bleu, _ in rows) / len(rows),
-            rows[0][2],
-            tuple(str(path) for path, _, _ in rows),
+            *setting,
+            sum(r.bleu for r in rows) / len(rows),
+            rows[0].signature,
+            tuple(str(r.path) for r in rows),
         )
-        for (checkpoints, beam, penalty), rows in groups.items()
+        for setting, rows in groups.items()
     ]
     return sorted(found, key=lambda c: -c.val_bleu)
+
+
+def check_comparable(groups: Sequence[Sequence[Record]]) -> None:
+    """Every setting's records measured the sets the first setting's did (by their files' sha256),
+    with the same metric; otherwise an error naming the records that differ."""
+    first = groups[0]
+    wanted = sorted(r.measured for r in first)
+    for group in groups[1:]:
+        found = sorted(r.measured for r in group)
+        if found == wanted:
+            continue
+        odd = [r for r in first if r.measured not in found] + [r for r in group if r.measured not in wanted]
+        raise SelectionError(
+            "records of different sets or metrics cannot be compared: "
+            + " | ".join(r.describe_set() for r in odd or [*first, *group])
+            + "; evaluate every setting on the same val sets, scored the same way"
+        )
+
+
+def choose(records: Sequence[Path], json_file: Path | None) -> list[Candidate]:
+    """`s2s select`: the candidates ranked, and written to `json_file` (never one of the records)."""
+    check_outputs({"--json": json_file}, {f"record #{i + 1}": p for i, p in enumerate(records)})
+    ranked = candidates(records)
+    if json_file is not None:
+        write_selection(json_file, ranked)
+    return ranked
 
 
 def selection_record(ranked: Sequence[Candidate]) -> dict[str, Any]:
@@ -111,7 +165,7 @@ def read_selection(path: Path) -> Candidate:
     """The choice `write_selection` wrote into `path`."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return Candidate(
+        choice = Candidate(
             tuple(str(c) for c in raw["checkpoints"]),
             int(raw["beam"]),
             float(raw["length_penalty"]),
@@ -119,6 +173,9 @@ def read_selection(path: Path) -> Candidate:
             str(raw["bleu_signature"]),
             tuple(str(r) for r in raw["records"]),
         )
+        if not (math.isfinite(choice.length_penalty) and math.isfinite(choice.val_bleu)):
+            raise ValueError("a length penalty or BLEU score that is not a finite number")
+        return choice
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise SelectionError(
             f"{path} cannot be read as a choice ({type(e).__name__}: {e}): choose again with "

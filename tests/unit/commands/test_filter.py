@@ -1,15 +1,17 @@
 """`s2s filter`'s work (`seq2seq.commands.filter`): the lines (pairs) kept are those no rule drops, in
 their order, both sides of a pair together; the best scored share is the lowest dual cross-entropy or
-the highest log-probability per token; no output may be an input, and nothing is written on refusal."""
+the highest log-probability per token; no output may be an input, and nothing is written on refusal,
+not even a folder; every score read is a finite number or a word `s2s score` writes for no score."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from seq2seq.commands.filter import FilterJob, FilterRules, filter_text
-from seq2seq.errors import Seq2SeqError
+from seq2seq.commands.filter import NO_SCORE, FilterJob, FilterRules, filter_text
+from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import OutputError
 from tests.helpers import run_cli
 
@@ -88,3 +90,77 @@ def test_scores_advise_a_parallel_text(tmp_path: Path) -> None:
     followed = run_cli(*asked, "--tgt", str(tgt), "--out-tgt", str(tmp_path / "o.t"))
     assert followed.exit_code == 0, followed.output
     assert read(tmp_path / "o.s") == ["a"] and read(tmp_path / "o.t") == ["A"]
+
+
+REFUSALS = {  # what is refused only once the lines are read
+    "different numbers of lines": ("a\nb\n", "A\n", None),
+    "scores of other pairs": ("a\nb\n", "A\nB\n", "-1\t-1\n"),
+    "not UTF-8": ("a\nb\xe9\n", "A\nB\n", None),
+    "a score that is not a number": ("a\nb\n", "A\nB\n", "-1\t-1\nnan\tnan\n"),
+}
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+@pytest.mark.parametrize("folders", ["new", "new/deeper", "existing/new"])
+def test_a_refused_filter_leaves_no_folder_or_file_it_made(
+    tmp_path: Path, refusal: str, folders: str
+) -> None:
+    src_text, tgt_text, scores_text = REFUSALS[refusal]
+    (tmp_path / "s").write_bytes(src_text.encode("latin-1"))
+    (tmp_path / "t").write_text(tgt_text, encoding="utf-8")
+    (tmp_path / "existing").mkdir()
+    asked = ["filter", "--src", str(tmp_path / "s"), "--tgt", str(tmp_path / "t")]
+    asked += ["--out-src", str(tmp_path / folders / "o.s"), "--out-tgt", str(tmp_path / folders / "o.t")]
+    if scores_text is not None:
+        lines(tmp_path / "scores", *scores_text.splitlines())
+        asked += ["--scores", str(tmp_path / "scores")]
+    before = sorted(tmp_path.rglob("*"))
+    result = run_cli(*asked)
+    assert result.exit_code == 2 and result.output.startswith("error: "), result.output
+    assert "Traceback" not in result.output and len(result.output.splitlines()) == 1
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+NOT_SCORES = [
+    "nan\tnan",
+    "-nan\t-nan",
+    "NaN\tNaN",
+    "inf\tinf",
+    "-inf\t-inf",
+    "Infinity\tInfinity",
+    "-1\tnan",
+    "nan\t-1",
+    "-1\tinf",
+    "-1\t-0.5\t-0.1 nan",
+    "0.5\tnan\t1",
+    "0.5\t1\tinf",
+    "word\tword",
+    "blank\t-1",
+    "short\tblank",
+    "",
+    "-1",
+    "-1 -2\t-0.5",
+]
+
+
+@pytest.mark.parametrize("line", NOT_SCORES)
+@pytest.mark.parametrize("dual", [False, True])
+def test_every_score_read_is_a_finite_number_or_a_documented_word(
+    tmp_path: Path, line: str, dual: bool
+) -> None:
+    """A scores line is numbers that are all finite, or `blank`/`short` in every field (what `s2s score`
+    writes for a pair it gives no score); any other is an error naming the file and line."""
+    src, tgt = lines(tmp_path / "s", "a", "b", "c"), lines(tmp_path / "t", "A", "B", "C")
+    first = "0.5\t1\t1" if dual else "-1\t-0.5"
+    scores = lines(tmp_path / "scores", first, line, first)
+    job = FilterJob((src,), (tgt,), tmp_path / "o.s", tmp_path / "o.t", FilterRules(scores=scores, keep=0.5))
+    with pytest.raises(DataError, match=f"^{re.escape(str(scores))}: line 2"):
+        filter_text(job)
+    assert not (tmp_path / "o.s").exists() and not (tmp_path / "o.t").exists()
+
+
+def test_the_words_for_no_score_are_those_s2s_score_writes() -> None:
+    from seq2seq.translate.lines import BLANK
+    from seq2seq.translate.scoring import SHORT
+
+    assert {BLANK, SHORT} == NO_SCORE

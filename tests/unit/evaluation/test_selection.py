@@ -1,10 +1,15 @@
 """Decode settings chosen on val (`seq2seq.evaluation.selection`, `s2s select`): the best BLEU wins
 whatever order the records come in; a setting evaluated on several sets (directions) is scored by
-its mean; the choice reads back as it was written; records that cannot be chosen from are refused."""
+its mean; the choice reads back as it was written; records that cannot be chosen from are refused:
+records of other sets or metrics, scores that are not finite numbers, and a --json that is a record."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -15,11 +20,25 @@ from tests.helpers import run_cli
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
 
-def record(folder: Path, name: str, checkpoint: str, penalty: float, bleu: float) -> Path:
-    """What `s2s evaluate --json` writes of a run's translations, reduced to what is chosen from."""
+def record(
+    folder: Path,
+    name: str,
+    checkpoint: str,
+    penalty: float,
+    bleu: float,
+    sets: tuple[str, str] = ("val.de", "val.en"),
+    signature: str = SIGNATURE,
+) -> Path:
+    """What `s2s evaluate --json` writes of a run's translations, reduced to what is chosen from: the
+    set (its source and reference, named by `sets`) by the sha256 of the files, as the record has it."""
     path = folder / f"{name}.json"
+    src, ref = (
+        {"path": f"/data/{n}", "sha256": hashlib.sha256(n.encode()).hexdigest(), "lines": 9} for n in sets
+    )
     raw = {
-        "systems": [{"scores": {"bleu": {"score": bleu, "signature": SIGNATURE}}}],
+        "references": [ref],
+        "source": src,
+        "systems": [{"scores": {"bleu": {"score": bleu, "signature": signature}}}],
         "decode": {"beam": 5, "length_penalty": penalty},
         "model": {"checkpoints": [{"path": f"/runs/a/checkpoints/{checkpoint}.pt"}]},
     }
@@ -52,7 +71,7 @@ def test_several_sets_choose_by_their_mean_not_by_the_best_of_one(tmp_path: Path
         "en-de": {("best", 0.6): 30.0, ("averaged", 1.0): 33.0},
     }
     paths = [
-        record(tmp_path, f"{d}_{c}_{p}", c, p, bleu)
+        record(tmp_path, f"{d}_{c}_{p}", c, p, bleu, (f"val.{d}", f"val.{d}.ref"))
         for d, rows in scores.items()
         for (c, p), bleu in rows.items()
     ]
@@ -104,3 +123,77 @@ def test_a_damaged_choice_is_made_again_as_advised(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == "/runs/a/checkpoints/best.pt 1 31.00\n"
     assert read_selection(choice).length_penalty == 1.0
+
+
+@pytest.mark.parametrize("spelling", ["same", "relative", "symlink", "hard link"])
+def test_select_output_is_never_one_of_its_inputs(tmp_path: Path, spelling: str, monkeypatch) -> None:
+    paths = [record(tmp_path, f"best_{p}", "best", p, 30.0 + p) for p in (0.6, 1.0)]
+    before = [p.read_bytes() for p in paths]
+    out = {"same": paths[1], "relative": Path("sub/../best_1.0.json"), "symlink": tmp_path / "link.json"}
+    out["hard link"] = tmp_path / "hard.json"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.json").symlink_to(paths[1])
+    os.link(paths[1], tmp_path / "hard.json")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("select", *map(str, paths), "--json", str(out[spelling]))
+    assert result.exit_code == 2 and "error: --json" in result.output, result.output
+    assert "never writes over a file it reads" in result.output and "Traceback" not in result.output
+    assert [p.read_bytes() for p in paths] == before
+
+
+OTHER = {  # what the second setting's record measured, other than the first's
+    "another source": {"sets": ("test.de", "val.en")},
+    "another reference": {"sets": ("val.de", "test.en")},
+    "another set": {"sets": ("test.de", "test.en")},
+    "another metric": {"signature": SIGNATURE.replace("tok:13a", "tok:intl")},
+}
+
+
+@pytest.mark.parametrize("other", OTHER)
+@pytest.mark.parametrize("directions", [1, 2])
+def test_select_refuses_records_of_different_sets(tmp_path: Path, other: str, directions: int) -> None:
+    """Each setting's records must measure the sets the others' do, by the same metric, to be compared;
+    a setting decoded on another set (the test set beside val's) is no candidate."""
+    sets = [("val.de", "val.en"), ("val.en", "val.de")][:directions]
+    paths = [record(tmp_path, f"best_{i}", "best", 1.0, 30.0, s) for i, s in enumerate(sets)]
+    paths += [record(tmp_path, f"last_{i}", "last", 1.0, 30.0, s) for i, s in enumerate(sets[1:], 1)]
+    paths.append(record(tmp_path, "last_0", "last", 1.0, 45.0, **OTHER[other]))
+    with pytest.raises(SelectionError, match="different sets or metrics") as refused:
+        candidates(paths)
+    assert str(paths[0]) in str(refused.value) and str(paths[-1]) in str(refused.value)
+    assert all(str(p) not in str(refused.value) for p in paths[1:-1])  # only the records that differ
+    result = run_cli("select", *map(str, paths), "--json", str(tmp_path / "choice" / "selection.json"))
+    assert result.exit_code == 2 and "error: " in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "choice").exists()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [math.nan, math.inf, -math.inf, "nan", "-inf"],
+    ids=["NaN", "Infinity", "-Infinity", "'nan'", "'-inf'"],
+)
+@pytest.mark.parametrize("field", ["bleu", "length_penalty"])
+@pytest.mark.parametrize("first", [True, False])
+def test_select_refuses_scores_that_are_not_finite(tmp_path: Path, value, field: str, first: bool) -> None:
+    """A record whose BLEU (or length penalty) is NaN or infinite is refused, naming it, wherever it
+    comes among the records; so is a choice that holds one."""
+    good = record(tmp_path, "good", "best", 0.6, 30.0)
+    bad = record(tmp_path, "bad", "last", 1.0, 30.0)
+    raw = json.loads(bad.read_text(encoding="utf-8"))
+    if field == "bleu":
+        raw["systems"][0]["scores"]["bleu"]["score"] = value
+    else:
+        raw["decode"]["length_penalty"] = value
+    bad.write_text(json.dumps(raw), encoding="utf-8")
+    paths = [bad, good] if first else [good, bad]
+    with pytest.raises(SelectionError, match=f"{re.escape(str(bad))}: .*not a finite number"):
+        candidates(paths)
+    result = run_cli("select", *map(str, paths))
+    assert result.exit_code == 2 and f"error: {bad}" in result.output and result.stdout == ""
+    choice = tmp_path / "selection.json"
+    write_selection(choice, candidates([good]))
+    raw = json.loads(choice.read_text(encoding="utf-8"))
+    raw["val_bleu" if field == "bleu" else "length_penalty"] = value
+    choice.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(SelectionError, match="not a finite number.*choose again with `s2s select"):
+        read_selection(choice)
