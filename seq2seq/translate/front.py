@@ -93,7 +93,10 @@ class LineFrontEnd:
         by line index; the others were blank). `<unk>` pieces are dropped, or shown as ` ⁇ ` with
         `keep_unk`."""
         out = blank_translations(count, nbest)
+        # one call for every hypothesis: SentencePiece starts its threads once, not once a line
+        texts = iter(
+            self.tokenizers.tgt.decode([h.tokens for hyps in found.values() for h in hyps], keep_unk)
+        )
         for i, hyps in found.items():
-            texts = self.tokenizers.tgt.decode([h.tokens for h in hyps], keep_unk)
-            out[i] = Translation.scored(texts, [h.score for h in hyps])
+            out[i] = Translation.scored([next(texts) for _ in hyps], [h.score for h in hyps])
         return out
