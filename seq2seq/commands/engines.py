@@ -16,7 +16,6 @@ The chosen engine is handed down as a value (`Chosen`): nothing below asks which
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seq2seq.config import Config
-from seq2seq.ct2.export_dir import EXPORT_INFO  # what marks a CTranslate2 export
+from seq2seq.ct2.export_dir import EXPORT_INFO, ctranslate2_broken, ctranslate2_missing
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.models.family import model_family
@@ -33,7 +32,7 @@ from seq2seq.run.parts import run_inputs
 from seq2seq.translate import resume
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
-from seq2seq.translate.placement import Placement, check_device_name
+from seq2seq.translate.placement import Placement, check_device_name, check_precision_name
 
 if TYPE_CHECKING:
     from seq2seq.translate.translator import Translator
@@ -65,11 +64,10 @@ def choose_engine(
     """The engine `engine` (auto, s2s, ctranslate2) names for PATH (a run, or an export of one) and
     the options asked of it, once no output (named as the command line names it) is known to replace
     an input: nothing is loaded or exported before."""
-    if engine not in ENGINES:
-        raise Seq2SeqError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
-    check_device_name(placement.device)
     outputs = outputs or {}
-    if (Path(path) / EXPORT_INFO).is_file():
+    is_export = (Path(path) / EXPORT_INFO).is_file()
+    _check_asked(engine, placement, is_export)
+    if is_export:
         if engine == "s2s":
             raise Seq2SeqError(
                 f"{path} is a CTranslate2 export (`s2s export`): s2s's decoder reads a run directory; "
@@ -86,6 +84,8 @@ def choose_engine(
     if engine == "s2s":
         return _own(path, options, placement, "asked for (--engine s2s)")
     why_not = _cannot(options, cfg)
+    if engine == "auto" and (broken := ctranslate2_broken()) is not None:
+        log.warning("%s", broken)  # said without -v: the fast engine is not there
     if why_not is None and engine == "auto":
         why_not = _prefers_own(placement)
     if why_not is not None:
@@ -115,10 +115,24 @@ def choose_engine(
     return _ctranslate2(cached.path, asked, ct2_placement, why, files_checked=True)
 
 
+def _check_asked(engine: str, placement: Placement, is_export: bool) -> None:
+    """The engine and placement named, checked as every engine checks them, before either is used:
+    CTranslate2 (asked for, or an export) takes no --precision; its compute type is --quantize."""
+    if engine not in ENGINES:
+        raise Seq2SeqError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    check_device_name(placement.device)
+    check_precision_name(placement.precision)
+    if (engine == "ctranslate2" or is_export) and placement.precision != "auto":
+        raise Seq2SeqError(
+            f"--precision {placement.precision} chooses how s2s's decoder runs; CTranslate2 does not take "
+            "it: give its compute type with --quantize (int8, float32, ...), or use --engine s2s"
+        )
+
+
 def auto_engine_here(placement: Placement) -> str:
     """What `auto` takes on this machine for a run CTranslate2 can decode (`s2s --version`)."""
-    if importlib.util.find_spec("ctranslate2") is None:
-        return "s2s (CTranslate2 is not installed: it publishes no wheel for this platform)"
+    if (missing := ctranslate2_missing()) is not None:
+        return f"s2s ({missing})"
     why_not = _prefers_own(placement)
     if why_not is not None:
         return f"s2s ({why_not})"
@@ -140,8 +154,8 @@ def resumed_choice(engine: str, placement: Placement, resumed: Path | None) -> t
 
 def _cannot(options: DecodeOptions, cfg: Config) -> str | None:
     """Why CTranslate2 cannot run what is asked of a run of config `cfg`, or None when it can."""
-    if importlib.util.find_spec("ctranslate2") is None:
-        return "CTranslate2 is not installed (it publishes no wheel for this platform)"
+    if (missing := ctranslate2_missing()) is not None:
+        return missing
     if len(options.checkpoints) > 1:
         return "an ensemble of several checkpoints decodes with s2s's decoder only"
     if options.search.length_norm != "power" and options.search.beam > 1:

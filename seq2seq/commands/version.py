@@ -5,10 +5,10 @@ GPUs CTranslate2 sees, and the engine `--engine auto` picks here."""
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 
 import seq2seq
 from seq2seq.cpu import read_cpu_features
+from seq2seq.ct2.export_dir import ctranslate2_missing
 from seq2seq.translate.placement import AUTO
 
 # the flags s2s decides from: bf16 and int8 kernels (`precision: auto`, CTranslate2's int8 range)
@@ -37,8 +37,8 @@ def version_lines() -> list[str]:
 
     flags = read_cpu_features().flags
     seen = [flag for flag in FEATURES if flag in flags]
-    gpus = "CTranslate2 not installed"
-    if importlib.util.find_spec("ctranslate2") is not None:
+    gpus = ctranslate2_missing()
+    if gpus is None:
         import ctranslate2
 
         gpus = f"{ctranslate2.get_cuda_device_count()} CUDA device(s) visible to CTranslate2"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -10,6 +11,10 @@ from seq2seq.config.augment import AugmentConfig
 from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SEED, MAX_THREADS
 from seq2seq.config.guided_alignment import GuidedAlignmentConfig
 from seq2seq.config.rules import Rule, broken
+
+# how a model computes (`train.precision`, `--precision`): `seq2seq.device.autocast_dtype` says what each is
+Precision = Literal["auto", "fp32", "bf16", "fp16"]
+PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 
 GIVEN = "given"  # with train.valid_augment, a bilingual run's validation set as given
 MAX_ACCUM_STEPS = 1024  # batches summed into one update
@@ -37,7 +42,7 @@ class TrainConfig:
     # grad scaler on older ones; on a CPU bf16 where its features make it faster (AMX, or AMD's
     # AVX512-BF16), else fp32, decided from the features alone, logged and kept on resume. fp32 is
     # true fp32 (no TF32); fp16 is for GPUs only
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    precision: Precision = "auto"
     max_tokens: int = 4096  # per batch (and per GPU), padding included
     accum_steps: int = 1  # 1 - 1024: batches accumulated into one optimizer step
     lr: float = 5e-4  # (0, 1]: peak learning rate (AdamW, betas 0.9/0.98)

@@ -8,6 +8,7 @@ an export never imports it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
 import sys
@@ -42,22 +43,48 @@ class ExportError(Seq2SeqError):
     """An export that cannot be made or used (missing package, not an export directory)."""
 
 
-def require_ctranslate2() -> Any:
-    try:
-        import ctranslate2
-    except ImportError:
+def ctranslate2_missing() -> str | None:
+    """Why CTranslate2 cannot run here, in one line, or None: not installed (it publishes no wheel for
+    this platform, or was left out), or installed but failing to import (a broken install: what
+    failed, and that s2s's own decoder still works)."""
+    if importlib.util.find_spec("ctranslate2") is None:
         machine = platform.machine().lower()
         if sys.platform == "darwin" or (
             sys.platform.startswith("linux") and machine in ("x86_64", "aarch64")
         ):
-            raise ExportError(
-                "CTranslate2 is not installed; install it with: pip install 's2s[ct2]'"
-            ) from None
-        raise ExportError(
+            return "CTranslate2 is not installed; install it with: pip install 's2s[ct2]'"
+        return (
             f"CTranslate2 publishes no wheel for {sys.platform} on {machine} (only for Linux on x86_64 or "
             "aarch64, and macOS), so s2s did not install it: build it from source, or decode with s2s's own "
             "decoder (--engine s2s)"
-        ) from None
+        )
+    return ctranslate2_broken()
+
+
+def ctranslate2_broken() -> str | None:
+    """What fails when an installed CTranslate2 is imported, in one line, or None (it imports, or it is
+    not installed at all)."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        return None
+    try:
+        import ctranslate2  # noqa: F401
+    except Exception as e:  # a broken install fails in many ways (ImportError, OSError of its library)
+        first = str(e).splitlines()[0] if str(e) else ""
+        return (
+            f"CTranslate2 is installed but cannot be imported ({type(e).__name__}: {first}); s2s's own "
+            "decoder still works (--engine s2s), and reinstalling it (pip install --force-reinstall "
+            "ctranslate2) mends the rest"
+        )
+    return None
+
+
+def require_ctranslate2() -> Any:
+    """The ctranslate2 module, or an `ExportError` saying why it cannot be had (`ctranslate2_missing`)."""
+    missing = ctranslate2_missing()
+    if missing is not None:
+        raise ExportError(missing)
+    import ctranslate2
+
     return ctranslate2
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from seq2seq.config.train import PRECISIONS
 from seq2seq.errors import Seq2SeqError
 
 
@@ -29,4 +30,12 @@ def check_device_name(name: str) -> str:
     translating with CTranslate2 never loads it."""
     if not (name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit())):
         raise Seq2SeqError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N")
+    return name
+
+
+def check_precision_name(name: str) -> str:
+    """`name` if it names a precision (`config.train.PRECISIONS`), else an error saying which do;
+    torch-free, as `check_device_name`."""
+    if name not in PRECISIONS:
+        raise Seq2SeqError(f"--precision {name!r}: precision {name!r} is not one of {', '.join(PRECISIONS)}")
     return name

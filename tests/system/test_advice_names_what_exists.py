@@ -43,6 +43,8 @@ FOLLOWED = {
     "no CUDA GPU is available; use --device cpu": "test_advised_options_are_followed",
     "runs on the CPU only; add --device cpu": "test_advised_options_are_followed",
     "add --restart": "test_a_resumable_output_s_advice_to_restart_is_followed",
+    "give its compute type with --quantize": "tests/system/test_options_checked_for_every_engine.py::"
+    "test_the_advice_to_use_quantize_or_s2s_s_decoder_is_followed",
     "give the source text with -i": "test_closed_standard_streams_advise_files",
     "to a file with -o": "test_closed_standard_streams_advise_files",
     "use --resume to continue it or --overwrite": f"{OTHERS}::test_a_trained_run_is_continued_as_advised",

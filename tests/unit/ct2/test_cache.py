@@ -229,6 +229,20 @@ def test_auto_leaves_an_export_that_does_not_reproduce_the_run_to_s2s_s_decoder(
     assert forced.name == "ctranslate2" and "as asked" in caplog.text
 
 
+@pytest.mark.parametrize(("exported", "warned"), [(99.7, False), (95.0, True)])
+def test_s2s_export_warns_of_an_export_that_does_not_reproduce_the_run(
+    tiny_run: TrainedRun, tmp_path, monkeypatch, exported, warned
+):
+    from tests.helpers import run_cli
+
+    monkeypatch.setattr(choice, "reference_bleu", lambda weights, sample: 99.8)
+    monkeypatch.setattr(choice, "sample_bleu", lambda export, compute_type, sample: exported)
+    result = run_cli("export", str(tiny_run.run), str(tmp_path / "export"))
+    assert result.exit_code == 0, result.output
+    assert ("does not reproduce this run's translations" in result.output) is warned
+    assert (tmp_path / "export" / "model.bin").is_file()  # exported all the same
+
+
 def test_a_run_without_its_val_files_or_prepared_pairs_gets_int8_without_a_shortlist(
     run_copy: TrainedRun, root
 ):
