@@ -8,9 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
-import os
 import signal
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +17,7 @@ import typer
 from typer import Argument, Option
 
 from seq2seq import cli_options as opt
-from seq2seq.cli_app import Commands, Version, setup_logging
+from seq2seq.cli_app import EXIT_BROKEN_PIPE, Commands, Version, setup_logging, silence_stdout
 from seq2seq.cli_cache import cache_app
 from seq2seq.cli_pipeline import pipeline_app
 from seq2seq.config.bounds import SAMPLE_KEEP
@@ -43,8 +41,6 @@ def options(version: Version = False) -> None:
 
 log = logging.getLogger("seq2seq")
 
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a Unix tool stopped by SIGPIPE
-
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
@@ -62,7 +58,7 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
     except OSError as e:  # files the user named: unreadable, unwritable, missing directory
         if e.errno == errno.EPIPE:  # BrokenPipeError: whoever read stdout has gone
-            _silence_stdout()
+            silence_stdout()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
         where = f": {e.filename}" if e.filename else ""
         typer.echo(f"error: {e.strerror or e}{where}", err=True)
@@ -76,13 +72,6 @@ def user_errors() -> Iterator[None]:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so flushing it at exit does not raise the broken pipe again."""
-    with contextlib.suppress(OSError, AttributeError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
 
 
 @app.command()

@@ -4,7 +4,11 @@ line and lays help texts out for any terminal width (`Commands`), an option's ra
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
+import os
+import signal
 import sys
 import textwrap
 from collections.abc import Callable
@@ -44,8 +48,27 @@ def show_version(asked: bool) -> None:
     if asked:
         from seq2seq.commands.version import version_lines
 
-        typer.echo("\n".join(version_lines()))
+        try:
+            typer.echo("\n".join(version_lines()))
+            sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
+        except OSError as e:
+            if e.errno == errno.EPIPE:  # whoever read stdout has gone: quietly, as a Unix tool
+                silence_stdout()
+                raise typer.Exit(EXIT_BROKEN_PIPE) from None
+            typer.echo(f"error: {e.strerror or e}: standard output", err=True)
+            silence_stdout()
+            raise typer.Exit(2) from None
         raise typer.Exit()
+
+
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a Unix tool stopped by SIGPIPE
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit does not raise the output error again."""
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 Version = Annotated[

@@ -68,16 +68,7 @@ def choose_engine(
     is_export = (Path(path) / EXPORT_INFO).is_file()
     _check_asked(engine, placement, is_export)
     if is_export:
-        if engine == "s2s":
-            raise Seq2SeqError(
-                f"{path} is a CTranslate2 export (`s2s export`): s2s's decoder reads a run directory; "
-                "give the run, or leave --engine out"
-            )
-        if asked.checkpoints:
-            raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
-        # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-        check_outputs(outputs, {"-i/--input": input, "the export": path})
-        return _ctranslate2(path, asked, placement, "an export directory")
+        return _from_export(path, engine, asked, placement, input, outputs)
     cfg = RunDir(path).load_config()  # a wrong path fails here, saying so
     options = decode_options(asked, cfg.decode, cfg.model.max_positions)
     check_outputs(outputs, {"-i/--input": input, **run_inputs(path, options.checkpoints)})
@@ -92,6 +83,41 @@ def choose_engine(
         if engine == "ctranslate2":
             raise Seq2SeqError(f"--engine ctranslate2 cannot run this: {why_not}; leave --engine out")
         return _own(path, options, placement, why_not)
+    return _from_cache(path, engine, asked, options, placement, outputs)
+
+
+def _from_export(
+    path: Path,
+    engine: str,
+    asked: DecodeOverrides,
+    placement: Placement,
+    input: Path | None,
+    outputs: Mapping[str, Path | None],
+) -> Chosen:
+    """CTranslate2 over PATH, a directory `s2s export` made."""
+    if engine == "s2s":
+        raise Seq2SeqError(
+            f"{path} is a CTranslate2 export (`s2s export`): s2s's decoder reads a run directory; "
+            "give the run, or leave --engine out"
+        )
+    if asked.checkpoints:
+        raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
+    # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
+    check_outputs(outputs, {"-i/--input": input, "the export": path})
+    return _ctranslate2(path, asked, placement, "an export directory")
+
+
+def _from_cache(
+    path: Path,
+    engine: str,
+    asked: DecodeOverrides,
+    options: DecodeOptions,
+    placement: Placement,
+    outputs: Mapping[str, Path | None],
+) -> Chosen:
+    """CTranslate2 over the export cache's entry for the run at PATH, where the cache can be used
+    and the export reproduces s2s's decoder; else, under `auto`, s2s's decoder, saying why in one
+    line."""
     from seq2seq.ct2.cache import CacheUnavailable, cached_export
 
     try:
@@ -99,13 +125,12 @@ def choose_engine(
     except CacheUnavailable as e:
         if engine == "ctranslate2":
             raise
+        log.warning("decoding with s2s's decoder: %s", e)  # said without -v: the fast engine is not there
         return _own(path, options, placement, f"{e}; s2s's decoder instead")
     check_outputs(outputs, {"the export": cached.path})
     if cached.not_used is not None:
         if engine == "auto":
-            log.warning(
-                "decoding with s2s's decoder: %s (`s2s cache list` shows the record)", cached.not_used
-            )
+            log.warning("decoding with s2s's decoder: %s (the record: %s)", cached.not_used, cached.record)
             return _own(path, options, placement, cached.not_used)
         log.warning("%s; --engine ctranslate2 decodes with it as asked", cached.not_used)
     ct2_placement = dataclasses.replace(

@@ -42,6 +42,7 @@ from seq2seq.ct2.cache_key import (
     same_file,
 )
 from seq2seq.ct2.export_dir import (
+    EXPORT_INFO,
     FULL_INT8,
     REDUCED_INT8,
     ExportError,
@@ -75,6 +76,11 @@ class CachedExport:
     decisions: dict[str, Any]  # what was measured on the run's val sample and decided (`ct2.choice`)
 
     @property
+    def record(self) -> Path:
+        """The entry's record of what was measured and decided."""
+        return self.path / RECORD
+
+    @property
     def not_used(self) -> str | None:
         """Why `--engine auto` leaves the export aside (it does not reproduce s2s's decoder), or None."""
         why = self.decisions.get("not_used")
@@ -89,6 +95,21 @@ def cache_root() -> Path:
     return (xdg if xdg.is_absolute() else Path.home() / ".cache") / "s2s"
 
 
+def check_not_owned(root: Path) -> None:
+    """A `CacheUnavailable` if the cache's root lies in a folder s2s owns: a run directory (its
+    config.yaml beside checkpoints/) or a CTranslate2 export (its s2s.json), which a cache would fill
+    with files they never held (and a run's checkpoints/ is read by averaging and resuming)."""
+    resolved = root.resolve()
+    for folder in (resolved, *resolved.parents):
+        run = (folder / "config.yaml").is_file() and (folder / "checkpoints").is_dir()
+        if run or (folder / EXPORT_INFO).is_file():
+            kind = "the run directory" if run else "the CTranslate2 export"
+            raise CacheUnavailable(
+                f"the export cache {root} lies inside {kind} {folder}, which s2s writes no cache into; "
+                f"point {CACHE_ENV} at a folder outside it"
+            )
+
+
 def cached_export(run_dir: Path, checkpoint: str = "best", root: Path | None = None) -> CachedExport:
     """The cache's export of the run's `checkpoint` (best, last, a name in checkpoints/ or a path),
     made and chosen on the run's val sample on first use (`root`: None = `cache_root()`).
@@ -101,6 +122,7 @@ def cached_export(run_dir: Path, checkpoint: str = "best", root: Path | None = N
     cfg = run.load_config()
     checkpoint_file = run.checkpoint_path(checkpoint)
     root = cache_root() if root is None else Path(root)
+    check_not_owned(root)
     exports = root / EXPORTS
     with writing(exports):
         exports.mkdir(parents=True, exist_ok=True)

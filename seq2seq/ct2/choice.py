@@ -3,8 +3,10 @@ against s2s's own decoder (the reference: the run's checkpoint in float32 at the
 settings).
 
 int8 weights (7 or 8 bits, as this CPU sums int8 products: `seq2seq.cpu.cpu_has_int8_dot_products`)
-unless they score more than `Choice.int8_loss` BLEU below the reference on the sample; then a lexical
-shortlist (`ct2.shortlist`, counted from the run's prepared training pairs where it still has them),
+unless they score more than `Choice.int8_loss` BLEU below the reference on the sample; then, where the
+run's `decode.shortlist` asks for one (off by default: a shortlist is the union of a batch's
+candidates, so a line's translation would depend on its batch), a lexical shortlist (`ct2.shortlist`,
+counted from the run's prepared training pairs where it still has them),
 kept unless it loses more than `Choice.shortlist_loss` BLEU on top of that, still counted from the
 reference. A float32 export more than `Choice.export_loss` below the reference does not reproduce the
 run (a search or a weight that CTranslate2 runs otherwise): the record says so, and `--engine auto`
@@ -87,7 +89,11 @@ def choose_export(
     compute_type = INT8 if bleu[INT8] >= allowed else FLOAT32
     allowed = allowed if compute_type == INT8 else bleu["reference"]
     directory, shortlist = made[compute_type], None
-    tried = exports.shortlisted(compute_type, choice.shortlist)
+    tried = (
+        exports.shortlisted(compute_type, choice.shortlist)
+        if exports.weights.config.decode.shortlist
+        else "not tried: decode.shortlist is false (a line's translation would depend on its batch)"
+    )
     if isinstance(tried, Path):
         bleu["shortlist"] = sample_bleu(tried, compute_type, sample)
         if bleu["shortlist"] >= allowed - choice.shortlist_loss:

@@ -154,15 +154,22 @@ class CT2Translator:
         return translator
 
     def identity(self) -> dict[str, object]:
-        """The export's weights and how CTranslate2 runs them, as `Translator.identity`."""
-        identity: dict[str, object] = {
-            "weights": file_stamps(sorted(self.export_dir.glob("*.bin"))),
+        """The export's weights and how CTranslate2 runs them, as `Translator.identity`: the files by
+        the sha256 its `s2s.json` records (checked when it was loaded), so that the same export made
+        again (a cache cleared, then used) is the same; by size and time only where an export made
+        before s2s recorded sums names none."""
+        sums = self.info.get("files")
+        weights = (
+            {name: sha for name, sha in sums.items() if name.endswith(".bin") or name == VMAP_FILE}
+            if isinstance(sums, dict) and sums
+            else file_stamps(sorted([*self.export_dir.glob("*.bin"), *self.export_dir.glob(VMAP_FILE)]))
+        )
+        return {
+            "weights": weights,
             "device": self.engine.device,
             "compute_type": self.engine.compute_type,
+            "shortlist": self.shortlist,
         }
-        if self.shortlist:  # it changes what is scored
-            identity["shortlist"] = file_stamps([self.export_dir / VMAP_FILE])
-        return identity
 
     def describe(self) -> dict[str, object]:
         """CTranslate2, where it runs, its compute type and whether it decodes with a shortlist."""

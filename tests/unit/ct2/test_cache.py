@@ -32,6 +32,16 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache"
 
 
+@pytest.fixture
+def shortlisted(run_copy: TrainedRun) -> TrainedRun:
+    """A copy of the tiny run whose `decode.shortlist` lets the cache try a shortlist."""
+    config = run_copy.run / "config.yaml"
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    raw["decode"]["shortlist"] = True
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return run_copy
+
+
 def counting_exports(
     monkeypatch: pytest.MonkeyPatch, before: Callable[[], None] = lambda: None
 ) -> list[Path]:
@@ -60,8 +70,9 @@ def test_the_root_is_s2s_cache_dir_else_xdg_cache_home_else_home(tmp_path, monke
 
 
 def test_a_first_use_makes_a_loadable_entry_outside_the_run_and_records_what_it_decided(
-    tiny_run: TrainedRun, root, monkeypatch
+    shortlisted: TrainedRun, root, monkeypatch
 ):
+    tiny_run = shortlisted
     run_files = tree_digest(tiny_run.run)
     entry = cached_export(tiny_run.run)
     assert entry.path.parent == root / "ctranslate2" and tree_digest(tiny_run.run) == run_files
@@ -119,6 +130,38 @@ def test_an_unwritable_root_raises_cache_unavailable_and_says_how_to_choose_anot
     with pytest.raises(CacheUnavailable, match="S2S_CACHE_DIR"):
         cached_export(tiny_run.run)
     assert taken.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("inside", ["checkpoints", "checkpoints/deeper", "", "export", "export/cache"])
+def test_the_cache_never_writes_inside_a_folder_s2s_owns(
+    run_copy: TrainedRun, tmp_path, monkeypatch, caplog, inside
+):
+    """Before: S2S_CACHE_DIR inside a run's checkpoints/ filled it with export files. A run directory
+    and an export are refused as the cache's root, or any folder inside them; `--engine auto` says so
+    in one line without -v and decodes with s2s's decoder."""
+    from seq2seq.commands.engines import choose_engine
+    from seq2seq.translate.options import DecodeOverrides
+    from tests.helpers import run_cli
+
+    assert run_cli("export", str(run_copy.run), str(run_copy.run.parent / "export")).exit_code == 0
+    base = run_copy.run.parent / "export" if inside.startswith("export") else run_copy.run
+    root = base / inside.removeprefix("export").strip("/")
+    before = tree_digest(run_copy.run.parent)
+    monkeypatch.setenv("S2S_CACHE_DIR", str(root))
+    with pytest.raises(CacheUnavailable, match="s2s writes no cache into"):
+        cached_export(run_copy.run)
+    chosen = choose_engine(run_copy.run, "auto", DecodeOverrides(), Placement("cpu"))
+    assert chosen.name == "s2s" and "writes no cache into" in caplog.text
+    assert tree_digest(run_copy.run.parent) == before
+
+
+def test_a_resumed_translation_finds_the_same_export_made_again(tiny_run: TrainedRun, root, monkeypatch):
+    """Before: a file translation killed, then `s2s cache clear`, then the same command was refused
+    ("begun with other settings"): the export made again had files of other modification times."""
+    first = CT2Translator.load(cached_export(tiny_run.run).path, Placement("cpu"))
+    shutil.rmtree(root / "ctranslate2")
+    again = CT2Translator.load(cached_export(tiny_run.run).path, Placement("cpu"))
+    assert again.identity() == first.identity()
 
 
 def first_uses_at_once(run: Path, count: int = 2) -> list[CachedExport]:
@@ -200,8 +243,9 @@ def test_a_checkpoint_replaced_while_it_is_exported_is_exported_again(
     ],
 )
 def test_int8_and_the_shortlist_are_kept_only_within_their_margins_of_s2s_s_decoder(
-    tiny_run: TrainedRun, root, monkeypatch, scores, kept, used
+    shortlisted: TrainedRun, root, monkeypatch, scores, kept, used
 ):
+    tiny_run = shortlisted
     monkeypatch.setattr(choice, "reference_bleu", lambda translator, sample: scores["reference"])
     monkeypatch.setattr(choice, "sample_bleu", lambda export, compute_type, sample: scores[export.name])
     entry = cached_export(tiny_run.run)
@@ -243,9 +287,20 @@ def test_s2s_export_warns_of_an_export_that_does_not_reproduce_the_run(
     assert (tmp_path / "export" / "model.bin").is_file()  # exported all the same
 
 
+def test_without_decode_shortlist_the_cache_tries_no_shortlist(tiny_run: TrainedRun, root):
+    """A shortlist is the union of a batch's candidates: a line's translation would depend on the
+    other lines of its call. Off unless the run's config asks for it."""
+    entry = cached_export(tiny_run.run)
+    assert not entry.shortlist and entry.decisions["shortlist_tried"].startswith(
+        "not tried: decode.shortlist"
+    )
+    assert set(entry.decisions["bleu"]) == {"reference", "int8", "float32"}
+
+
 def test_a_run_without_its_val_files_or_prepared_pairs_gets_int8_without_a_shortlist(
-    run_copy: TrainedRun, root
+    shortlisted: TrainedRun, root
 ):
+    run_copy = shortlisted
     shutil.rmtree(run_copy.run / "prepared")
     entry = cached_export(run_copy.run)
     assert entry.decisions["shortlist_tried"].startswith("not tried") and not entry.shortlist
