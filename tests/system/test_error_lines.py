@@ -51,6 +51,20 @@ def test_closed_standard_streams_are_clear_errors(tiny_run, closed, extra, messa
     assert message in result.stderr and b"Traceback" not in result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("args", [["--version"], ["cache", "list"]])
+def test_a_full_standard_output_is_one_error_line_in_every_command(args):
+    """Before: `s2s --version > /dev/full` ended in a traceback where `s2s cache list` said `error:`."""
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "seq2seq", *args], stdout=full, stderr=subprocess.PIPE, cwd=ROOT
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(b"error: ") and b"Traceback" not in result.stderr
+    assert result.stderr.count(b"\n") == 1, result.stderr
+
+
 def test_unwritable_checkpoints_fail_before_training(run_copy, tmp_path):
     config, run = run_copy.config, run_copy.run
     shutil.rmtree(run / "checkpoints")
