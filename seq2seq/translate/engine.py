@@ -1,7 +1,10 @@
 """What every translation engine offers: a run's `Translator` (s2s's own decoder) and a CTranslate2
 export's `CT2Translator` (`seq2seq.ct2.engine`). translate, evaluate, serve and pivoting receive an
 engine already built (`seq2seq.commands.engines` chooses it) and use it through this interface only:
-lines and a `Request` in, one `Translation` per line out. A call never changes the engine."""
+lines and a `Request` in, one `Translation` per line out. A call never changes the engine.
+
+Both turn lines into translations through one front end (`front.LineFrontEnd`: blank lines, control
+tokens, clipping, prefixes, detokenizing); each implements only its search (`front.Search`)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from seq2seq.config import Config, Task
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.decoding.answers import Answers
 from seq2seq.translate.attention import AttentionMap
+from seq2seq.translate.front import LineFrontEnd, Search
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
 from seq2seq.translate.request import Request
@@ -35,8 +39,12 @@ class LineTranslator(Protocol):
         ...
 
 
-class Engine(LineTranslator, Protocol):
+class Engine(LineTranslator, Search, Protocol):
     """A `LineTranslator` with its run's config and tokenizers, that says what it runs on."""
+
+    @property
+    def front(self) -> LineFrontEnd:
+        """The line front end its `translate` goes through, down to its `search_ids`."""
 
     @property
     def task(self) -> Task:
