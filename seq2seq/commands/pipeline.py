@@ -27,6 +27,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.files import lies_in
 from seq2seq.locks import lock_or_refuse
 from seq2seq.pipeline.config import PipelineConfig, read_pipeline
+from seq2seq.pipeline.paths import check_paths, missing
 from seq2seq.pipeline.plan import Plan, check_pipeline, make_plan
 from seq2seq.pipeline.process import run_logged
 from seq2seq.pipeline.records import (
@@ -51,13 +52,10 @@ def run_pipeline(file: Path, dry_run: bool, until: str | None, redo: tuple[str, 
     cfg = read_pipeline(file)
     check_pipeline(cfg)
     plan = make_plan(cfg)
+    check_paths(file, cfg, plan)
     names = [s.name for s in plan.steps]
-    for name in [*redo, *([until] if until else [])]:
-        if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise PipelineError(f"{name}: no such step{hint}; the steps: {', '.join(names)}")
-    last = names.index(until) if until else len(names) - 1
+    check_names(names, until, redo)
+    last = names.index(until) if until is not None else len(names) - 1
     statuses = overview(plan, redo)
     choosing = frozenset(
         s.name for s, status in zip(plan.steps, statuses, strict=True) if status.action is not Action.SKIP
@@ -71,8 +69,9 @@ def run_pipeline(file: Path, dry_run: bool, until: str | None, redo: tuple[str, 
     refuse_changed(file, shown)
     if dry_run:
         return
-    if missing := [str(status.missing) for _, status in shown if status.missing is not None]:
-        raise PipelineError(f"the pipeline's data is not all there: {', '.join(dict.fromkeys(missing))}")
+    absent = [*map(str, missing(file, cfg)), *(str(s.missing) for _, s in shown if s.missing is not None)]
+    if absent:
+        raise PipelineError(f"the pipeline's data is not all there: {', '.join(dict.fromkeys(absent))}")
     log.info("pipeline %s in %s:\n%s", file, plan.workspace.root, describe(shown, commands=False).rstrip())
     with workspace_lock(plan):
         for i in range(last + 1):
@@ -81,6 +80,19 @@ def run_pipeline(file: Path, dry_run: bool, until: str | None, redo: tuple[str, 
     print_summary(plan, names[: last + 1])
     if last == len(names) - 1:
         write_table(plan)
+
+
+def check_names(names: list[str], until: str | None, redo: tuple[str, ...]) -> None:
+    """Every step `--until` and `--redo` name is one of the pipeline's (an empty name is none)."""
+    asked = [("--redo", name) for name in redo] + ([("--until", until)] if until is not None else [])
+    wrong = []
+    for option, name in asked:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            wrong.append(f"{option} {name or repr(name)}: no such step{hint}")
+    if wrong:
+        raise PipelineError("; ".join(wrong) + f"; the steps: {', '.join(names)}")
 
 
 def overview(plan: Plan, redo: tuple[str, ...]) -> list[Status]:

@@ -77,6 +77,8 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
     *parents, leaf = dotted.strip().split(".")
     node = raw
     for name in parents:
+        if node.get(name, "") is None:  # a section written empty (`train:`): its defaults, so far
+            node[name] = {}
         node = node.setdefault(name, {})
         if not isinstance(node, dict):
             raise ConfigError(f"override {shown(item)}: {_key(name)} is not a section")
@@ -239,7 +241,8 @@ def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
             continue
         kind = hints[name]
         if (section := _optional_dataclass(kind)) is not None and raw[name] is None:
-            values[name] = None  # a section given as `null`: left out
+            # a section written empty (`train:`): its defaults; one that may be left out: left out
+            values[name] = _build(section, {}, f"{prefix}{name}.", errors) if kind is section else None
         elif section is not None:
             values[name] = _build(section, raw[name], f"{prefix}{name}.", errors)
         elif (item := _listed_dataclass(kind)) is not None:

@@ -4,15 +4,18 @@ them to a deployed student, as frozen dataclasses read by the run configs' stric
 Unknown keys (with the closest valid one), mistyped values and every rule below are reported
 together, in one `ConfigError`. The parallel corpora are the run configs' own `data.corpora`
 (`CorpusConfig`); what each training step adds to its base run config is `seq2seq.pipeline.plan`'s.
-A step section that is left out (or `null`) is a step the pipeline does not have; the teacher, the
-choice on val and the evaluation are always there.
+A step section that is left out is a step the pipeline does not have; the teacher, the choice on val
+and the evaluation are always there. A section written empty (`teacher:` with nothing after it, YAML
+null) is read as `{}`: its defaults (a step section: that step), and its required keys named as missing.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from seq2seq.config.bounds import MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SEED, MAX_VOCAB
 from seq2seq.config.corpus import LANGUAGE, NAME, CorpusConfig
@@ -52,9 +55,8 @@ class Training:
 
     base: str = ""  # a run config (model, train, decode, tokenizer); its data and run_dir are replaced
     set: tuple[str, ...] = ()  # `section.key=value` for every training, as `s2s train --set`
-    launcher: tuple[
-        str, ...
-    ] = ()  # runs `-m seq2seq train ...` instead of python: [torchrun, --nproc_per_node=2]
+    # runs `-m seq2seq train ...` instead of python: [torchrun, --nproc_per_node=2]
+    launcher: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -317,9 +319,29 @@ def _is_control_token(token: str) -> bool:
 def read_pipeline(path: Path) -> PipelineConfig:
     """The pipeline in `path`, every problem of it listed in one `ConfigError`."""
     errors: list[str] = []
-    cfg = dataclass_from_dict(PipelineConfig, read_yaml_mapping(path, "pipeline"), errors)
+    raw = _empty_as_braces(PipelineConfig, read_yaml_mapping(path, "pipeline"))
+    cfg = dataclass_from_dict(PipelineConfig, raw, errors)
     if not errors:
         errors = cfg.problems()
     if errors:
         raise ConfigError(f"invalid pipeline {path}:\n  " + "\n  ".join(errors))
     return cfg
+
+
+def _empty_as_braces(cls: type, raw: Any) -> Any:
+    """`raw` with each section of `cls` written empty (YAML null) read as `{}`, at every depth."""
+    if not isinstance(raw, dict):
+        return raw
+    hints = typing.get_type_hints(cls)
+    found = {f.name: _section(hints[f.name]) for f in dataclasses.fields(cls) if f.name in raw}
+    return raw | {
+        key: _empty_as_braces(section, {} if raw[key] is None else raw[key])
+        for key, section in found.items()
+        if section is not None
+    }
+
+
+def _section(kind: Any) -> type | None:
+    """The dataclass `X` when a field's type is `X` or `X | None` (a section), else None."""
+    found = [k for k in (kind, *typing.get_args(kind)) if isinstance(k, type) and dataclasses.is_dataclass(k)]
+    return found[0] if found else None

@@ -19,6 +19,8 @@ from pathlib import Path
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import file_sha256, write_text
 
+RECORDS = "records"  # the workspace's folder of records
+
 
 class RecordError(Seq2SeqError):
     """A step record that cannot be read."""
@@ -36,7 +38,7 @@ class Record:
 
 
 def record_file(workspace: Path, step: str) -> Path:
-    return workspace / "records" / f"{step}.json"
+    return workspace / RECORDS / f"{step}.json"
 
 
 def read_record(workspace: Path, step: str) -> Record | None:

@@ -2,7 +2,8 @@
 
 Every training gets, in this order: its run directory in the workspace; its data (its corpora as
 `data.corpora`, the validation set, the language pair); `training.set`; what its role needs; its
-step's `set`. A later override wins, so a step's `set` may change anything. The backward model reads
+step's `set`. A later override wins, so a step's `set` may change anything but what the pipeline
+sets itself (`seq2seq.pipeline.overrides`: refused where the file names it). The backward model reads
 the corpora the other way round; a teacher after the first takes the first's tokenizer and the next
 seed (an ensemble's members must share one); a shrunk student starts with everything its teacher was
 given (its model and tokenizer must be the teacher's but for the layers) and from the teacher's
@@ -26,6 +27,7 @@ from seq2seq.config.loading import read_yaml_mapping
 from seq2seq.errors import ConfigError
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import PipelineConfig, TextSet
+from seq2seq.pipeline.overrides import PIPELINE, RUN_DIR, Override, claimed, entries, given
 from seq2seq.pipeline.step import Step, Training
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.training.plan import resolve_paths
@@ -58,7 +60,7 @@ class Role:
 
     name: str
     what: str
-    overrides: Callable[[], list[str]]
+    overrides: Callable[[], list[Override]]
     reads: tuple[Path, ...]
 
 
@@ -92,23 +94,49 @@ def roles(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, start: str) -> d
 
 
 def check_trainings(cfg: PipelineConfig, ws: Workspace, base: BaseConfig) -> None:
-    """Every training's run config loads (a shrunk student's from a checkpoint not chosen yet too), or
-    one `ConfigError` lists every problem of every one."""
-    problems = []
+    """No `set` of the file names a key the pipeline sets itself, and every training's run config loads
+    (a shrunk student's from a checkpoint not chosen yet too), or one `ConfigError` lists every problem
+    of every one."""
+    problems: list[str] = []
+    claims: dict[tuple[str, str, str], list[str]] = {}  # (where, key, why) -> the steps
     for role in roles(cfg, ws, base, "{select_teacher.checkpoint}").values():
+        overrides = role.overrides()
+        for claim in claimed(overrides):
+            claims.setdefault(claim, []).append(role.name)
         try:
-            run_config(cfg, role.name, role.overrides())
+            run_config(cfg, role.name, entries(overrides))
         except ConfigError as e:
             problems.append(str(e))
-    if problems:
-        raise ConfigError(
-            "invalid pipeline: a training's run config does not load:\n  " + "\n  ".join(problems)
-        )
+    parts = [
+        f"{where}: {key}: the pipeline sets it itself for step{'s' * (len(steps) > 1)} {', '.join(steps)} "
+        f"({why}): leave it out"
+        for (where, key, why), steps in claims.items()
+    ]
+    if parts or problems:
+        what = "" if parts else ": a training's run config does not load"
+        raise ConfigError(f"invalid pipeline{what}:\n  " + "\n  ".join([*parts, *problems]))
+
+
+def given_paths(cfg: PipelineConfig, base: BaseConfig) -> list[tuple[str, Path]]:
+    """What a training is given to start from by the file or the base config, not by the pipeline
+    (`train.init_from`, `train.tokenizer_from`), by step and key (`steps.student: train.init_from`)."""
+    found = []
+    for role in roles(cfg, Workspace.of(cfg), base, "{select_teacher.checkpoint}").values():
+        overrides = role.overrides()
+        train = run_config(cfg, role.name, entries(overrides))[1].train
+        mine = {o.key for o in overrides if o.given == PIPELINE}
+        for key, path in (
+            ("train.init_from", train.init_from),
+            ("train.tokenizer_from", train.tokenizer_from),
+        ):
+            if path and key not in mine:
+                found.append((f"steps.{role.name}: {key}", Path(path)))
+    return found
 
 
 def training_step(cfg: PipelineConfig, role: Role, pending: str = "") -> Step:
     """`s2s train BASE --set run_dir=WORKSPACE/NAME --set ...`, the step of `role`."""
-    own, asked = run_config(cfg, role.name, role.overrides())
+    own, asked = run_config(cfg, role.name, entries(role.overrides()))
     args = (cfg.training.base, *(arg for value in own for arg in ("--set", value)))
     command = Command(Verb.TRAIN, args, cfg.training.launcher, resume=("--resume",), again=("--overwrite",))
     run = Path(asked.run_dir)
@@ -135,7 +163,7 @@ def teacher_runs(cfg: PipelineConfig, ws: Workspace) -> tuple[Path, ...]:
 def run_config(cfg: PipelineConfig, name: str, overrides: Sequence[str]) -> tuple[tuple[str, ...], Config]:
     """A training's overrides (its run directory first) and the config they make of the base, paths
     absolute as `s2s train` saves them; a `ConfigError` names the step with each problem."""
-    own = (f"run_dir={_scalar(str(Path(cfg.workspace) / name))}", *overrides)
+    own = (f"{RUN_DIR.entry}{_scalar(str(Path(cfg.workspace) / name))}", *overrides)
     try:
         return own, resolve_paths(load_config(cfg.training.base, list(own)))
     except ConfigError as e:
@@ -143,16 +171,20 @@ def run_config(cfg: PipelineConfig, name: str, overrides: Sequence[str]) -> tupl
         raise ConfigError("\n  ".join(f"steps.{name}: {p}" for p in problems)) from None
 
 
-def _backward(cfg: PipelineConfig, base: BaseConfig) -> list[str]:
+def _backward(cfg: PipelineConfig, base: BaseConfig) -> list[Override]:
     """The corpora and the validation set read target to source (tags mark sources: none here)."""
     assert cfg.steps.backward is not None
     valid = TextSet(src=cfg.data.valid.tgt, tgt=cfg.data.valid.src)
     corpora = [dataclasses.replace(c, src=c.tgt, tgt=c.src, tag="") for c in cfg.data.corpora]
     data = _data(corpora, valid, (cfg.tgt_lang, cfg.src_lang), base)
-    return [*data, *cfg.training.set, *cfg.steps.backward.set]
+    return [
+        *data,
+        *given("training.set", cfg.training.set),
+        *given("steps.backward.set", cfg.steps.backward.set),
+    ]
 
 
-def _teacher(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, member: int) -> list[str]:
+def _teacher(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, member: int) -> list[Override]:
     """Teacher `member` (from 1): the corpora and the back-translated pairs, if any; after the first,
     the first's tokenizer and the first's seed + member - 1."""
     corpora, tokens = list(cfg.data.corpora), []
@@ -161,16 +193,22 @@ def _teacher(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, member: int) 
         corpora.append(CorpusConfig(name=name, src=src, tgt=tgt, tag=bt.tag, weight=bt.weight))
         if bt.tag and bt.tag not in base.control_tokens:  # declared before the tokenizer is trained
             tokens = [f"tokenizer.control_tokens={json.dumps([*base.control_tokens, bt.tag])}"]
-    own = [*_data(corpora, cfg.data.valid, (cfg.src_lang, cfg.tgt_lang), base), *tokens]
-    own += [*cfg.training.set, *cfg.steps.teacher.set]
+    why = "it declares the back-translation tag; declare other tokens in training.base"
+    own = [*_data(corpora, cfg.data.valid, (cfg.src_lang, cfg.tgt_lang), base)]
+    own += [*(Override(PIPELINE, entry, why) for entry in tokens), *given("training.set", cfg.training.set)]
+    own += given("steps.teacher.set", cfg.steps.teacher.set)
     if member > 1:
         first = teacher_runs(cfg, ws)[0]
-        seed = run_config(cfg, first.name, own)[1].train.seed
-        own += [f"train.seed={seed + member - 1}", f"train.tokenizer_from={_scalar(str(first))}"]
+        seed = run_config(cfg, first.name, entries(own))[1].train.seed
+        shared = f"train.tokenizer_from={_scalar(str(first))}"
+        own += [  # the file's seed (the first member's), one more for each member
+            Override("steps.teacher.ensemble", f"train.seed={seed + member - 1}"),
+            Override(PIPELINE, shared, "an ensemble's members share the first one's tokenizer"),
+        ]
     return own
 
 
-def _student(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, start: str) -> list[str]:
+def _student(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, start: str) -> list[Override]:
     """The distilled pairs (those the filter kept); shrunk, the first teacher's settings but its data,
     and its weights at `start`."""
     assert cfg.steps.student is not None
@@ -178,16 +216,17 @@ def _student(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, start: str) -
     distilled = CorpusConfig(name="distilled", src=str(src), tgt=str(tgt))
     own = _data([distilled], cfg.data.valid, (cfg.src_lang, cfg.tgt_lang), base)
     if cfg.steps.student.shrink:
-        teacher = [o for o in _teacher(cfg, ws, base, 1) if not o.startswith("data.")]
-        own += [*teacher, f"train.init_from={_scalar(start)}"]
+        teacher = [o for o in _teacher(cfg, ws, base, 1) if not o.entry.startswith("data.")]
+        why = "a shrunk student starts from the teacher's chosen checkpoint"
+        own += [*teacher, Override(PIPELINE, f"train.init_from={_scalar(start)}", why)]
     else:
-        own += cfg.training.set
-    return [*own, *cfg.steps.student.set]
+        own += given("training.set", cfg.training.set)
+    return [*own, *given("steps.student.set", cfg.steps.student.set)]
 
 
 def _data(
     corpora: Sequence[CorpusConfig], valid: TextSet, languages: tuple[str, str], base: BaseConfig
-) -> list[str]:
+) -> list[Override]:
     """A training's data: its corpora and validation set in place of the base config's."""
     own = [
         f"data.corpora={json.dumps([_changed(c) for c in corpora])}",
@@ -198,7 +237,10 @@ def _data(
     ]
     if base.train_files:  # the base's own training files give way to the corpora
         own += ["data.train_src=[]", "data.train_tgt=[]"]
-    return own
+    return [
+        Override(PIPELINE, entry, "a training's data is the file's data section and language pair")
+        for entry in own
+    ]
 
 
 def _changed(corpus: CorpusConfig) -> dict[str, object]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seq2seq.pipeline.config import PipelineConfig
+from seq2seq.pipeline.records import RECORDS
 
 
 class Workspace:
@@ -36,8 +37,17 @@ class Workspace:
     def folder(self, step: str) -> Path:
         return self.root / step
 
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
     def log_file(self, step: str) -> Path:
-        return self.root / "logs" / f"{step}.log"
+        return self.logs / f"{step}.log"
+
+    @property
+    def records(self) -> Path:
+        """Each step's record (`seq2seq.pipeline.records`)."""
+        return self.root / RECORDS
 
     @property
     def lock_file(self) -> Path:

@@ -142,3 +142,20 @@ def test_every_error_message_shows_a_value_cut_short(tmp_path, value):
     raw["data"]["train_src"] = [value]
     raw["model"]["k" * 5000] = 1  # an unknown key, named cut short
     assert "model.heads" in refusal(tmp_path, yaml.safe_dump(raw))
+
+
+@pytest.mark.parametrize("section", ["train", "model", "decode", "tokenizer", "data"])
+@pytest.mark.parametrize("override", [[], ["train.max_steps=3"]])
+def test_a_section_written_empty_is_its_defaults_or_names_its_required_keys(tmp_path, section, override):
+    """`train:` with nothing after it is YAML null: before, an AttributeError traceback (or, with an
+    override into it, "train is not a section"); now the section's defaults, each required key named."""
+    raw = tiny_config_dict(tmp_path)
+    raw[section] = None
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    if section == "data":
+        with pytest.raises(ConfigError, match="data.train_src: required"):
+            load_config(path, override)
+        return
+    cfg = load_config(path, [*override, "train.max_steps=3"] if section == "train" else override)
+    assert getattr(cfg, section) is not None
