@@ -48,8 +48,8 @@ def export(run_dir: Path, out_dir: Path, job: ExportJob) -> str:
     if job.full_range_int8 and not is_int8(job.quantize):
         raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
     size = ShortlistSize(job.shortlist, job.shortlist_common) if job.shortlist else None
-    export_ctranslate2(run_dir, job.checkpoint, out_dir, job.quantize, job.full_range_int8, size)
-    gap = reference_gap(run_dir, job.checkpoint, out_dir)
+    weights = export_ctranslate2(run_dir, job.checkpoint, out_dir, job.quantize, job.full_range_int8, size)
+    gap = reference_gap(weights, out_dir)
     if gap is not None:
         log.warning("%s", gap)
     return f"exported to {out_dir}; translate with: s2s translate {out_dir} --engine ctranslate2"

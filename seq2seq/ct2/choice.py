@@ -10,7 +10,7 @@ counted from the run's prepared training pairs where it still has them),
 kept unless it loses more than `Choice.shortlist_loss` BLEU on top of that, still counted from the
 reference. A float32 export more than `Choice.export_loss` below the reference does not reproduce the
 run (a search or a weight that CTranslate2 runs otherwise): the record says so, and `--engine auto`
-decodes with s2s's decoder instead (`usable`). A run whose validation files cannot be read gets int8
+decodes with s2s's decoder instead (`not_used`). A run whose validation files cannot be read gets int8
 without a shortlist, recorded as not checked.
 
 The sample is the first `Choice.sample_lines` lines of the run's (first) validation set, decoded as
@@ -98,12 +98,8 @@ def choose_export(
         bleu["shortlist"] = sample_bleu(tried, compute_type, sample)
         if bleu["shortlist"] >= allowed - choice.shortlist_loss:
             directory, shortlist = tried, dataclasses.asdict(choice.shortlist)
-    not_used = None  # why `--engine auto` leaves the export aside, or None
-    if bleu[FLOAT32] < bleu["reference"] - choice.export_loss:
-        not_used = (
-            f"its CTranslate2 export scores BLEU {bleu[FLOAT32]:.2f} in float32 on {len(sample.sources)} val "
-            f"lines, s2s's decoder {bleu['reference']:.2f}: more than {choice.export_loss:g} apart"
-        )
+    # why `--engine auto` leaves the export aside, or None
+    not_used = export_gap(bleu[FLOAT32], "in float32", bleu["reference"], len(sample.sources), choice)
     decisions: dict[str, Any] = {
         "val": {"src": sample.files[0], "tgt": sample.files[1], "lines": len(sample.sources)},
         "reference": "s2s's decoder, float32, the run's decode settings",
@@ -117,20 +113,26 @@ def choose_export(
     return Chosen(directory, compute_type, shortlist is not None, decisions)
 
 
-def reference_gap(run_dir: Path, checkpoint: str, export_dir: Path, choice: Choice = RULES) -> str | None:
-    """What `s2s export` warns of: the export at `export_dir`, as written, scores more than
-    `choice.export_loss` BLEU below s2s's decoder on the run's val sample; None when it does not, or
-    when the run has no val to tell."""
-    weights = load_for_export(run_dir, checkpoint)
+def reference_gap(weights: RunWeights, export_dir: Path, choice: Choice = RULES) -> str | None:
+    """What `s2s export` warns of: the export of `weights` at `export_dir`, as written, scores more
+    than `choice.export_loss` BLEU below s2s's decoder over the same weights on the run's val sample;
+    None when it does not, or when the run has no val to tell."""
     sample = val_sample(weights.config, choice.sample_lines)
     if isinstance(sample, str):
         return None
-    reference, found = reference_bleu(weights, sample), sample_bleu(export_dir, None, sample)
+    found, reference = sample_bleu(export_dir, None, sample), reference_bleu(weights, sample)
+    return export_gap(found, "as written", reference, len(sample.sources), choice)
+
+
+def export_gap(found: float, how: str, reference: float, lines: int, choice: Choice) -> str | None:
+    """Why an export scoring `found` BLEU (loaded `how`) does not reproduce its run, whose s2s decoder
+    scores `reference` on the same `lines` val lines; None within `choice.export_loss`."""
     if found >= reference - choice.export_loss:
         return None
     return (
-        f"the export scores BLEU {found:.2f} on {len(sample.sources)} val lines, s2s's decoder "
-        f"{reference:.2f}: CTranslate2 does not reproduce this run's translations"
+        f"its CTranslate2 export scores BLEU {found:.2f} {how} on {lines} val lines, s2s's decoder "
+        f"{reference:.2f}: more than {choice.export_loss:g} apart, CTranslate2 does not reproduce this "
+        "run's translations"
     )
 
 

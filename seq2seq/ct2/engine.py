@@ -6,10 +6,10 @@ probabilities renormalized over what is allowed. Its beam search divides a score
 (a chosen </s> is a step), s2s's `power` rule, and stops by the rule s2s's search follows
 (`decoding.beam_rule`, the run's `decode.patience` passed on), so a run with that rule gets the same
 n-best and the same scores from both engines wherever the two compute the same probabilities
-(tested on fixed models: `tests/unit/ct2/test_golden_search.py`). A run with the `gnmt` rule is
-searched under CTranslate2's rule and the hypotheses it returns re-ranked by GNMT's (CTranslate2 has
-no other, and returns at most round(beam x patience) of them): `--engine auto` decodes such a run
-with s2s's decoder.
+(tested: `tests/unit/ct2/test_same_search.py`, `tests/unit/decoding/test_golden_search.py`). A run
+with the `gnmt` rule is searched under CTranslate2's rule and the hypotheses it returns re-ranked by
+GNMT's (CTranslate2 has no other, and returns at most round(beam x patience) of them): `--engine
+auto` decodes such a run with s2s's decoder.
 
 Threads: on a CPU, one batch per core at once, one thread each (`inter_threads`), as s2s decodes; the
 benchmark's grid (`scripts/bench --sections engines`) found this the fastest arrangement.
@@ -184,7 +184,7 @@ class CT2Translator:
 
     @property
     def max_source_tokens(self) -> int:
-        return self.config.model.max_positions - 1
+        return self.front.max_source_tokens
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
         """The export's decode config with what the command line asks on top (`decode_options`)."""

@@ -53,8 +53,9 @@ def export_ctranslate2(
     quantize: str | None,
     full_range_int8: bool = False,
     shortlist: ShortlistSize | None = None,
-) -> None:
-    """Write the run's `checkpoint` weights as a CTranslate2 model to `out_dir` (new or empty).
+) -> RunWeights:
+    """Write the run's `checkpoint` weights as a CTranslate2 model to `out_dir` (new or empty), and
+    return them (a check of the export against them need not load them again).
 
     int8 weights use 7 bits (`REDUCED_INT8`) unless `full_range_int8`: for an export that only ever
     runs where int8 products do not saturate (AVX-512 VNNI, AMX, ARM, a GPU). With `shortlist`, the
@@ -71,6 +72,7 @@ def export_ctranslate2(
     if shortlist is not None:
         counted = shortlist, run_shortlist(Path(run_dir), weights.config, weights.tokenizers, shortlist)
     write_export(weights, run_dir, out_dir, quantize, full_range_int8, counted)
+    return weights
 
 
 def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: ShortlistSize) -> Shortlist:

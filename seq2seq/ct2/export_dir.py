@@ -58,14 +58,17 @@ def ctranslate2_missing() -> str | None:
             "aarch64, and macOS), so s2s did not install it: build it from source, or decode with s2s's own "
             "decoder (--engine s2s)"
         )
-    return ctranslate2_broken()
+    return _import_failure()
 
 
 def ctranslate2_broken() -> str | None:
     """What fails when an installed CTranslate2 is imported, in one line, or None (it imports, or it is
     not installed at all)."""
-    if importlib.util.find_spec("ctranslate2") is None:
-        return None
+    return None if importlib.util.find_spec("ctranslate2") is None else _import_failure()
+
+
+def _import_failure() -> str | None:
+    """What fails when CTranslate2, which is installed, is imported; None when it imports."""
     try:
         import ctranslate2  # noqa: F401
     except Exception as e:  # a broken install fails in many ways (ImportError, OSError of its library)

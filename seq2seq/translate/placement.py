@@ -37,5 +37,5 @@ def check_precision_name(name: str) -> str:
     """`name` if it names a precision (`config.train.PRECISIONS`), else an error saying which do;
     torch-free, as `check_device_name`."""
     if name not in PRECISIONS:
-        raise Seq2SeqError(f"--precision {name!r}: precision {name!r} is not one of {', '.join(PRECISIONS)}")
+        raise Seq2SeqError(f"--precision {name!r} is not one of {', '.join(PRECISIONS)}")
     return name

@@ -186,7 +186,7 @@ class Translator:
 
     @property
     def max_source_tokens(self) -> int:
-        return self.model.max_positions - 1
+        return self.front.max_source_tokens
 
     def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
         """Where the model looks writing `hypothesis` for `source` (`cross_attention.attention_map`)."""
