@@ -96,11 +96,6 @@ def load_language_identifier() -> Any:  # py3langid ships no types
     return LanguageIdentifier.from_modelpath(MODEL_DIR / MODEL_FILE, norm_probs=False)
 
 
-def known_language(code: str) -> bool:
-    """Whether py3langid knows the ISO 639-1 code `code`."""
-    return code in load_language_identifier().nb_classes
-
-
 def pair_hashes(src: Sequence[str], tgt: Sequence[str]) -> np.ndarray:
     """(N,) uint64, never 0: a 64-bit hash of each (source, target) pair's exact text."""
     hashes = np.fromiter(

@@ -45,11 +45,6 @@ class Links:
         return torch.from_numpy(np.column_stack([owner, picked]))
 
 
-def no_links() -> Tensor:
-    """(0, 3) int64: the links of a batch without guidance (every pair modified)."""
-    return torch.zeros((0, 3), dtype=torch.int64)
-
-
 def reference_attention(links: Tensor, shape: tuple[int, int, int]) -> Tensor:
     """(B, T, S) float32 on `links`' device: each target row spread evenly over the source positions
     it is linked to; a row without a link is all zero (it takes no part in the cost)."""
