@@ -27,7 +27,8 @@ import numpy as np
 from seq2seq.files import write_text
 
 if TYPE_CHECKING:
-    from seq2seq.data.parallel import ParallelData, TokenArrays
+    from seq2seq.data.parallel import ParallelData
+    from seq2seq.data.token_arrays import TokenArrays
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """Parallel token data: flat id arrays, token-bucketed batches, and the padded batch (the shift).
 
-A corpus of any size is two flat id arrays plus offsets (in memory, or memory-mapped from a prepared
-corpus: `seq2seq.data.prepared`), so no Python object exists per sentence. The teacher-forcing shift
+A corpus of any size is two flat id arrays plus offsets (`seq2seq.data.token_arrays`: in memory, or
+memory-mapped from a prepared corpus: `seq2seq.data.prepared`), so no Python object exists per
+sentence. The teacher-forcing shift
 happens once, where `ParallelData.batch` lays out a translation's targets (`Pieces.layout`): the
 decoder reads `<bos> y` and must predict `y <eos>`. The source gets a trailing `<eos>`.
 """
@@ -20,9 +21,10 @@ from torch import Tensor
 from seq2seq.data.links import Links
 from seq2seq.data.targets import TRANSLATION, Targets
 from seq2seq.data.textio import read_lines
+from seq2seq.data.token_arrays import TokenArrays
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.errors import DataError
-from seq2seq.special import EOS, PAD, UNK
+from seq2seq.special import EOS, PAD
 
 log = logging.getLogger(__name__)
 
@@ -38,55 +40,6 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str]
     if not any(s.strip() and t.strip() for s, t in zip(src, tgt, strict=True)):
         raise DataError(f"{src_path} / {tgt_path}: no sentence pair with text on both sides")
     return src, tgt
-
-
-@dataclass
-class TokenArrays:
-    """The token ids of many sentences in one flat array: sentence i is `ids[offsets[i]:offsets[i+1]]`."""
-
-    ids: np.ndarray  # (total tokens,) uint16 or uint32, without bos/eos
-    offsets: np.ndarray  # (N + 1,) int64, offsets[0] == 0, offsets[-1] == len(ids)
-
-    @classmethod
-    def from_lists(cls, seqs: Sequence[Sequence[int]]) -> TokenArrays:
-        lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
-        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        ids = np.fromiter((i for seq in seqs for i in seq), dtype=np.uint32, count=int(offsets[-1]))
-        return cls(ids, offsets)
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def lengths(self) -> np.ndarray:
-        """(N,) tokens of each sentence."""
-        return np.diff(self.offsets)
-
-    def sequences(self, rows: Sequence[int] | np.ndarray) -> list[list[int]]:
-        """The id lists of these sentences."""
-        return [self.ids[self.offsets[i] : self.offsets[i + 1]].tolist() for i in rows]
-
-    def unknown_share(self) -> float:
-        """The share of `<unk>` pieces: text the vocabulary can neither read nor write."""
-        return float(np.count_nonzero(self.ids == UNK)) / max(len(self.ids), 1)
-
-    def padded(self, rows: np.ndarray, first: int | None, last: int | None) -> Tensor:
-        """(B, longest [+ 1] [+ 1]) ids of `rows`, with `first` before and `last` after each (when
-        given), right-padded with PAD; gathered in one vectorized step."""
-        rows = np.asarray(rows, dtype=np.int64)
-        starts = self.offsets[rows]  # (B,)
-        lengths = self.offsets[rows + 1] - starts  # (B,)
-        shift = int(first is not None)
-        width = int(lengths.max(initial=0)) + shift + int(last is not None)
-        col = np.arange(width)[None, :] - shift  # (1, W) position within the sentence
-        inside = (col >= 0) & (col < lengths[:, None])  # (B, W)
-        out = np.full((len(rows), width), PAD, dtype=np.int64)
-        out[inside] = self.ids[(starts[:, None] + col)[inside]]
-        if first is not None:
-            out[:, 0] = first
-        if last is not None:
-            out[np.arange(len(rows)), lengths + shift] = last
-        return torch.from_numpy(out)
 
 
 @dataclass

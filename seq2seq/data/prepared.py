@@ -26,12 +26,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import mmap
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +52,11 @@ from seq2seq.data.manifest import (
     read_manifest,
     stale_reason,
 )
+from seq2seq.data.mapped import MappedCorpus, map_file
 from seq2seq.data.mixing import Mixture
-from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData, TokenArrays
+from seq2seq.data.parallel import JoinedCorpus, ParallelData
 from seq2seq.data.targets import TARGETS
+from seq2seq.data.token_arrays import TokenArrays
 from seq2seq.data.tokenizer import Tokenizer, load_tokenizers
 from seq2seq.errors import DataError
 from seq2seq.files import write_text
@@ -146,31 +146,6 @@ def _drop_single_layout(top: Path) -> None:
             (top / f"train.{name}").unlink(missing_ok=True)
 
 
-@dataclass
-class MappedCorpus(ParallelData):
-    """A prepared corpus read through memory maps, which are let go of after every batch.
-
-    A batch touches pages all over the files, and the kernel maps whole folios around each, so
-    without this a process's RSS would grow towards the size of the corpus within an epoch. The
-    pages stay in the page cache (one copy for every rank); only this process's mapping of them is
-    dropped, and the next batch maps what it needs again.
-    """
-
-    maps: tuple[mmap.mmap, ...] = ()
-
-    def batch(self, rows: Sequence[int] | np.ndarray) -> Batch:
-        batch = super().batch(rows)
-        for pages in self.maps:
-            if hasattr(pages, "madvise"):  # not on Windows
-                pages.madvise(mmap.MADV_DONTNEED)
-        return batch
-
-
-def _map(path: Path) -> mmap.mmap:
-    with path.open("rb") as f:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-
 def load_prepared(
     top: Path, corpora: Sequence[CorpusConfig], links: bool = False
 ) -> ParallelData | JoinedCorpus:
@@ -222,7 +197,7 @@ def load_prepared_part(directory: Path, links: bool = False) -> MappedCorpus:
     for name in ARRAYS:
         path, dtype = directory / f"train.{name}", np.dtype(manifest["arrays"][name]["dtype"])
         if path.stat().st_size:
-            maps.append(_map(path))
+            maps.append(map_file(path))
             arrays[name] = np.frombuffer(maps[-1], dtype=dtype)
         else:  # an empty file cannot be mapped
             arrays[name] = np.zeros(0, dtype)

@@ -22,11 +22,10 @@ from seq2seq.config.task import Task
 from seq2seq.errors import DataError
 from seq2seq.special import BOS, EOS, PAD
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only their types are named here: a run's tokenizers load without torch
     from torch import Tensor
 
-    from seq2seq.data.parallel import TokenArrays
-    from seq2seq.data.tokenizer import TokenizerPair
+    from seq2seq.data.token_arrays import TokenArrays
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +40,42 @@ class Words(Protocol):
     def words(self, line: str) -> list[str]: ...
 
     def word_counts(self, lines: Sequence[str], threads: int = -1) -> list[int]: ...
+
+
+class PieceSide(Protocol):
+    """A translation's target side, as its targets use it: its tokenizer (`Tokenizer.encode`)."""
+
+    def encode(self, lines: Sequence[str], threads: int = -1) -> list[list[int]]: ...
+
+
+class SourceSide(Protocol):
+    """A reader's source side, as its targets use it: its tokenizer (`Tokenizer.word_starts`)."""
+
+    def word_starts(self) -> np.ndarray: ...
+
+
+class LabelSide(Protocol):
+    """A reader's target side, as its targets use it: its label set (`seq2seq.data.labels.Labels`)."""
+
+    def targets(
+        self, sources: Sequence[Sequence[int]], lines: Sequence[str], word_start: np.ndarray
+    ) -> list[list[int]]: ...
+
+    def unseen(self, lines: Sequence[str]) -> int: ...
+
+
+class Tokenizers(Protocol):
+    """What targets read and write with: a run's tokenizers (`seq2seq.data.tokenizer.TokenizerPair`,
+    which holds its `Targets` and so is named here only by what they use of it)."""
+
+    @property
+    def src(self) -> SourceSide: ...
+
+    @property
+    def tgt(self) -> PieceSide: ...
+
+    @property
+    def labels(self) -> LabelSide: ...
 
 
 class Targets(Protocol):
@@ -59,14 +94,14 @@ class Targets(Protocol):
         ...
 
     def ids(
-        self, tokenizers: TokenizerPair, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int
+        self, tokenizers: Tokenizers, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int
     ) -> list[list[int]]:
         """What the model must predict for each target line, given its source's ids."""
         ...
 
     def check_valid(
         self,
-        tokenizers: TokenizerPair,
+        tokenizers: Tokenizers,
         src_lines: list[str],
         tgt_lines: list[str],
         src_path: str | Path,
@@ -99,13 +134,13 @@ class Pieces:
         return {}
 
     def ids(
-        self, tokenizers: TokenizerPair, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int
+        self, tokenizers: Tokenizers, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int
     ) -> list[list[int]]:
         return tokenizers.tgt.encode(lines, threads)
 
     def check_valid(
         self,
-        tokenizers: TokenizerPair,
+        tokenizers: Tokenizers,
         src_lines: list[str],
         tgt_lines: list[str],
         src_path: str | Path,
@@ -159,13 +194,13 @@ class LabelTargets(ABC):
         return {"labels": directory / LABELS_FILE}
 
     def ids(
-        self, tokenizers: TokenizerPair, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int
+        self, tokenizers: Tokenizers, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int
     ) -> list[list[int]]:
         return tokenizers.labels.targets(sources, lines, tokenizers.src.word_starts())
 
     def check_valid(
         self,
-        tokenizers: TokenizerPair,
+        tokenizers: Tokenizers,
         src_lines: list[str],
         tgt_lines: list[str],
         src_path: str | Path,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from seq2seq.data.cleaning import REASON_NAMES, REASONS
-from seq2seq.evaluation.report import new_figure
+from seq2seq.evaluation.figure import new_figure
 from seq2seq.files import atomic_output
 
 

@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric
@@ -19,9 +19,6 @@ from sacrebleu.significance import PairedTest, Result
 from seq2seq.data.textio import read_lines
 from seq2seq.errors import DataError, EvaluateError
 from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
-
-if TYPE_CHECKING:
-    from seq2seq.evaluation.report import ReportBody
 
 METRICS = ("bleu", "chrf", "ter")
 
@@ -36,10 +33,6 @@ class MetricOptions:
     tokenize: str = "13a"  # BLEU's tokenizer (chrF and TER have their own)
     lowercase: bool = False  # case-insensitive BLEU and chrF (TER always is, as in sacrebleu)
     chrf_plus: bool = False  # chrF++ (adds word bigrams) instead of chrF
-
-    def report_body(self, report: ReportBody) -> list[str]:
-        """What a report shows of translations (`ReaderMetricOptions` score a reader's answers)."""
-        return report.translations(self)
 
     def bleu(self, references: Sequence[Sequence[str]] | None = None, sentence: bool = False) -> BLEU:
         """Corpus BLEU, or sentence BLEU (effective n-gram order) when `sentence` is True."""

@@ -14,6 +14,7 @@ from seq2seq.config import Config, DecodeConfig, Task
 from seq2seq.data.targets import TARGETS
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluation.augmented import AS_GIVEN, ModifiedSets, augmented_sets
+from seq2seq.evaluation.figure import new_figure
 from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
 from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
@@ -163,8 +164,6 @@ def run_evaluation(
     files = plan.files
     metrics.bleu()  # an unknown tokenizer fails now, not after translating
     if files.report is not None:
-        from seq2seq.evaluation.report import new_figure
-
         new_figure(1, 1)  # a missing matplotlib fails now, not after translating
     source = TextFile.read(files.src) if files.src else None
     references = read_references(files.refs, source)

@@ -16,15 +16,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sacrebleu.metrics.base import Metric, Score, Signature
 
 from seq2seq.config import Task
-
-if TYPE_CHECKING:
-    from seq2seq.evaluation.report import ReportBody
 
 
 class ReaderSignature(Signature):
@@ -171,10 +168,6 @@ class LabelMetricOptions:
         """(reference, predicted) label of each line."""
         return [(r.strip(), h.strip()) for r, h in zip(references, hypotheses, strict=True)]
 
-    def report_body(self, report: ReportBody) -> list[str]:
-        """Where the labels go wrong (confusion matrices), not BLEU or attention."""
-        return report.confusions(self)
-
 
 @dataclass(frozen=True)
 class TagMetricOptions:
@@ -202,10 +195,6 @@ class TagMetricOptions:
                 ref.split(), hyp.split()[: len(ref.split())], fillvalue="(none)"
             )
         ]
-
-    def report_body(self, report: ReportBody) -> list[str]:
-        """Where the tags go wrong (confusion matrices), not BLEU or attention."""
-        return report.confusions(self)
 
 
 ReaderMetricOptions = LabelMetricOptions | TagMetricOptions

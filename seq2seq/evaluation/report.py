@@ -4,7 +4,7 @@ It holds the scores with their signatures, the run's learning curves, a sentence
 worst and random lines), BLEU by source length, and cross-attention heatmaps; for a reader's
 predictions, a confusion matrix instead of the last three. Plots are PNGs embedded
 as data: URIs, so the page opens anywhere without a network. matplotlib is optional
-(`pip install s2s[report]`) and imported only here, only when a report is written.
+(`pip install s2s[report]`): `seq2seq.evaluation.figure` imports it, only when a report is written.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ import html
 import io
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seq2seq.errors import EvaluateError
+from seq2seq.evaluation.figure import new_figure
 from seq2seq.evaluation.metrics import MetricOptions
-from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
+from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import Evaluation, evaluation_record, score_cell
 from seq2seq.files import write_text
 from seq2seq.run.layout import RunDir
@@ -38,24 +38,6 @@ ATTENTION_EXAMPLES = 3
 ATTENTION_MAX_TOKENS = 40  # longer sentences make unreadable heatmaps
 ATTENTION_TRIES = 50  # lines to look at for short enough examples
 CONFUSION_NUMBERS = 25  # up to this many labels, each cell shows its count
-
-
-def new_figure(width: float, height: float) -> Figure:
-    """A matplotlib figure drawn by the Agg backend (no display, no global pyplot state).
-
-    Its texts are shown literally: sentences and file names often hold `$`, which matplotlib would
-    otherwise read as math (and fail on, or render as something else).
-    """
-    try:
-        import matplotlib
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise EvaluateError("--report needs matplotlib: pip install 's2s[report]'") from None
-    matplotlib.rcParams["text.parse_math"] = False
-    figure = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(figure)
-    return figure
 
 
 def learning_curves_figure(records: Sequence[dict[str, Any]]) -> Figure | None:
@@ -260,9 +242,9 @@ def attention_section(evaluation: Evaluation, translated: Translated, candidates
 
 @dataclass(frozen=True)
 class ReportBody:
-    """What a report shows below the scores, as the evaluation's options choose (`report_body`): a
-    translation's BLEU by length, example sentences and attention maps, or a reader's confusion
-    matrices."""
+    """What a report shows below the scores, as the type of the evaluation's options chooses
+    (`BODIES`): a translation's BLEU by length, example sentences and attention maps, or a reader's
+    confusion matrices."""
 
     evaluation: Evaluation
     translated: Translated | None  # draws attention maps (with the source)
@@ -294,6 +276,15 @@ class ReportBody:
         return parts
 
 
+# what a report shows below the scores, by the type of the options the evaluation scored with (the
+# options only score: they know nothing of the report)
+BODIES: dict[type, Callable[[ReportBody, Any], list[str]]] = {
+    MetricOptions: ReportBody.translations,
+    LabelMetricOptions: ReportBody.confusions,  # where the labels go wrong, not BLEU or attention
+    TagMetricOptions: ReportBody.confusions,  # where the tags go wrong
+}
+
+
 def write_report(
     evaluation: Evaluation,
     directory: Path,
@@ -309,7 +300,7 @@ def write_report(
     curves = learning_curves_figure(RunDir(run_dir).read_metrics()) if run_dir else None
     if curves is not None:
         parts += ["<h2>Learning curves</h2>", image(curves, "learning curves")]
-    parts += e.options.report_body(ReportBody(e, translated, examples, seed))
+    parts += BODIES[type(e.options)](ReportBody(e, translated, examples, seed), e.options)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "index.html"
     write_text(path, PAGE.format(body="\n".join(parts)))

@@ -4,7 +4,7 @@
 content is set aside in RUN/.s2s-previous with a journal that says how to undo it. A command that
 fails before its run has a checkpoint of its own puts the run back as it was (`--overwrite`'s previous
 run included); one killed on the way is settled by the next command (`recover`); a reader is refused
-a run that an `--overwrite` is still replacing (`check_not_replaced`).
+a run that an `--overwrite` is still replacing (`seq2seq.run.journal.check_not_replaced`).
 """
 
 from __future__ import annotations
@@ -16,19 +16,15 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from seq2seq.errors import RunDirError
 from seq2seq.files import write_text
-
-if TYPE_CHECKING:
-    from seq2seq.run.layout import RunDir
+from seq2seq.run.journal import JOURNAL, has_first_checkpoint, read_journal
+from seq2seq.run.layout import PREVIOUS, RunDir
 
 # What a command does to a run directory. new: start a run (where none has started, or only a
 # tokenizer stage ran); resume: continue the run from last.pt; overwrite: replace the run.
 Mode = Literal["new", "resume", "overwrite"]
-PREVIOUS = ".s2s-previous"  # what a command's changes are undone from
-JOURNAL = "journal.json"
 REWRITTEN = ("config.yaml", "inputs.json")  # the files a set-up replaces in a run it keeps
 APPENDED = ("train.log",)  # and the one it appends to
 
@@ -77,18 +73,6 @@ def recover(run: RunDir) -> None:
         log.warning("an earlier s2s command (pid %s) stopped while setting up %s: undone", pid, run.path)
 
 
-def check_not_replaced(run: RunDir) -> None:
-    """A reader's check: refuse a run whose previous content an `--overwrite` has set aside."""
-    change = RunChange.interrupted(run)
-    if change is not None and change.mode == "overwrite" and not change.has_checkpoint():
-        raise RunDirError(
-            f"{run.path} is being replaced: `s2s train --overwrite` (pid {change.journal['pid']}) "
-            f"set the previous run aside in {run.previous_dir} and its new run has no checkpoint "
-            "yet; if that command has stopped, the next `s2s train` or `s2s prepare` of this run "
-            "directory puts the previous run back"
-        )
-
-
 class RunChange:
     """One command's changes to a run directory, kept or undone as a whole.
 
@@ -109,17 +93,8 @@ class RunChange:
     @classmethod
     def interrupted(cls, run: RunDir) -> RunChange | None:
         """The change whose journal is in RUN/.s2s-previous, if there is one."""
-        path = run.previous_dir / JOURNAL
-        try:
-            journal = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as e:
-            raise RunDirError(
-                f"{path} is unreadable ({e}); what an interrupted command set aside is in "
-                f"{run.previous_dir}: move out what you need and delete it"
-            ) from None
-        return cls(run, journal["mode"], journal)
+        journal = read_journal(run.previous_dir)
+        return None if journal is None else cls(run, journal["mode"], journal)
 
     def begin(self) -> None:
         aside = self.run.previous_dir
@@ -139,14 +114,8 @@ class RunChange:
 
     def has_checkpoint(self) -> bool:
         """Whether the run has a last.pt that was not there when the change began: its first."""
-        if not self.recorded or not self.run.checkpoint_file("last").is_file():
-            return False
-        if self.mode == "overwrite":  # RUN/checkpoints is the old run's until it is set aside
-            moved = self.journal["moved"]
-            return "checkpoints" not in moved or os.path.lexists(
-                self.run.previous_dir / "run" / "checkpoints"
-            )
-        return "checkpoints/last.pt" not in self.journal["paths"]
+        last = self.run.checkpoint_file("last")
+        return self.recorded and has_first_checkpoint(self.journal, last, self.run.previous_dir)
 
     def settle(self) -> bool:
         """After a failure: keep the changes if the run has a checkpoint of its own, else undo them.

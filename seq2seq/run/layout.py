@@ -39,11 +39,12 @@ from typing import Any
 from seq2seq.config import Config, load_config
 from seq2seq.errors import RunDirError
 from seq2seq.files import write_text
-from seq2seq.run.change import PREVIOUS, check_not_replaced
+from seq2seq.run.journal import check_not_replaced
 
 CHECKPOINT_NAMES = ("best", "last")
 RUN_FORMAT = 1  # the run-directory format this code writes, and the newest it reads
 MARKER = ".s2s-run"
+PREVIOUS = ".s2s-previous"  # what a command set aside, to undo its changes from (`seq2seq.run.change`)
 
 
 class RunDir:
@@ -118,7 +119,7 @@ class RunDir:
             raise RunDirError(f"run directory not found: {self.path}")
         if not self.config_file.is_file():
             raise RunDirError(f"{self.path} is not an s2s run directory (no config.yaml)")
-        check_not_replaced(self)
+        check_not_replaced(self.path, self.previous_dir, self.checkpoint_file("last"))
         if (found := self.format_version()) > RUN_FORMAT:
             raise RunDirError(
                 f"{self.path} was made by a newer s2s (run format {found}; this s2s reads formats up to "

@@ -1,23 +1,17 @@
-"""The cross-attention of a run's model, teacher-forced on a hypothesis, as an `AttentionMap`
-(`seq2seq.translate.attention`): the last decoder layer's weights averaged over its heads or, for a
-run trained with guided alignment, the head it trained (`alignment_heads` chooses, once per run)."""
+"""The cross-attention of a run's model, teacher-forced on a hypothesis: the last decoder layer's
+weights averaged over its heads or, for a run trained with guided alignment, the head it trained
+(`alignment_heads` chooses, once per run). `Translator.attention_map` shows it as an `AttentionMap`
+(`seq2seq.translate.attention`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from seq2seq.config import Config
-from seq2seq.models.decoder_only import DecoderOnlyTransformer
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
-from seq2seq.special import BOS, EOS
-from seq2seq.translate.attention import AttentionMap
-
-if TYPE_CHECKING:
-    from seq2seq.translate.translator import Translator
 
 M = TypeVar("M")  # what a model's `encode` gives its decoder to attend to
 
@@ -75,25 +69,6 @@ def alignment_heads(cfg: Config) -> AlignmentHeads:
     if guide.active:
         return GuidedHead(guide.layer_index(cfg.model.decoder_layers))
     return LastLayerMean(cfg.model.decoder_layers, cfg.model.heads)
-
-
-def attention_map(
-    translator: Translator, source: str, hypothesis: str, prefix: Sequence[int]
-) -> AttentionMap:
-    """Cross-attention of the run's alignment heads (`Translator.alignment`), teacher-forced on
-    `hypothesis`; the source starts with the control ids `prefix` (a target language, a tag), as when
-    translated."""
-    model = translator.first_model  # a translation's, whose answers draw attention: it has a decoder
-    assert isinstance(model, Seq2SeqTransformer | DecoderOnlyTransformer)
-    src_tok, tgt_tok = translator.tokenizers.src, translator.tokenizers.tgt_tokenizer
-    src_ids = [*prefix, *src_tok.encode([source])[0]][: translator.max_source_tokens]
-    tgt_ids = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
-    src = torch.tensor([[*src_ids, EOS]], device=translator.device)  # (1, S)
-    tgt_in = torch.tensor([[BOS, *tgt_ids]], device=translator.device)  # (1, T)
-    weights = translator.alignment.weights(model, src, tgt_in)[0].float().cpu().numpy()  # (T, S)
-    source_pieces = [*src_tok.id_pieces(prefix), *src_tok.pieces(source)][: len(src_ids)]
-    pieces = source_pieces, tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
-    return AttentionMap([*pieces[0], "</s>"], [*pieces[1], "</s>"], weights)
 
 
 @torch.no_grad()

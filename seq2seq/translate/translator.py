@@ -19,11 +19,14 @@ from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import auto_cpu_dtype, autocast_dtype, resolve_device
 from seq2seq.errors import Seq2SeqError
 from seq2seq.models.build import Model
+from seq2seq.models.decoder_only import DecoderOnlyTransformer
+from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.models.ensemble import Ensemble
 from seq2seq.models.packed import can_pack, pack_linear_layers
+from seq2seq.special import BOS, EOS
 from seq2seq.translate.attention import AttentionMap
-from seq2seq.translate.cross_attention import alignment_heads, attention_map
+from seq2seq.translate.cross_attention import alignment_heads
 from seq2seq.translate.front import LineFrontEnd
 from seq2seq.translate.lines import Translation, file_stamps
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOptions, DecodeOverrides, decode_options
@@ -189,8 +192,21 @@ class Translator:
         return self.front.max_source_tokens
 
     def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
-        """Where the model looks writing `hypothesis` for `source` (`cross_attention.attention_map`)."""
-        return attention_map(self, source, hypothesis, self.source_tokens.prefix(request.to, request.tag))
+        """Where the model looks writing `hypothesis` for `source`: the cross-attention of the run's
+        alignment heads (`self.alignment`), teacher-forced on `hypothesis`; the source starts with the
+        request's control ids (a target language, a tag), as when translated."""
+        model = self.first_model  # a translation's, whose answers draw attention: it has a decoder
+        assert isinstance(model, Seq2SeqTransformer | DecoderOnlyTransformer)
+        src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
+        prefix = self.source_tokens.prefix(request.to, request.tag)
+        src_ids = [*prefix, *src_tok.encode([source])[0]][: self.max_source_tokens]
+        tgt_ids = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
+        src = torch.tensor([[*src_ids, EOS]], device=self.device)  # (1, S)
+        tgt_in = torch.tensor([[BOS, *tgt_ids]], device=self.device)  # (1, T)
+        weights = self.alignment.weights(model, src, tgt_in)[0].float().cpu().numpy()  # (T, S)
+        source_pieces = [*src_tok.id_pieces(prefix), *src_tok.pieces(source)][: len(src_ids)]
+        pieces = source_pieces, tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
+        return AttentionMap([*pieces[0], "</s>"], [*pieces[1], "</s>"], weights)
 
     def options(self, asked: DecodeOverrides = RUN_DEFAULTS) -> DecodeOptions:
         """The run's decode config with what the command line asks on top (`decode_options`)."""

@@ -22,7 +22,7 @@ MAX_CLI_LINES = 450
 
 # "path": lines, for files over MAX_FILE_LINES
 LARGE_FILES: dict[str, int] = {
-    "seq2seq/evaluation/report.py": 367,
+    "seq2seq/evaluation/report.py": 358,
 }
 # "path:qualified.name": lines, for functions over MAX_FUNCTION_LINES
 LONG_FUNCTIONS: dict[str, int] = {

@@ -14,8 +14,9 @@ import pytest
 
 import seq2seq.ct2.shortlist as shortlist_module
 from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, build_shortlist, write_vmap
-from seq2seq.data.parallel import ParallelData, TokenArrays
+from seq2seq.data.parallel import ParallelData
 from seq2seq.data.textio import read_lines
+from seq2seq.data.token_arrays import TokenArrays
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.placement import Placement

@@ -8,13 +8,17 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from itertools import pairwise
 from pathlib import Path
+from typing import get_args
 
 import pytest
 import torch
 from torch.testing import assert_close
 
 from seq2seq.errors import EvaluateError
-from seq2seq.evaluation.report import length_buckets, new_figure
+from seq2seq.evaluation.figure import new_figure
+from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
+from seq2seq.evaluation.report import BODIES, length_buckets
 from seq2seq.special import BOS, PAD
 from seq2seq.translate.cross_attention import cross_attention
 from seq2seq.translate.placement import Placement
@@ -166,6 +170,12 @@ def test_missing_matplotlib_is_a_user_error(tmp_path, monkeypatch):
     ref = write(tmp_path / "ref.txt", ["a b c d"])
     result = run_cli("evaluate", "--hyp", str(ref), "--ref", str(ref), "--report", str(tmp_path))
     assert result.exit_code == 2 and "s2s[report]" in result.stderr
+
+
+def test_every_kind_of_scoring_options_has_a_report_body():
+    """The report chooses what it shows below the scores by the options' type; the options know
+    nothing of the report."""
+    assert set(BODIES) == {MetricOptions, *get_args(ReaderMetricOptions)}
 
 
 @pytest.mark.parametrize("lengths", [[3] * 10, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [5, 1, 1, 1, 2, 40, 7, 7]])
