@@ -2,13 +2,10 @@
 
 The order, lowest first (a name is a top-level module or a subpackage of `seq2seq`):
 
-    core        errors, files, locks, special, cpu, device, batching    (they import only each other)
+    core        errors, files, locks, special, cpu, device, batching, flags    (they import only each other)
     config      the typed config and its loader
-<<<<<<< HEAD
     align       word alignments: Pharaoh lines, AER, eflomal, words <-> pieces    (beside config)
-=======
     markup      inline tags: a line read into text and tags, the tags put back   (beside config)
->>>>>>> markup
     run         run (layout, lock, change, checks), checkpoint    (the run directory on disk)
     data        tokenizer, labels, reading and encoding corpora, the prepared corpus
     models      the families and their layers               (beside data: never tokenizers or files)
@@ -22,11 +19,21 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
     pipeline    `s2s pipeline`: its file, its steps and their records, the final table
     commands    each command's work, callable without the command line (engines, translate, ...)
     cli         the command line (cli, cli_app, cli_options, cli_cache, cli_pipeline), and `python -m seq2seq`
+
+Inside a wing (a subpackage, or top-level modules that lean on each other: `SAME_LEVEL_OK`) modules
+import each other in one direction too: no ring such as `a -> b -> a`, not even through an import
+inside a function or under `TYPE_CHECKING`. With the order between wings this leaves no ring at all.
+A module is its file (`seq2seq.data` is data/__init__.py); `from seq2seq.data import parallel` imports
+the module `seq2seq.data.parallel`, `from seq2seq.config import Config` the package's __init__.
+Importing a submodule first runs its package's __init__, but that is not counted: an __init__ may
+import (re-export) its submodules. A submodule that imports a name from its package's __init__ which
+imports that submodule back is a ring: `seq2seq.config -> seq2seq.config.loading -> seq2seq.config`.
 """
 
 from __future__ import annotations
 
 import ast
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -37,7 +44,7 @@ PACKAGE = Path(seq2seq.__file__).parent
 
 # each level may import any level before it; wings on one level may not import each other
 LEVELS: list[set[str]] = [
-    {"errors", "files", "locks", "special", "cpu", "device", "batching", "__init__"},
+    {"errors", "files", "locks", "special", "cpu", "device", "batching", "flags", "__init__"},
     {"config", "align", "markup"},
     {"run", "checkpoint"},
     {"data", "models"},
@@ -51,6 +58,10 @@ LEVELS: list[set[str]] = [
 ]
 # top-level modules on one level that lean on each other
 SAME_LEVEL_OK = {"core": LEVELS[0], "run": LEVELS[2], "entry": LEVELS[-1]}
+# the top-level cli modules import each other in a ring (cli registers the commands of cli_cache and
+# cli_pipeline, which use its helpers); the seq2seq/cli/ package that replaces them must have none,
+# and this entry goes with them
+RING_ALLOWED = {"seq2seq.cli", "seq2seq.cli_cache", "seq2seq.cli_pipeline"}
 
 
 def wing(module: str) -> str:
@@ -94,6 +105,89 @@ def upward_imports(package: Path = PACKAGE) -> list[str]:
     return wrong
 
 
+def ring_wing(module: str) -> str:
+    """The wing whose modules may import each other: a subpackage, or a group of top-level modules
+    (`SAME_LEVEL_OK`), or a top-level module alone."""
+    here = wing(module)
+    return next((group for group, names in SAME_LEVEL_OK.items() if here in names), here)
+
+
+def modules_imported(path: Path, package: Path, known: set[str]) -> set[str]:
+    """The modules of `known` that `path` imports, wherever the import is (relative ones resolved):
+    `from a import b` imports the module `a.b` when there is one, else `a`."""
+    here = module_name(path, package)
+    home = here.split(".") if path.name == "__init__.py" else here.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join([*home[: len(home) - node.level + 1], *([node.module] if node.module else [])])
+            base = base if node.level else node.module or ""
+            found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names}
+    return (found & known) - {here}
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Each module -> the modules of its own wing (`ring_wing`) it imports."""
+    paths = {module_name(p, package): p for p in package.rglob("*.py")}
+    known = set(paths)
+    return {
+        name: {m for m in modules_imported(path, package, known) if ring_wing(m) == ring_wing(name)}
+        for name, path in paths.items()
+    }
+
+
+def shortest_path(graph: dict[str, set[str]], start: str, goal: str) -> list[str]:
+    """[start, ..., goal] along the imports of `graph`, or [] when `goal` cannot be reached."""
+    before: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        if node == goal:
+            path = [goal]
+            while path[-1] != start:
+                path.append(before[path[-1]])
+            return path[::-1]
+        for after in sorted(graph[node] - before.keys() - {start}):
+            before[after] = node
+            queue.append(after)
+    return []
+
+
+def import_rings(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """Each wing's rings of imports as 'a -> b -> a', by wing: a shortest one through every import on a
+    ring, each written once, from its first module by name. Rings within `RING_ALLOWED` are left out."""
+    graph = import_graph(package)
+    rings = set()
+    for a in graph:
+        for b in graph[a]:
+            if back := shortest_path(graph, b, a):
+                ring = [a, *back[:-1]]
+                first = ring.index(min(ring))
+                rings.add(tuple([*ring[first:], *ring[:first], ring[first]]))
+    found: dict[str, list[str]] = {}
+    for ring in sorted(rings, key=lambda r: (len(r), r)):
+        if not set(ring) <= RING_ALLOWED:
+            found.setdefault(ring_wing(ring[0]), []).append(" -> ".join(ring))
+    return found
+
+
+def copy_package(tmp_path: Path) -> Path:
+    """A copy of the package's Python files, to plant an import in."""
+    copy = tmp_path / "seq2seq"
+    for path in PACKAGE.rglob("*.py"):
+        target = copy / path.relative_to(PACKAGE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    return copy
+
+
+def plant(copy: Path, importer: str, statement: str) -> None:
+    planted = copy / importer
+    planted.write_text(planted.read_text(encoding="utf-8") + f"\n{statement}\n", encoding="utf-8")
+
+
 def test_every_module_belongs_to_a_level():
     names = {wing(module_name(p)) for p in PACKAGE.rglob("*.py")}
     placed = set().union(*LEVELS)
@@ -113,14 +207,50 @@ def test_no_wing_imports_one_above_or_beside_it():
     ],
 )
 def test_a_planted_upward_import_is_found(tmp_path, importer, statement):
-    copy = tmp_path / "seq2seq"
-    for path in PACKAGE.rglob("*.py"):
-        target = copy / path.relative_to(PACKAGE)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    planted = copy / importer
-    planted.write_text(planted.read_text(encoding="utf-8") + f"\n{statement}\n", encoding="utf-8")
+    copy = copy_package(tmp_path)
+    plant(copy, importer, statement)
     module = "seq2seq." + importer.removesuffix(".py").replace("/", ".")
     assert [w for w in upward_imports(copy) if w.startswith(module)] == [
         f"{module} -> {statement.split()[1]}"
     ]
+
+
+def test_no_wing_has_an_import_ring():
+    assert import_rings() == {}
+
+
+@pytest.mark.parametrize(
+    ("importer", "statement", "ring"),
+    [
+        (  # under TYPE_CHECKING
+            "run/layout.py",
+            "if TYPE_CHECKING:\n    from seq2seq.run.change import RunChange",
+            "seq2seq.run.change -> seq2seq.run.layout -> seq2seq.run.change",
+        ),
+        (  # inside a function, a submodule imported from its package
+            "evaluation/metrics.py",
+            "def body():\n    from seq2seq.evaluation import report",
+            "seq2seq.evaluation.metrics -> seq2seq.evaluation.report -> seq2seq.evaluation.metrics",
+        ),
+        (  # a name from the package's __init__, which imports this submodule
+            "config/loading.py",
+            "from seq2seq.config import Config",
+            "seq2seq.config -> seq2seq.config.loading -> seq2seq.config",
+        ),
+        (  # relative
+            "data/targets.py",
+            "from .tokenizer import TokenizerPair",
+            "seq2seq.data.targets -> seq2seq.data.tokenizer -> seq2seq.data.targets",
+        ),
+        (  # between top-level modules of one wing
+            "errors.py",
+            "import seq2seq.files",
+            "seq2seq.errors -> seq2seq.files -> seq2seq.errors",
+        ),
+    ],
+)
+def test_a_planted_import_ring_is_found(tmp_path, importer, statement, ring):
+    copy = copy_package(tmp_path)
+    plant(copy, importer, statement)
+    found = import_rings(copy)
+    assert list(found) == [ring_wing(ring.split()[0])] and ring in found[ring_wing(ring.split()[0])]
