@@ -31,3 +31,9 @@ class ServeError(Seq2SeqError):
 
 class AlignmentError(Seq2SeqError):
     """Word alignments cannot be read or made: a malformed Pharaoh line, a missing or failed aligner."""
+
+
+# How an s2s command ends, as its exit code says (the command line sets them; `s2s pipeline` reads them)
+EXIT_USER_ERROR = 2  # a `Seq2SeqError`, an unreadable file, an option click refused
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: what a shell reports for SIGINT
+EXIT_BROKEN_PIPE = 141  # whoever read stdout has gone: what a shell reports for a tool stopped by SIGPIPE

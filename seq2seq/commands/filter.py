@@ -23,6 +23,7 @@ from pathlib import Path
 from seq2seq.data.textio import iter_line_chunks, read_lines
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
+from seq2seq.flags import REQUIRED, group, option
 
 # What `s2s score` writes in every field of a pair it gives no score (`seq2seq.translate.lines.BLANK`,
 # `seq2seq.translate.scoring.SHORT`; spelled here so that filtering text never imports torch)
@@ -33,20 +34,30 @@ NO_SCORE = frozenset({"blank", "short"})
 class FilterRules:
     """What `s2s filter` drops; everything off keeps every line that has no blank side."""
 
-    exclude: tuple[Path, ...] = ()
-    unique: bool = False
-    scores: Path | None = None  # what `s2s score` wrote for the pairs, one line per pair
-    keep: float = 1.0  # with scores: the best share of the scored pairs
-    lines: int = 0  # stop once this many are kept (0: no limit)
+    exclude: tuple[Path, ...] = option(
+        (), "Drop a source line that is a line of this file (repeatable).", "--exclude"
+    )
+    unique: bool = option(False, "Drop a line (pair) already kept.")
+    scores: Path | None = option(  # what `s2s score` wrote for the pairs, one line per pair
+        None, "What `s2s score` wrote for the pairs: keep the best --keep of them."
+    )
+    keep: float = option(1.0, "With --scores: the share of the scored pairs kept.")
+    lines: int = option(0, "Stop once this many are kept (0: no limit).", between=(0, None))
 
 
 @dataclass(frozen=True)
 class FilterJob:
-    sources: tuple[Path, ...]
-    targets: tuple[Path, ...]  # none (a monolingual text), or one per source file
-    out_src: Path
-    out_tgt: Path | None
-    rules: FilterRules
+    """What `s2s filter` reads, writes, and drops."""
+
+    sources: tuple[Path, ...] = option(
+        REQUIRED, "Read this file (repeat it: read one after the other).", "--src"
+    )
+    out_src: Path = option(REQUIRED, "Write the kept source lines here.")
+    targets: tuple[Path, ...] = option(  # none (a monolingual text), or one per source file
+        (), "The target file of each --src (a parallel text).", "--tgt"
+    )
+    out_tgt: Path | None = option(None, "Write the kept target lines here.")
+    rules: FilterRules = group(FilterRules())
 
 
 class ScoreKind(Enum):

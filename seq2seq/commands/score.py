@@ -13,6 +13,10 @@ from tqdm import tqdm
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import atomic_output
+from seq2seq.flags import REQUIRED, group, option
+from seq2seq.run.layout import RUN_DIR
+from seq2seq.translate.direction import STRAIGHT, Direction
+from seq2seq.translate.options import BATCH_ONLY, RUN_DEFAULTS, DecodeOverrides
 from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.scoring import check_score_files, load_scorer, score_stream
 
@@ -21,23 +25,29 @@ from seq2seq.translate.scoring import check_score_files, load_scorer, score_stre
 class ScoreJob:
     """What `s2s score` was asked, besides where its lines go."""
 
-    run_dir: Path
-    src: Path
-    tgt: Path | None = None  # the targets to score, aligned with `src`
-    nbest: Path | None = None  # or `s2s translate --nbest` lines for `src`, to re-rank
-    reverse: Path | None = None  # a run of the reverse direction: the dual cross-entropy
-    tokens: bool = False  # each target token's score too
-    tag: str = ""
-    to: str = ""  # a multilingual run's target language
-    reverse_to: str = ""  # a multilingual reverse run's target language (the language of `src`)
-    max_tokens: int | None = None
-    checkpoints: tuple[str, ...] = ()
-    placement: Placement = AUTO
+    run_dir: Path = RUN_DIR()
+    src: Path = option(REQUIRED, "Source lines (plain or .gz/.xz/.bz2/.zst).")
+    tgt: Path | None = option(None, "Target lines, aligned with --src.")  # the targets to score
+    nbest: Path | None = option(  # or n-best lines for `src`, to re-rank
+        None, "`s2s translate --nbest` output for --src: re-rank each line's list."
+    )
+    reverse: Path | None = option(  # a run of the reverse direction: the dual cross-entropy
+        None, "A run of the reverse direction: print the dual conditional cross-entropy (lower = cleaner)."
+    )
+    tokens: bool = option(False, "Append each target piece's log-probability (and </s>).", "--tokens")
+    direction: Direction = group(STRAIGHT, omit=("pivot",))
+    reverse_to: str = option(  # a multilingual reverse run's target language (the language of `src`)
+        "", "A multilingual --reverse run: the language it translates into (that of --src, e.g. de)."
+    )
+    asked: DecodeOverrides = group(RUN_DEFAULTS, only=BATCH_ONLY)  # the batch budget, the weights
+    placement: Placement = group(AUTO, only=("device", "precision"))
+    output: Path | None = option(None, "The scores (default: stdout).", "-o", "--output")
 
 
-def score(job: ScoreJob, output: Path | None = None, stdout: TextIO | None = None) -> None:
-    """Score JOB's pairs into OUTPUT (None: `stdout`, by default the process's), once every file has
-    been checked: aligned, and none of them the output."""
+def score(job: ScoreJob, stdout: TextIO | None = None) -> None:
+    """Score JOB's pairs into its output (None: `stdout`, by default the process's), once every file
+    has been checked: aligned, and none of them the output."""
+    output = job.output
     if (job.tgt is None) == (job.nbest is None):
         raise Seq2SeqError(
             "give the targets to score as --tgt FILE, or n-best lists to re-rank as --nbest FILE"
@@ -48,11 +58,17 @@ def score(job: ScoreJob, output: Path | None = None, stdout: TextIO | None = Non
         )
     targets = {"--tgt": job.tgt} if job.tgt is not None else {"--nbest": job.nbest}
     files = {"--src": job.src, **targets}
-    pairs = check_score_files(job.run_dir, job.reverse, job.checkpoints, files, output)  # type: ignore[arg-type]
+    checkpoints = job.asked.checkpoints
+    pairs = check_score_files(job.run_dir, job.reverse, checkpoints, files, output)  # type: ignore[arg-type]
     scorer = load_scorer(
-        job.run_dir, job.reverse, job.checkpoints, job.placement, job.max_tokens, job.tag, job.to,
-        job.reverse_to,
-    )  # fmt: skip
+        job.run_dir,
+        job.reverse,
+        checkpoints,
+        job.placement,
+        job.asked.max_tokens,
+        job.direction,
+        Direction(job.reverse_to),
+    )
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(atomic_output(output)) if output else stdout or sys.stdout
         bar = stack.enter_context(tqdm(disable=output is None, unit=" pairs", file=sys.stderr))

@@ -19,9 +19,12 @@ from seq2seq.data.compression import open_binary
 from seq2seq.data.textio import LinesInStep, count_lines
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
+from seq2seq.flags import group, option
+from seq2seq.run.layout import RUN_DIR
 from seq2seq.translate import resume
-from seq2seq.translate.aligned import Annotated, Annotations, check_markup
-from seq2seq.translate.engine import Engine, LineTranslator
+from seq2seq.translate.aligned import AnnotatedEngine, Annotations, check_markup
+from seq2seq.translate.direction import STRAIGHT, Direction
+from seq2seq.translate.engine import ENGINE, Engine, LineTranslator
 from seq2seq.translate.lines import file_stamps
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOverrides
 from seq2seq.translate.pivot import Pivoted
@@ -34,22 +37,35 @@ from seq2seq.translate.streams import check_std_streams, translate_stream
 class TranslateJob:
     """What `s2s translate` was asked, besides where its lines come from and go."""
 
-    run_dir: Path  # a run, or a CTranslate2 export of one
-    asked: DecodeOverrides = RUN_DEFAULTS
-    placement: Placement = AUTO
-    engine: str = "auto"  # or s2s, ctranslate2 (`seq2seq.commands.engines`)
-    scores: bool = False  # each hypothesis followed by its score (always with an n-best list)
-    keep_unk: bool = False
-    tag: str = ""
-    to: str = ""
-    pivot: str = ""
-    prefix: Path | None = None  # a file of target prefixes, one per input line
-    restart: bool = False  # begin again an output that an interrupted command was building
-    annotations: Annotations = Annotations()  # word alignments, inline markup
+    run_dir: Path = RUN_DIR()  # or a CTranslate2 export of one
+    asked: DecodeOverrides = group(RUN_DEFAULTS)
+    placement: Placement = group(AUTO, omit=("threads",))
+    engine: str = ENGINE()  # `seq2seq.commands.engines` chooses
+    scores: bool = option(False, "Append each hypothesis' score after a tab.")  # always with an n-best
+    keep_unk: bool = option(False, "Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")
+    direction: Direction = group(STRAIGHT)
+    prefix: Path | None = option(  # a file of target prefixes, one per input line
+        None,
+        "Target prefixes, one line for each input line (empty: none): each translation starts with its "
+        "line and goes on from it.",
+        "--prefix",
+    )
+    restart: bool = option(  # begin again an output that an interrupted command was building
+        False, "Begin OUTPUT again instead of continuing the OUTPUT.partial an interrupted run left."
+    )
+    annotations: Annotations = group(Annotations())  # word alignments, inline markup
 
     @property
     def with_scores(self) -> bool:
         return self.scores or self.asked.nbest > 1
+
+
+@dataclass(frozen=True)
+class Streams:
+    """Where `s2s translate`'s lines come from and go: files, or stdin and stdout."""
+
+    input: Path | None = option(None, "Source text (default: stdin).", "-i", "--input")
+    output: Path | None = option(None, "Translations (default: stdout).", "-o", "--output")
 
 
 def translate(
@@ -77,15 +93,15 @@ def translate(
         job.engine, job.placement, output if resumes and not job.restart else None
     )
     prefixes = prefix_lines(job.prefix, input, outputs)
-    if job.annotations.markup and input is not None:
-        check_markup(input, job.annotations.markup)
+    if job.annotations.dialect is not None and input is not None:
+        check_markup(input, job.annotations.dialect)
     chosen = choose_engine(job.run_dir, engine, job.asked, placement, input, outputs)
     translator = chosen.engine
     if prefixes is not None and not translator.answers.takes_prefixes:
         raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
-    translator.source_tokens.prefix(job.to, job.tag)  # a language or tag it lacks fails now
+    translator.source_tokens.prefix(job.direction)  # a language or tag it lacks fails now
     request = Request.of(
-        chosen.options, to=job.to, tag=job.tag, keep_unk=job.keep_unk, scores=job.with_scores
+        chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=job.with_scores
     )
     lines = _line_translator(job, translator)
     if resumes:
@@ -110,18 +126,18 @@ def _resume_file(
     prefixes: LinesInStep | None,
 ) -> None:
     """INPUT into OUTPUT through OUTPUT.partial, continuing a command of the same settings."""
-    language = chosen.engine.source_tokens.language(job.to)
+    language = chosen.engine.source_tokens.language(job.direction.to)
     settings = resume.command_settings(
         job.run_dir,
         chosen.name,
         chosen.engine.identity(),
         request,
         to=language or None,  # None: as a record made before --to existed
-        tag=job.tag,
+        tag=job.direction.tag,
         keep_unk=job.keep_unk,
         scores=job.with_scores,
         prefix=file_stamps([job.prefix]) if job.prefix else None,  # None: as before --prefix
-        pivot=job.pivot or None,  # None: as before --pivot
+        pivot=job.direction.pivot or None,  # None: as before --pivot
         **job.annotations.record(),
     )
     with tqdm(unit=" lines", file=sys.stderr) as bar:
@@ -131,11 +147,11 @@ def _resume_file(
 def _line_translator(job: TranslateJob, engine: Engine) -> LineTranslator:
     """The engine, or the engine through a pivot, or with its output annotated (not both: a pivot's
     last leg reads the pivot language, whose words are not the line's)."""
-    if job.pivot and job.annotations.wanted:
+    if job.direction.pivot and job.annotations.wanted:
         raise Seq2SeqError("--alignments and --markup link the output to the line given: leave --pivot out")
     if job.annotations.wanted:
-        return Annotated(engine, job.annotations)
-    return Pivoted(engine, job.pivot, job.to) if job.pivot else engine
+        return AnnotatedEngine(engine, job.annotations)
+    return Pivoted(engine, job.direction) if job.direction.pivot else engine
 
 
 def prefix_lines(

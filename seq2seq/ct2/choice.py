@@ -44,6 +44,7 @@ from seq2seq.ct2.engine import CT2Translator
 from seq2seq.ct2.export import load_for_export, run_shortlist, write_export
 from seq2seq.ct2.shortlist import Shortlist, ShortlistSize
 from seq2seq.errors import Seq2SeqError
+from seq2seq.translate.direction import Direction
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
 from seq2seq.translate.translator import Translator
@@ -198,7 +199,7 @@ def reference_bleu(weights: RunWeights, sample: ValSample) -> float:
     """BLEU of s2s's own decoder over `weights` (float32, on the CPU) on the sample, at the run's
     decode settings."""
     translator = Translator.of_weights(weights)
-    request = Request.of(translator.options(), to=sample.to, scores=False)
+    request = Request.of(translator.options(), Direction(sample.to), scores=False)
     hypotheses = [found.texts[0] for found in translator.translate(sample.sources, request)]
     return float(sacrebleu.corpus_bleu(hypotheses, [sample.references], tokenize=sample.tokenize).score)
 
@@ -207,5 +208,7 @@ def sample_translations(export_dir: Path, compute_type: str | None, sample: ValS
     """The export's best translation of each sample source, decoded as its run's `decode` config says
     (the one place the cache decodes)."""
     translator = CT2Translator.load(export_dir, Placement("cpu", "fp32", compute_type))
-    found = translator.translate(sample.sources, Request.of(translator.options(), to=sample.to, scores=False))
+    found = translator.translate(
+        sample.sources, Request.of(translator.options(), Direction(sample.to), scores=False)
+    )
     return [translation.texts[0] for translation in found]

@@ -12,7 +12,7 @@ GNMT's (CTranslate2 has no other, and returns at most round(beam x patience) of 
 auto` decodes such a run with s2s's decoder.
 
 Threads: on a CPU, one batch per core at once, one thread each (`inter_threads`), as s2s decodes; the
-benchmark's grid (`scripts/bench --sections engines`) found this the fastest arrangement.
+benchmark's grid (`python -m benchmarks --sections engines`) found this the fastest arrangement.
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ class CT2Translator:
         teacher-forced on `hypothesis`, as `attention_map` gives it for a run: the source with its
         control tokens, then </s>; the target pieces, then </s>."""
         src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
-        start = src_tok.id_pieces(self.source_tokens.prefix(request.to, request.tag))
+        start = src_tok.id_pieces(self.source_tokens.prefix(request.direction))
         src = [*start, *src_tok.pieces(source)][: self.max_source_tokens]
         tgt = tgt_tok.pieces(hypothesis)[: self.config.model.max_positions - 1]
         result = self.engine.translate_batch(

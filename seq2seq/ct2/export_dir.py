@@ -36,7 +36,7 @@ MAX_INFO_BYTES = 1 << 20  # one is about 3 KB
 REDUCED_INT8, FULL_INT8 = 63, 127
 # what `write_export` writes: one more whenever the same weights would give other files
 EXPORT_FORMAT = 1
-AGAIN = "make the export again with `s2s export RUN_DIR --to ctranslate2 NEW_DIR`"
+AGAIN = "make the export again with `s2s export RUN_DIR --format ctranslate2 NEW_DIR`"
 
 
 class ExportError(Seq2SeqError):
@@ -98,7 +98,7 @@ def read_export_info(export_dir: Path) -> tuple[dict[str, Any], Config]:
     if not path.is_file():
         raise ExportError(
             f"{export_dir} is not an s2s CTranslate2 export (no {EXPORT_INFO}); make one with "
-            "`s2s export RUN_DIR --to ctranslate2 OUT_DIR`"
+            "`s2s export RUN_DIR --format ctranslate2 OUT_DIR`"
         )
     try:
         with path.open("rb") as f:

@@ -19,6 +19,7 @@ from sacrebleu.significance import PairedTest, Result
 from seq2seq.data.textio import read_lines
 from seq2seq.errors import DataError, EvaluateError
 from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
+from seq2seq.flags import option
 
 METRICS = ("bleu", "chrf", "ter")
 
@@ -30,9 +31,9 @@ class MetricOptions:
     The defaults are sacrebleu's, so a score here matches the `sacrebleu` command's with its defaults.
     """
 
-    tokenize: str = "13a"  # BLEU's tokenizer (chrF and TER have their own)
-    lowercase: bool = False  # case-insensitive BLEU and chrF (TER always is, as in sacrebleu)
-    chrf_plus: bool = False  # chrF++ (adds word bigrams) instead of chrF
+    tokenize: str = option("13a", "BLEU tokenizer: 13a, intl, char, zh, spm, flores200, none...")
+    lowercase: bool = option(False, "Case-insensitive BLEU and chrF (TER always is, as in sacrebleu).")
+    chrf_plus: bool = option(False, "Score chrF++ (with word bigrams) instead of chrF.", "--chrf-plus")
 
     def bleu(self, references: Sequence[Sequence[str]] | None = None, sentence: bool = False) -> BLEU:
         """Corpus BLEU, or sentence BLEU (effective n-gram order) when `sentence` is True."""

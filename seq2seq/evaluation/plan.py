@@ -19,8 +19,10 @@ from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
 from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
+from seq2seq.flags import argument, option
 from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import run_inputs
+from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.pivot import Pivoted
@@ -33,13 +35,19 @@ log = logging.getLogger(__name__)
 class EvaluateFiles:
     """The files `s2s evaluate` reads and writes, as its command line names them."""
 
-    run_dir: Path | None = None  # translates --src; with --hyp, only gives its learning curves
-    hyps: tuple[Path, ...] = ()  # given hypotheses (the first is the baseline); none: translate --src
-    refs: tuple[Path, ...] = ()
-    src: Path | None = None
-    out: Path | None = None  # the translations of --src
-    json_file: Path | None = None
-    report: Path | None = None  # a directory for index.html
+    run_dir: Path | None = argument(
+        "Run directory: translate --src with it; with --hyp, only adds its learning curves.", None
+    )
+    hyps: tuple[Path, ...] = option(  # none: translate --src
+        (), "Hypotheses to score; repeat to compare systems (the first is the baseline).", "--hyp"
+    )
+    refs: tuple[Path, ...] = option((), "References, aligned by line; repeat for more.", "--ref")
+    src: Path | None = option(None, "Source text: translated with RUN_DIR; with --hyp, shown in the report.")
+    out: Path | None = option(None, "Translations of --src [default: RUN_DIR/SRC.CHECKPOINT.hyp].")
+    json_file: Path | None = option(None, "Write scores, signatures, checksums and settings here.", "--json")
+    report: Path | None = option(  # a directory for index.html
+        None, "Write a self-contained HTML report to DIR/index.html (needs matplotlib)."
+    )
 
 
 @dataclass(frozen=True)
@@ -49,9 +57,7 @@ class EvaluationPlan:
     files: EvaluateFiles  # `out` filled in when --src is translated
     task: Task  # what the hypotheses are: it chooses what they are scored with (`scoring_options`)
     decoding: DecodeOptions  # how --src is translated (when it is)
-    tag: str = ""  # a control token put before every source (`Request.tag`), or none
-    to: str = ""  # a multilingual run's target language (`--to`)
-    pivot: str = ""  # the language it translates through (`--pivot`), or none
+    direction: Direction = STRAIGHT  # --to, --tag and --pivot: how --src is translated
     augment: ModifiedSets = AS_GIVEN  # modified copies of the set, scored beside it (--augment)
 
 
@@ -59,27 +65,25 @@ def plan_evaluation(
     files: EvaluateFiles,
     task: str | None,
     asked: DecodeOverrides,
-    tag: str = "",
-    to: str = "",
-    pivot: str = "",
+    direction: Direction = STRAIGHT,
     export: Config | None = None,
     augment: ModifiedSets = AS_GIVEN,
 ) -> EvaluationPlan:
     """Check the mode and the outputs, and decide the task, reading the run's config once.
 
-    `tag` (a control token before every source) and `augment` (modified copies of --src) need a
-    translation of --src to apply to. `export`: RUN_DIR is a CTranslate2 export (`s2s export`) of a
+    `direction` (--to, --tag, --pivot) and `augment` (modified copies of --src) need a translation of
+    --src to apply to. `export`: RUN_DIR is a CTranslate2 export (`s2s export`) of a
     run with this config, which it translates with; nothing may be written into it.
     """
     if export is not None and files.out is None:
         raise EvaluateError(f"{files.run_dir} is an export, which nothing is written into: give --out FILE")
     run = export or check_evaluate_mode(files)
-    if tag and files.hyps:
+    if direction.tag and files.hyps:
         raise EvaluateError("--tag starts the sources RUN_DIR translates; --hyp files are already translated")
     if augment.modifiers and files.hyps:
         raise EvaluateError("--augment translates modified copies of --src with RUN_DIR; give no --hyp")
-    if (to or pivot) and files.hyps:
-        option = "--to" if to else "--pivot"
+    if (direction.to or direction.pivot) and files.hyps:
+        option = "--to" if direction.to else "--pivot"
         raise EvaluateError(f"{option} chooses how RUN_DIR translates; --hyp files are already translated")
     decoding = decode_options(
         asked, run.decode if run else DecodeConfig(), run.model.max_positions if run else None
@@ -100,7 +104,7 @@ def plan_evaluation(
     evaluated = evaluation_task(task, run, files.run_dir)
     if augment.modifiers and "tgt" not in TARGETS[evaluated].piece_sides:  # a reader's are labels
         raise EvaluateError(f"--augment modifies sources and their translations; {evaluated} gives labels")
-    return EvaluationPlan(files, evaluated, decoding, tag, to, pivot, augment)
+    return EvaluationPlan(files, evaluated, decoding, direction, augment)
 
 
 def check_evaluate_mode(files: EvaluateFiles) -> Config | None:
@@ -172,9 +176,9 @@ def run_evaluation(
         return evaluate_files(files.hyps, references, options, source, samples, MadeBy(files.run_dir)), None
     assert files.run_dir is not None and source is not None and files.out is not None  # the plan's rules
     translator = load()
-    request = Request.of(plan.decoding, to=plan.to, tag=plan.tag, scores=False)
-    translator.source_tokens.prefix(plan.to, plan.tag)  # a language or tag it lacks fails now
-    decode = translate_timed(translator, source, files.out, request, plan.pivot)
+    request = Request.of(plan.decoding, direction=plan.direction.direct, scores=False)
+    translator.source_tokens.prefix(plan.direction)  # a language or tag it lacks fails now
+    decode = translate_timed(translator, source, files.out, request, plan.direction)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
@@ -185,18 +189,19 @@ def run_evaluation(
             references,
             metrics,
             files.out,
-            lambda src, out: translate_timed(translator, src, out, request, plan.pivot),
+            lambda src, out: translate_timed(translator, src, out, request, plan.direction),
         )
     # the report's attention maps show one direct translation; a pivoted one is two
-    return result, None if plan.pivot else Translated(translator, request)
+    return result, None if plan.direction.pivot else Translated(translator, request)
 
 
 def translate_timed(
-    translator: Engine, source: TextFile, out: Path, request: Request, pivot: str = ""
+    translator: Engine, source: TextFile, out: Path, request: Request, direction: Direction = STRAIGHT
 ) -> DecodeRun:
-    """Translate every line of `source` into `out` (through the language `pivot`, if one is named),
-    timing the translation alone (for the record, which says what engine made it)."""
-    lines: LineTranslator = Pivoted(translator, pivot, request.to) if pivot else translator
+    """Translate every line of `source` into `out` (through `direction`'s pivot language, if it names
+    one), timing the translation alone (for the record, which says what engine made it)."""
+    pivot = direction.pivot
+    lines: LineTranslator = Pivoted(translator, direction) if pivot else translator
     start = time.perf_counter()
     texts = [t.texts[0] for t in lines.translate(source.lines, request)]
     seconds = time.perf_counter() - start
@@ -207,9 +212,9 @@ def translate_timed(
             **dataclasses.asdict(request.search),
             "max_tokens": request.max_tokens,
             **translator.describe(),  # the engine, where it ran, its precision or compute type, shortlist
-            "tag": request.tag,
+            "tag": direction.tag,
             # a multilingual run's target language
-            **({"to": language} if (language := translator.source_tokens.language(request.to)) else {}),
+            **({"to": language} if (language := translator.source_tokens.language(direction.to)) else {}),
             **({"pivot": pivot} if pivot else {}),
         },
         sentences=len(texts),

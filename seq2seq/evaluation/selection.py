@@ -20,6 +20,7 @@ from typing import Any
 
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs, write_text
+from seq2seq.flags import argument, option
 
 
 class SelectionError(Seq2SeqError):
@@ -140,6 +141,14 @@ def check_comparable(groups: Sequence[Sequence[Record]]) -> None:
             + " | ".join(r.describe_set() for r in odd or [*first, *group])
             + "; evaluate every setting on the same val sets, scored the same way"
         )
+
+
+@dataclass(frozen=True)
+class SelectJob:
+    """What `s2s select` chooses among, and where it writes its choice."""
+
+    records: tuple[Path, ...] = argument("`s2s evaluate --json` records of the candidates on val.")
+    json_file: Path | None = option(None, "Write the choice and the ranking here.", "--json")
 
 
 def choose(records: Sequence[Path], json_file: Path | None) -> list[Candidate]:

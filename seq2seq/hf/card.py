@@ -147,7 +147,7 @@ def model_card(config: Config, run_dir: Path, checkpoint: Path) -> str:
 # {run_dir.name}
 
 A Transformer translation model trained with s2s {__version__} and exported with
-`s2s export {run_dir.name} OUT --to huggingface` (checkpoint `{checkpoint.name}`).
+`s2s export {run_dir.name} OUT --format huggingface` (checkpoint `{checkpoint.name}`).
 
 ## Training data
 

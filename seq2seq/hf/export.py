@@ -1,4 +1,4 @@
-"""Export a trained run for Hugging Face `transformers` (`s2s export RUN OUT --to huggingface`).
+"""Export a trained run for Hugging Face `transformers` (`s2s export RUN OUT --format huggingface`).
 
 A pre-norm encoder-decoder with one embedding matrix for both sides is, layer for layer, the layout
 of `PegasusForConditionalGeneration`: pre-norm layers with a final LayerNorm in each stack, token
@@ -54,7 +54,7 @@ def check_exportable(config: Config, run_dir: Path) -> None:
     m, family = config.model, model_family(config.model)
     if not family.exports:
         raise HFExportError(
-            f"{run_dir} is a {family.name} model; --to huggingface exports encoder-decoder translation "
+            f"{run_dir} is a {family.name} model; --format huggingface exports encoder-decoder translation "
             "models (pre-norm, one embedding matrix), as Pegasus's layout holds them"
         )
     if m.norm != "pre":

@@ -11,38 +11,54 @@ and the steps that decode with it wait for it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.evaluation.selection import read_selection
+from seq2seq.commands.average import AverageJob
+from seq2seq.commands.evaluate import EvaluateJob
+from seq2seq.commands.translate import TranslateJob
+from seq2seq.evaluation.plan import EvaluateFiles
+from seq2seq.evaluation.selection import SelectJob, read_selection
+from seq2seq.flags import argv
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.run.layout import RunDir
+from seq2seq.translate.options import DecodeOverrides
 
 
 @dataclass(frozen=True)
 class Decoder:
     """A model as a step decodes with it: its runs (several: an ensemble), checkpoint files, beam and
-    length penalty; `pending` names the choice step it waits for ("" once chosen)."""
+    length penalty; `pending` names the choice step it waits for ("" once chosen), and until then its
+    checkpoints are placeholders and its length penalty None."""
 
     name: str  # teacher, student: what the table calls it
     runs: tuple[Path, ...]
     checkpoints: tuple[str, ...]
     beam: int
-    length_penalty: str
+    length_penalty: float | None
     selection: Path  # where the choice is recorded
     pending: str = ""
     val_bleu: float | None = None
 
-    def args(self) -> tuple[str, ...]:
-        """The run, its checkpoints and the search, as translate and evaluate take them."""
-        return (*self.model_args(), "--beam", str(self.beam), "--length-penalty", self.length_penalty)
+    @property
+    def asked(self) -> DecodeOverrides:
+        """How it decodes: its checkpoints, beam and length penalty."""
+        return DecodeOverrides(
+            beam=self.beam, length_penalty=self.length_penalty, checkpoints=self.checkpoints
+        )
 
-    def model_args(self) -> tuple[str, ...]:
-        """The run and its checkpoints (what `s2s score` takes)."""
-        return (str(self.runs[0]), *(arg for c in self.checkpoints for arg in ("--checkpoint", c)))
+    @property
+    def holes(self) -> dict[str, str]:
+        """What its command lines show for what its choice has yet to say (`flags.argv`)."""
+        return {"length_penalty": f"{{{self.pending}.length_penalty}}"} if self.pending else {}
+
+    def translating(self, engine: str, run: Path | None = None) -> TranslateJob:
+        """Its translation with `engine` (of `run`, an export of it, if given)."""
+        return TranslateJob(run or self.runs[0], self.asked, engine=engine)
 
     @property
     def reads(self) -> tuple[Path, ...]:
@@ -60,10 +76,10 @@ def chosen(
     if not path.is_file() or select in unchosen:
         numbered = [f".{i + 1}" for i in range(len(runs))] if len(runs) > 1 else [""]
         holes = tuple(f"{{{select}.checkpoint{n}}}" for n in numbered)
-        return Decoder(name, runs, holes, cfg.steps.select.beam, f"{{{select}.length_penalty}}", path, select)
+        return Decoder(name, runs, holes, cfg.steps.select.beam, None, path, select)
     choice = read_selection(path)
     return Decoder(
-        name, runs, choice.checkpoints, choice.beam, f"{choice.length_penalty:g}", path, "", choice.val_bleu
+        name, runs, choice.checkpoints, choice.beam, choice.length_penalty, path, "", choice.val_bleu
     )
 
 
@@ -72,21 +88,21 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
     step, select, valid = f"select_{name}", cfg.steps.select, cfg.data.valid
     commands: list[Command] = []
     if "averaged" in select.checkpoints:
-        commands += [Command(Verb.AVERAGE, (str(run), "--output", "averaged")) for run in runs]
+        commands += [Command(Verb.AVERAGE, argv(AverageJob(run, output="averaged"))) for run in runs]
     records: list[Path] = []
     for checkpoint in select.checkpoints:
-        files = [str(RunDir(run).checkpoint_file(checkpoint)) for run in runs]
+        files = tuple(str(RunDir(run).checkpoint_file(checkpoint)) for run in runs)
         for penalty in select.length_penalties:
             record = ws.candidate(step, checkpoint, penalty)
             records.append(record)
-            args = (
-                str(runs[0]), *(arg for f in files for arg in ("--checkpoint", f)),
-                "--src", valid.src, "--ref", valid.tgt, "--beam", str(select.beam),
-                "--length-penalty", f"{penalty:g}", "--engine", cfg.engine,
-                "--out", str(record.with_suffix(".hyp")), "--json", str(record),
-            )  # fmt: skip
-            commands.append(Command(Verb.EVALUATE, args))
-    commands.append(Command(Verb.SELECT, (*map(str, records), "--json", str(ws.selection(step)))))
+            scored = EvaluateFiles(runs[0], src=Path(valid.src), refs=(Path(valid.tgt),))
+            job = EvaluateJob(
+                dataclasses.replace(scored, out=record.with_suffix(".hyp"), json_file=record),
+                asked=DecodeOverrides(beam=select.beam, length_penalty=penalty, checkpoints=files),
+                engine=cfg.engine,
+            )
+            commands.append(Command(Verb.EVALUATE, argv(job)))
+    commands.append(Command(Verb.SELECT, argv(SelectJob(tuple(records), ws.selection(step)))))
     reads = (Path(valid.src), Path(valid.tgt), *(RunDir(r).finished_file for r in runs))
     averaged = tuple(RunDir(r).checkpoint_file("averaged") for r in runs if "averaged" in select.checkpoints)
     what = f"choose the {name}'s checkpoint and length penalty on {valid.src}"

@@ -14,6 +14,11 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 
+from seq2seq.flags import switch
+from seq2seq.training.jobs import ConfigArgs
+
+SET = switch(ConfigArgs, "overrides")  # `--set KEY=VALUE`: each key its own setting
+
 
 class Verb(str, Enum):
     """The s2s commands a pipeline step runs (`s2s translate` here names a command, not a task)."""
@@ -101,9 +106,9 @@ def _options(argv: list[str]) -> dict[str, list[str]]:
             continue
         value = rest[i + 1] if i + 1 < len(rest) and not _is_option(rest[i + 1]) else ""
         key = arg
-        if arg == "--set" and "=" in value:
+        if arg == SET and "=" in value:
             name, value = value.split("=", 1)
-            key = f"--set {name}"
+            key = f"{SET} {name}"
         found.setdefault(key, []).append(value)
     return found
 

@@ -13,32 +13,41 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
+from seq2seq.commands.filter import FilterJob, FilterRules
+from seq2seq.commands.score import ScoreJob
+from seq2seq.commands.translate import Streams, TranslateJob
+from seq2seq.flags import EMPTY, argv, switch
 from seq2seq.pipeline.choice import Decoder
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import BackTranslationStep, DistillationStep, FilterStep, PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.run.layout import RunDir
+from seq2seq.translate.options import DecodeOverrides
 
 
 def back_translation_step(
     cfg: PipelineConfig, ws: Workspace, bt: BackTranslationStep, backward: Path
 ) -> Step:
-    mono = [Path(p) for p in cfg.data.mono_tgt]
-    targets = [Path(c.tgt) for c in cfg.data.corpora]
-    pick = (
-        *(arg for p in mono for arg in ("--src", str(p))), "--out-src", str(ws.mono), "--unique",
-        *(arg for p in targets for arg in ("--exclude", str(p))), *_lines(bt.lines),
-    )  # fmt: skip
-    drawn = ("--top-k", str(bt.top_k), "--top-p", f"{bt.top_p:g}", "--temperature", f"{bt.temperature:g}")
-    search = ("--sampling", *drawn, "--seed", str(bt.seed)) if bt.sampling else ("--beam", str(bt.beam))
-    translate = (
-        str(backward), "--checkpoint", "best", *search, "--engine", cfg.engine,
-        "-i", str(ws.mono), "-o", str(ws.synthetic),
-    )  # fmt: skip
-    commands = (Command(Verb.FILTER, pick), Command(Verb.TRANSLATE, translate, again=("--restart",)))
+    mono = tuple(Path(p) for p in cfg.data.mono_tgt)
+    targets = tuple(Path(c.tgt) for c in cfg.data.corpora)
+    pick = FilterJob(mono, ws.mono, rules=FilterRules(exclude=targets, unique=True, lines=bt.lines))
+    if bt.sampling:
+        drawn = (bt.temperature, bt.top_k, bt.top_p, bt.seed)
+        search = DecodeOverrides(
+            sampling=True, temperature=drawn[0], top_k=drawn[1], top_p=drawn[2], seed=drawn[3]
+        )
+    else:
+        search = DecodeOverrides(beam=bt.beam)
+    translate = TranslateJob(backward, dataclasses.replace(search, checkpoints=("best",)), engine=cfg.engine)
+    commands = (
+        Command(Verb.FILTER, argv(pick)),
+        Command(Verb.TRANSLATE, _into(translate, ws.mono, ws.synthetic), again=_restart()),
+    )
     reads = (*mono, *targets, RunDir(backward).finished_file)
     what = f"back-translate {ws.tgt} text into synthetic {ws.src} sources"
     return Step("back_translation", what, commands, reads, (ws.mono, ws.synthetic), Outputs(), ws.mono.parent)
@@ -47,20 +56,9 @@ def back_translation_step(
 def distillation_step(cfg: PipelineConfig, ws: Workspace, distil: DistillationStep, teacher: Decoder) -> Step:
     sources = [Path(c.src) for c in cfg.data.corpora] if "train" in distil.sources else []
     sources += [Path(p) for p in cfg.data.mono_src] if "mono" in distil.sources else []
-    pick = (
-        *(arg for p in sources for arg in ("--src", str(p))),
-        "--out-src", str(ws.distill_source), "--unique", *_lines(distil.lines),
-    )  # fmt: skip
-    translate = (
-        *teacher.args(),
-        "--engine",
-        cfg.engine,
-        "-i",
-        str(ws.distill_source),
-        "-o",
-        str(ws.distilled),
-    )
-    commands = (Command(Verb.FILTER, pick), Command(Verb.TRANSLATE, translate, again=("--restart",)))
+    pick = FilterJob(tuple(sources), ws.distill_source, rules=FilterRules(unique=True, lines=distil.lines))
+    translate = _into(teacher.translating(cfg.engine), ws.distill_source, ws.distilled, teacher.holes)
+    commands = (Command(Verb.FILTER, argv(pick)), Command(Verb.TRANSLATE, translate, again=_restart()))
     what = f"the {teacher.name} translates {' and '.join(distil.sources)} sources for the student"
     writes = (ws.distill_source, ws.distilled)
     reads = (*sources, *teacher.reads)
@@ -70,19 +68,22 @@ def distillation_step(cfg: PipelineConfig, ws: Workspace, distil: DistillationSt
 
 
 def filter_step(ws: Workspace, filtering: FilterStep, teacher: Decoder, backward: Path) -> Step:
-    source, translation = str(ws.distill_source), str(ws.distilled)
+    source, translation = ws.distill_source, ws.distilled
     if filtering.score == "dual":
-        score = (*teacher.model_args(), "--src", source, "--tgt", translation, "--reverse", str(backward))
+        asked = DecodeOverrides(checkpoints=teacher.checkpoints)
+        score = ScoreJob(
+            teacher.runs[0], source, translation, reverse=backward, asked=asked, output=ws.scores
+        )
         reads: tuple[Path, ...] = teacher.reads
     else:  # how likely the backward model finds the source, given the translation
-        score = (str(backward), "--checkpoint", "best", "--src", translation, "--tgt", source)
+        best = DecodeOverrides(checkpoints=("best",))
+        score = ScoreJob(backward, translation, source, asked=best, output=ws.scores)
         reads = ()
     kept_src, kept_tgt = ws.kept
-    keep = (
-        "--src", source, "--tgt", translation, "--scores", str(ws.scores), "--keep", f"{filtering.keep:g}",
-        "--out-src", str(kept_src), "--out-tgt", str(kept_tgt),
-    )  # fmt: skip
-    commands = (Command(Verb.SCORE, (*score, "-o", str(ws.scores))), Command(Verb.FILTER, keep))
+    keep = FilterJob(
+        (source,), kept_src, (translation,), kept_tgt, FilterRules(scores=ws.scores, keep=filtering.keep)
+    )
+    commands = (Command(Verb.SCORE, argv(score)), Command(Verb.FILTER, argv(keep)))
     reads = (ws.distill_source, ws.distilled, RunDir(backward).finished_file, *reads)
     what = f"keep the best {filtering.keep:.0%} of the distilled pairs by {filtering.score} score"
     pending = teacher.pending if filtering.score == "dual" else ""
@@ -91,5 +92,11 @@ def filter_step(ws: Workspace, filtering: FilterStep, teacher: Decoder, backward
     )
 
 
-def _lines(lines: int) -> tuple[str, ...]:
-    return ("--lines", str(lines)) if lines else ()
+def _into(job: TranslateJob, source: Path, out: Path, holes: Mapping[str, str] = EMPTY) -> tuple[str, ...]:
+    """`s2s translate`'s arguments for `job` from the file `source` into `out`."""
+    return (*argv(job, holes), *argv(Streams(source, out)))
+
+
+def _restart() -> tuple[str, ...]:
+    """How a translation begins its output again, not continuing what an interrupted one left."""
+    return (switch(TranslateJob, "restart"),)

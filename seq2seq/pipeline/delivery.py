@@ -11,14 +11,20 @@ records into the final table.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.commands.evaluate import EvaluateJob
+from seq2seq.commands.export import ExportJob
+from seq2seq.evaluation.plan import EvaluateFiles
+from seq2seq.flags import argv
 from seq2seq.pipeline.choice import Decoder
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import ExportStep, PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
 from seq2seq.pipeline.workspace import Workspace
+from seq2seq.translate.options import DecodeOverrides
 
 EXPORTED = "export"  # the export's name in the table
 
@@ -35,18 +41,28 @@ class Scored:
 
 
 def export_step(ws: Workspace, export: ExportStep, model: Decoder) -> Step:
-    shortlist = ("--shortlist", str(export.shortlist)) if export.shortlist else ()
-    args = (
-        str(model.runs[0]), str(ws.export), "--checkpoint", model.checkpoints[0],
-        "--quantize", export.quantize, *shortlist,
-    )  # fmt: skip
+    job = ExportJob(
+        model.runs[0],
+        ws.export,
+        checkpoint=model.checkpoints[0],
+        quantize=export.quantize,
+        shortlist=export.shortlist,
+    )
     what = f"export the {model.name} to CTranslate2 ({export.quantize}" + (
         f", shortlist {export.shortlist})" if export.shortlist else ")"
     )
+    command = Command(Verb.EXPORT, argv(job))
     return Step(
-        "export", what, (Command(Verb.EXPORT, args),), model.reads, (ws.export,), Outputs(), ws.export,
-        model.pending, cleared=(ws.export,),
-    )  # fmt: skip
+        "export",
+        what,
+        (command,),
+        model.reads,
+        (ws.export,),
+        Outputs(),
+        ws.export,
+        model.pending,
+        cleared=(ws.export,),
+    )
 
 
 def scored(
@@ -68,14 +84,19 @@ def evaluate_step(
     commands = []
     for one in scored(cfg, ws, models, exported):
         test = tests[one.test]
-        model = (
-            (str(ws.export), "--engine", "ctranslate2", "--beam", str(one.decoder.beam),
-             "--length-penalty", one.decoder.length_penalty)
-            if one.exported
-            else (*one.decoder.args(), "--engine", cfg.engine)
-        )  # fmt: skip
-        files = ("--src", test.src, "--ref", test.tgt, "--out", str(one.record.with_suffix(".hyp")))
-        commands.append(Command(Verb.EVALUATE, (*model, *files, "--json", str(one.record))))
+        out = one.record.with_suffix(".hyp")
+        files = EvaluateFiles(src=Path(test.src), refs=(Path(test.tgt),), out=out, json_file=one.record)
+        if one.exported:  # the export decodes with its run's choice
+            asked = DecodeOverrides(beam=one.decoder.beam, length_penalty=one.decoder.length_penalty)
+            job = EvaluateJob(
+                dataclasses.replace(files, run_dir=ws.export), asked=asked, engine="ctranslate2"
+            )
+        else:
+            job = EvaluateJob(
+                dataclasses.replace(files, run_dir=one.decoder.runs[0]), asked=one.decoder.asked
+            )
+            job = dataclasses.replace(job, engine=cfg.engine)
+        commands.append(Command(Verb.EVALUATE, argv(job, one.decoder.holes)))
     reads = [Path(p) for t in cfg.data.test for p in (t.src, t.tgt)]
     reads += [p for m in models for p in m.reads] + ([ws.export] if exported is not None else [])
     pending = next((m.pending for m in models if m.pending), "")

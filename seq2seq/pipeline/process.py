@@ -15,10 +15,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from seq2seq.errors import Seq2SeqError
+from seq2seq.errors import EXIT_INTERRUPTED, Seq2SeqError
 from seq2seq.pipeline.command import Command
-
-INTERRUPTED = 130  # s2s's exit code after Ctrl-C or SIGTERM
 
 
 class CommandFailed(Seq2SeqError):
@@ -41,7 +39,7 @@ def run_logged(command: Command, log_file: Path) -> None:
             process.wait()
             raise
         log.write(f"(exit code {code})\n")
-    if code == INTERRUPTED:
+    if code == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     if code != 0:
         raise CommandFailed(f"`{command.shown()}` exited with code {code}; what it printed is in {log_file}")

@@ -25,11 +25,13 @@ from seq2seq.config import Config, load_config
 from seq2seq.config.data import CorpusConfig
 from seq2seq.config.loading import read_yaml_mapping
 from seq2seq.errors import ConfigError
+from seq2seq.flags import argv, switch
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import PipelineConfig, TextSet
 from seq2seq.pipeline.overrides import PIPELINE, RUN_DIR, Override, claimed, entries, given
 from seq2seq.pipeline.step import Step, Training
 from seq2seq.pipeline.workspace import Workspace
+from seq2seq.training.jobs import ConfigArgs, TrainJob
 from seq2seq.training.plan import resolve_paths
 
 
@@ -137,8 +139,9 @@ def given_paths(cfg: PipelineConfig, base: BaseConfig) -> list[tuple[str, Path]]
 def training_step(cfg: PipelineConfig, role: Role, pending: str = "") -> Step:
     """`s2s train BASE --set run_dir=WORKSPACE/NAME --set ...`, the step of `role`."""
     own, asked = run_config(cfg, role.name, entries(role.overrides()))
-    args = (cfg.training.base, *(arg for value in own for arg in ("--set", value)))
-    command = Command(Verb.TRAIN, args, cfg.training.launcher, resume=("--resume",), again=("--overwrite",))
+    job = TrainJob(ConfigArgs(Path(cfg.training.base), tuple(own)))
+    resume, again = switch(TrainJob, "resume"), switch(TrainJob, "overwrite")
+    command = Command(Verb.TRAIN, argv(job), cfg.training.launcher, resume=(resume,), again=(again,))
     run = Path(asked.run_dir)
     return Step(
         role.name,

@@ -39,12 +39,17 @@ from typing import Any
 from seq2seq.config import Config, load_config
 from seq2seq.errors import RunDirError
 from seq2seq.files import write_text
+from seq2seq.flags import Flag, declared
 from seq2seq.run.journal import check_not_replaced
 
 CHECKPOINT_NAMES = ("best", "last")
 RUN_FORMAT = 1  # the run-directory format this code writes, and the newest it reads
 MARKER = ".s2s-run"
 PREVIOUS = ".s2s-previous"  # what a command set aside, to undo its changes from (`seq2seq.run.change`)
+
+
+# the run a command works with, as its command line names it (`s2s translate RUN_DIR ...`)
+RUN_DIR = declared(Flag("Run directory made by `s2s train`.", argument=True))
 
 
 class RunDir:

@@ -11,7 +11,6 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
@@ -30,15 +29,15 @@ from seq2seq.serve.info import server_info
 from seq2seq.serve.limits import (
     ApiError,
     BodyLimit,
-    Limits,
     add_error_handlers,
     check_lines,
     request_search,
 )
-from seq2seq.translate.aligned import Annotated, Annotations
+from seq2seq.serve.settings import Limits, ServerSettings
+from seq2seq.translate.aligned import AnnotatedEngine, Annotations
+from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.lines import Translation
-from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import target_languages
 from seq2seq.translate.translator import Translator
@@ -48,19 +47,6 @@ PAGE_POLICY = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'"
 )
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    """How `s2s serve` decodes: the command line's decode options, the batching window, the limits."""
-
-    asked: DecodeOverrides  # over the run's decode config; a request may ask for another beam and n-best
-    window_s: float  # how long the batcher waits for more requests before decoding
-    limits: Limits = Limits()
-    cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: CORS off)
-    to: str = ""  # a multilingual run: the target language of requests that name none (--to)
-    engine: str = "auto"  # which engine decodes (`--engine`: chosen by `seq2seq.commands.engines`)
-    batching: str = "auto"  # continuous, static, or auto: continuous where the run allows (`batcher_for`)
 
 
 class TranslateRequest(BaseModel):
@@ -135,7 +121,7 @@ def create_app(
     limits, task, answers = settings.limits, translator.task, translator.answers
     defaults = translator.options(settings.asked)
     targets = target_languages(translator.config.data)
-    language, default_to = request_languages(translator, settings.to)
+    language, default_to = request_languages(translator, settings.direction.to)
 
     batcher = batcher_for(translator, settings, defaults.max_tokens, running)
     info = server_info(translator, defaults, run_name, batcher, settings.window_s, limits)
@@ -200,7 +186,7 @@ def create_app(
         check_lines(request.text, limits)
         if request.prefix is not None:
             check_prefixes(request.prefix, request.text, translator, limits)
-        asked = Request(search, defaults.max_tokens, to=language(request.to))
+        asked = Request(search, defaults.max_tokens, language(request.to))
         if request.alignments or request.markup:
             return await annotated_answer(translator, batcher, answer, request, asked)
         results = await answer(batcher.translate(request.text, asked, request.prefix))
@@ -215,7 +201,7 @@ def create_app(
         check_lines([request.text], limits, field="text")
         if not request.text.strip():
             raise ApiError(422, "text: give a sentence to draw the attention of")
-        asked, translation = Request.of(defaults, to=language(request.to)), request.translation
+        asked, translation = Request.of(defaults, direction=language(request.to)), request.translation
         if translation is None:
             translation = (await answer(batcher.translate([request.text], asked)))[0].texts[0]
         else:
@@ -250,7 +236,7 @@ async def annotated_answer(
     """The answer to a /translate request with alignments or markup: the lines read (a 422 names a
     malformed one), translated, then annotated on the batcher's thread, which holds the model."""
     try:
-        annotated = Annotated(translator, Annotations.asked(request.alignments, request.markup))
+        annotated = AnnotatedEngine(translator, Annotations(request.alignments, request.markup))
         marked, sources = annotated.read(request.text)
     except Seq2SeqError as e:
         raise ApiError(422, f"text: {e}") from None
@@ -264,16 +250,16 @@ async def annotated_answer(
     return response
 
 
-def request_languages(translator: Engine, to: str) -> tuple[Callable[[str | None], str], str]:
-    """How a request's target language is found (checked, or the server's default `to`: a 422 when
-    there is none), and that default: a multilingual run of several targets and no --to has none,
-    each request chooses (the server's own --to is checked here, at start)."""
+def request_languages(translator: Engine, to: str) -> tuple[Callable[[str | None], Direction], str]:
+    """How a request's direction is found: its target language checked, or the server's default `to`
+    (a 422 when there is none); and that default: a multilingual run of several targets and no --to
+    has none, each request chooses (the server's own --to is checked here, at start)."""
     several = len(target_languages(translator.config.data)) > 1
     default_to = "" if not to and several else translator.source_tokens.language(to)
 
-    def language(asked: str | None) -> str:
+    def language(asked: str | None) -> Direction:
         try:
-            return translator.source_tokens.language(default_to if asked is None else asked, option="to")
+            return Direction(translator.source_tokens.language(default_to if asked is None else asked, "to"))
         except Seq2SeqError as e:
             raise ApiError(422, str(e)) from None
 

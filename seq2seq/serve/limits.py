@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,6 +18,7 @@ from starlette.exceptions import HTTPException
 
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.settings import SearchSettings
+from seq2seq.serve.settings import Limits
 from seq2seq.translate.options import DecodeOverrides, decode_options
 
 Scope = MutableMapping[str, Any]
@@ -28,17 +28,6 @@ Send = Callable[[Message], Awaitable[None]]
 
 NOT_JSON = "the body is not valid JSON in UTF-8"
 NOT_OBJECT = 'send a JSON object ({"text": [...]}) with the header Content-Type: application/json'
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one request may ask for; each limit has its own command-line option."""
-
-    max_lines: int = 100  # lines per /translate request
-    max_chars: int = 1000  # characters per line
-    max_body_bytes: int = 1 << 20
-    timeout_s: float = 60.0  # waiting in the queue and decoding
-    max_beam: int = 16  # largest beam (and n-best) a client may ask for
 
 
 class ApiError(Exception):

@@ -22,6 +22,7 @@ from seq2seq.align.pharaoh import format_pharaoh
 from seq2seq.align.pieces import attention_to_pairs, word_of_piece
 from seq2seq.data.textio import iter_line_chunks
 from seq2seq.errors import Seq2SeqError
+from seq2seq.flags import option
 from seq2seq.markup.parse import Dialect, MarkedLine, MarkupError, dialect, parse
 from seq2seq.markup.place import place
 from seq2seq.translate.engine import Engine
@@ -33,13 +34,26 @@ from seq2seq.translate.request import Request
 class Annotations:
     """What an output line holds besides its translation."""
 
-    alignments: bool = False  # each hypothesis followed by its Pharaoh word alignment, after a tab
-    markup: Dialect | None = None  # lines carry inline tags of this dialect, put back in the output
+    alignments: bool = option(
+        False,
+        "Follow each translation with its word alignment after a tab: Pharaoh i-j pairs, source word i "
+        "to target word j, words being the whitespace-separated tokens, counted from 0.",
+        "--alignments",
+    )
+    markup: str | None = option(  # the name of a dialect (`seq2seq.markup.parse.DIALECTS`)
+        None,
+        "html or xml: lines carry inline tags, translated without them and put back around the words "
+        "aligned to those they wrapped; a line whose markup is malformed is an error.",
+        "--markup",
+    )
 
-    @classmethod
-    def asked(cls, alignments: bool, markup: str | None) -> Annotations:
-        """From `--alignments` and `--markup NAME` (an unknown name is an error)."""
-        return cls(alignments, dialect(markup) if markup else None)
+    def __post_init__(self) -> None:
+        self.dialect  # an unknown dialect is an error now  # noqa: B018
+
+    @property
+    def dialect(self) -> Dialect | None:
+        """The markup's dialect, if lines carry markup."""
+        return dialect(self.markup) if self.markup else None
 
     @property
     def wanted(self) -> bool:
@@ -49,10 +63,10 @@ class Annotations:
         """What a resumed output must share: none of it when nothing is asked (as before these)."""
         if not self.wanted:
             return {}
-        return {"alignments": self.alignments, "markup": self.markup.name if self.markup else None}
+        return {"alignments": self.alignments, "markup": self.markup}
 
 
-class Annotated:
+class AnnotatedEngine:
     """ENGINE's translations with their word alignments, their markup put back, or both."""
 
     def __init__(self, engine: Engine, annotations: Annotations) -> None:
@@ -85,7 +99,7 @@ class Annotated:
 
     def read(self, lines: Sequence[str], first_line: int = 1) -> tuple[list[MarkedLine] | None, list[str]]:
         """The lines parsed (with markup; an error names a malformed line) and what the engine reads."""
-        markup = self.annotations.markup
+        markup = self.annotations.dialect
         if markup is None:
             return None, list(lines)
         marked = [parsed_line(line, first_line + n, markup) for n, line in enumerate(lines)]
@@ -118,7 +132,7 @@ class Annotated:
         if not source.split() or not translation.split():
             return []
         found = self.engine.attention_map(source, translation, request)
-        shift = len(self.engine.source_tokens.prefix(request.to, request.tag))
+        shift = len(self.engine.source_tokens.prefix(request.direction))
         src_words = word_of_piece(found.source[shift:-1])
         tgt_words = word_of_piece(found.target[:-1])
         links = attention_to_pairs(found.weights, src_words, tgt_words, shift)

@@ -77,7 +77,7 @@ class LineFrontEnd:
         `request` first, clipped to the positions, without <eos>) and, with `prefixes`, their target
         prefix ids. `first_line` numbers the lines in the warning of a clipped one."""
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        start = self.source_tokens.prefix(request.to, request.tag)
+        start = self.source_tokens.prefix(request.direction)
         sources = [[*start, *ids] for ids in self.tokenizers.src.encode([lines[i] for i in todo])]
         clip_sources(sources, self.max_source_tokens, [first_line + i for i in todo])
         forced = None

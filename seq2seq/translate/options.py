@@ -14,35 +14,97 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from seq2seq.config import DecodeConfig
+from seq2seq.config.bounds import (
+    MAX_BATCH_TOKENS,
+    MAX_BEAM,
+    MAX_LENGTH_PENALTY,
+    MAX_PATIENCE,
+    MAX_POSITIONS,
+    MAX_SAMPLING_TEMPERATURE,
+    MAX_SEED,
+    MAX_VOCAB,
+)
 from seq2seq.config.decode import LENGTH_NORMS
 from seq2seq.decoding.settings import SearchSettings, config_search
 from seq2seq.errors import Seq2SeqError
+from seq2seq.flags import option
 
 T = TypeVar("T")
+
+
+LONGEST = f"no output is longer than {MAX_POSITIONS} tokens"
 
 
 @dataclass(frozen=True)
 class DecodeOverrides:
     """What the command line asks of decoding; a None field is left to the run's `decode` config."""
 
-    beam: int | None = None
-    nbest: int = 1
-    length_penalty: float | None = None
-    length_norm: str | None = None
-    max_len_a: float | None = None
-    max_len_b: int | None = None
-    min_len: int | None = None
-    no_repeat_ngram: int | None = None
-    sampling: bool = False  # draw each token at random instead of searching
-    temperature: float = 1.0  # the sampling knobs below apply only with `sampling`
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int | None = None
-    max_tokens: int | None = None  # source tokens per batch
-    checkpoints: tuple[str, ...] = ()  # best, last, a name in checkpoints/ or a path; several: an ensemble
-    patience: float | None = None  # beam x patience finished hypotheses end a beam search
+    beam: int | None = option(
+        None, "Beam size (1 = greedy).", between=(1, MAX_BEAM), why="each step scores beam x vocabulary"
+    )
+    nbest: int = option(
+        1,
+        "Hypotheses per line, tab-separated, each with its score.",
+        between=(1, MAX_BEAM),
+        why="the beam is at least as wide",
+    )
+    length_penalty: float | None = option(
+        None,
+        "Length normalization alpha (decode.length_penalty; 0 = none).",
+        between=(0.0, MAX_LENGTH_PENALTY),
+        why="length ** alpha must stay a finite number",
+    )
+    length_norm: str | None = option(
+        None, "Beam scores over length**alpha (power) or ((5+length)/6)**alpha (gnmt) [default: the run's]."
+    )
+    patience: float | None = option(
+        None, "Beam search ends at beam x patience hypotheses.", between=(1, MAX_PATIENCE)
+    )
+    max_len_a: float | None = option(
+        None,
+        "Longest output = A x source tokens + B (decode.max_len_a).",
+        between=(0.0, float(MAX_POSITIONS)),
+        why=LONGEST,
+    )
+    max_len_b: int | None = option(
+        None, "See --max-len-a (decode.max_len_b).", between=(0, MAX_POSITIONS), why=LONGEST
+    )
+    min_len: int | None = option(
+        None, "Shortest output in tokens (decode.min_len).", between=(0, MAX_POSITIONS), why=LONGEST
+    )
+    no_repeat_ngram: int | None = option(
+        None,
+        "Never repeat an n-gram of this size (decode.no_repeat_ngram).",
+        between=(0, MAX_POSITIONS),
+        why=LONGEST,
+    )
+    sampling: bool = option(False, "Draw each token at random instead of searching (back-translation).")
+    temperature: float = option(  # the sampling knobs apply only with `sampling`
+        1.0,
+        "Sampling temperature.",
+        between=(1e-6, MAX_SAMPLING_TEMPERATURE),
+        why="above it every token is about as likely",
+    )
+    top_k: int = option(
+        0,
+        "Sample among the k most likely tokens (0 = all).",
+        between=(0, MAX_VOCAB),
+        why="no vocabulary is larger",
+    )
+    top_p: float = option(1.0, "Sample among the smallest set of tokens with mass p.", between=(1e-6, 1.0))
+    seed: int | None = option(None, "Seed for --sampling (same seed, same output).", between=(0, MAX_SEED))
+    max_tokens: int | None = option(
+        None, "Source tokens per batch.", between=(1, MAX_BATCH_TOKENS), why="a batch's memory"
+    )
+    checkpoints: tuple[str, ...] = option(  # several: an ensemble
+        (),
+        "best, last, a name in checkpoints/, or a path; repeat for an ensemble [default: best].",
+        "--checkpoint",
+    )
 
 
+SEARCH_ONLY = ("nbest", "sampling", "temperature", "top_k", "top_p", "seed")  # one best translation
+BATCH_ONLY = ("max_tokens", "checkpoints")  # what scoring a given text asks of decoding
 RUN_DEFAULTS = DecodeOverrides()  # nothing asked: the run's decode config as it is
 
 

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from seq2seq.errors import Seq2SeqError
+from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
@@ -20,12 +21,12 @@ from seq2seq.translate.request import Request
 class Pivoted:
     """ENGINE's requests into their language reached through the language `through`."""
 
-    def __init__(self, engine: Engine, through: str, to: str = "") -> None:
-        """`to`: the target language requests will ask for (checked against `through` here)."""
+    def __init__(self, engine: Engine, direction: Direction) -> None:
+        """`direction`: its pivot, and the target language requests will ask for (checked here)."""
         self.engine = engine
-        self.through = engine.source_tokens.language(through, "--pivot")
-        if self.through == engine.source_tokens.language(to):
-            raise Seq2SeqError(f"--pivot {through} is the target language itself: leave --pivot out")
+        self.through = engine.source_tokens.language(direction.pivot, "--pivot")
+        if self.through == engine.source_tokens.language(direction.to):
+            raise Seq2SeqError(f"--pivot {direction.pivot} is the target language itself: leave --pivot out")
 
     def translate(
         self,
@@ -36,7 +37,8 @@ class Pivoted:
     ) -> list[Translation]:
         """One `Translation` into the request's language per line, in order (`LineTranslator`)."""
         search = dataclasses.replace(request.search, nbest=1)
-        first = request.replace(search=search, to=self.through, scores=False, keep_unk=False)
+        into = request.direction.into(self.through)
+        first = request.replace(search=search, direction=into, scores=False, keep_unk=False)
         middle = self.engine.translate(lines, first, first_line)
         texts = [t.texts[0] for t in middle]
         return self.engine.translate(texts, request, first_line, prefixes)

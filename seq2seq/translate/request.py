@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from seq2seq.decoding.settings import SearchSettings
+from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.options import DecodeOptions
 
 
@@ -18,16 +19,21 @@ class Request:
 
     search: SearchSettings
     max_tokens: int  # source tokens per batch (before the beam's expansion)
-    to: str = ""  # a multilingual run's target language ("" for the only one, or a bilingual run's)
-    tag: str = ""  # a corpus tag put before every source (`tokenizer.control_tokens`), or none
+    direction: Direction = STRAIGHT  # its target language and tag; never a pivot (`Pivoted` makes two)
     keep_unk: bool = False  # show <unk> pieces as ` ⁇ ` instead of dropping them
     scores: bool = True  # each hypothesis is shown with its score (always with an n-best list): else
     # CTranslate2's greedy search skips computing them
 
     @classmethod
-    def of(cls, options: DecodeOptions, **fields: object) -> Request:
-        """The request of a command's decode `options`, with `fields` (to, tag, keep_unk, scores)."""
-        return cls(options.search, options.max_tokens, **fields)  # type: ignore[arg-type]
+    def of(
+        cls,
+        options: DecodeOptions,
+        direction: Direction = STRAIGHT,
+        keep_unk: bool = False,
+        scores: bool = True,
+    ) -> Request:
+        """The request of a command's decode `options`, into `direction`, its output as asked."""
+        return cls(options.search, options.max_tokens, direction, keep_unk, scores)
 
     def replace(self, **fields: object) -> Request:
         return dataclasses.replace(self, **fields)  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from seq2seq.files import check_outputs
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
 from seq2seq.run.parts import run_inputs
 from seq2seq.special import EOS
+from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.lines import BLANK, clip_sources
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -203,25 +204,23 @@ def load_scorer(
     checkpoints: tuple[str, ...],
     placement: Placement,
     max_tokens: int | None,
-    tag: str = "",
-    to: str = "",
-    reverse_to: str = "",
+    direction: Direction = STRAIGHT,
+    reverse: Direction = STRAIGHT,
 ) -> Scorer:
-    """The runs `s2s score` scores with: the forward run into `to` (a multilingual run's target
-    language) with the tag `tag`, the reverse run into `reverse_to`; the reverse run takes no tag (a
-    tag belongs to a direction). A run that gives no target a log-probability (a reader's) is
-    refused."""
-    if reverse_to and reverse_dir is None:
+    """The runs `s2s score` scores with: the forward run in `direction` (a multilingual run's target
+    language, a tag), the reverse run into `reverse.to`; the reverse run takes no tag (a tag belongs
+    to a direction). A run that gives no target a log-probability (a reader's) is refused."""
+    if reverse.to and reverse_dir is None:
         raise Seq2SeqError(
-            f"--reverse-to {reverse_to} is the target language of a --reverse run: add --reverse RUN, "
+            f"--reverse-to {reverse.to} is the target language of a --reverse run: add --reverse RUN, "
             "or leave it out"
         )
     forward = Translator.load(run_dir, checkpoints or ("best",), placement)
-    forward_prefix = forward.source_tokens.prefix(to, tag)
+    forward_prefix = forward.source_tokens.prefix(direction)
     backward, backward_prefix = None, None
     if reverse_dir is not None:
         backward = Translator.load(reverse_dir, ("best",), placement)
-        backward_prefix = backward.source_tokens.prefix(reverse_to, option="--reverse-to")
+        backward_prefix = backward.source_tokens.prefix(Direction(reverse.to), option="--reverse-to")
     for translator, path in ((forward, run_dir), (backward, reverse_dir)):
         if translator is not None and not translator.answers.scores_targets:
             raise Seq2SeqError(

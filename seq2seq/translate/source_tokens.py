@@ -18,6 +18,7 @@ from seq2seq.config.data import DataConfig, language_token
 from seq2seq.data.control import source_prefix
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import Seq2SeqError
+from seq2seq.translate.direction import STRAIGHT, Direction
 
 
 def target_languages(data: DataConfig) -> list[str]:
@@ -34,11 +35,11 @@ class SourceTokens:
         self.tags = config.tokenizer.control_tokens  # what --tag may be: the declared control tokens
         self._prefixes: dict[tuple[str, str], tuple[int, ...]] = {}  # by (language, tag), once checked
 
-    def prefix(self, to: str = "", tag: str = "", option: str = "--to") -> tuple[int, ...]:
-        """The ids put before every source translated into `to` (a multilingual run's language code;
-        "" for the only one) with the corpus tag `tag`; `option` names where `to` came from in the
-        errors (`language`)."""
-        key = (self.language(to, option), self.checked_tag(tag))
+    def prefix(self, direction: Direction = STRAIGHT, option: str = "--to") -> tuple[int, ...]:
+        """The ids put before every source translated in `direction`: into its `to` (a multilingual
+        run's language code; "" for the only one) with its tag; `option` names where `to` came from in
+        the errors (`language`)."""
+        key = (self.language(direction.to, option), self.checked_tag(direction.tag))
         if key not in self._prefixes:
             language = language_token(key[0]) if key[0] else ""
             self._prefixes[key] = source_prefix(self.tokenizer, language, key[1])

@@ -198,7 +198,7 @@ class Translator:
         model = self.first_model  # a translation's, whose answers draw attention: it has a decoder
         assert isinstance(model, Seq2SeqTransformer | DecoderOnlyTransformer)
         src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
-        prefix = self.source_tokens.prefix(request.to, request.tag)
+        prefix = self.source_tokens.prefix(request.direction)
         src_ids = [*prefix, *src_tok.encode([source])[0]][: self.max_source_tokens]
         tgt_ids = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
         src = torch.tensor([[*src_ids, EOS]], device=self.device)  # (1, S)

@@ -17,8 +17,8 @@ from seq2seq.data.control import control_id
 from seq2seq.data.prepared import load_prepared_part
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
-from seq2seq.serve.app import ServerSettings, create_app
-from seq2seq.serve.limits import Limits
+from seq2seq.serve.app import create_app
+from seq2seq.serve.settings import Limits, ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -86,7 +86,7 @@ def test_the_student_decodes_through_every_path_a_run_does(student, tmp_path):
     assert len(read_lines(out)) == len(read_lines(source))
 
     translator = Translator.load(run, placement=Placement("cpu", "fp32"))
-    settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02, Limits(), ())
+    settings = ServerSettings(DecodeOverrides(max_tokens=200), 20, Limits(), ())
     with TestClient(create_app(translator, settings, "student", running=translator)) as client:
         answer = client.post("/translate", json={"text": LINES})
     expected = cli_translate(run, LINES, "--precision", "fp32", "--max-tokens", "200")

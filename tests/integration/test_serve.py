@@ -16,9 +16,9 @@ import torch
 from fastapi.testclient import TestClient
 
 from seq2seq.decoding.continuous import RunningSearch
-from seq2seq.serve.app import ServerSettings, create_app
-from seq2seq.serve.limits import Limits
+from seq2seq.serve.app import create_app
 from seq2seq.serve.server import listen
+from seq2seq.serve.settings import Limits, ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
@@ -44,7 +44,7 @@ def make_client(
 ) -> TestClient:
     settings = ServerSettings(
         DecodeOverrides(max_tokens=200),
-        window_s,
+        window_s * 1000,
         dataclasses.replace(LIMITS, **limits),
         ("https://ok.example",),
         batching=batching,

@@ -11,8 +11,10 @@ import pytest
 
 from seq2seq.decoding.continuous import RunningSearch
 from seq2seq.errors import Seq2SeqError
-from seq2seq.serve.app import ServerSettings, batcher_for
+from seq2seq.serve.app import batcher_for
 from seq2seq.serve.continuous import ContinuousBatcher
+from seq2seq.serve.settings import ServerSettings
+from seq2seq.translate.direction import Direction
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
@@ -128,12 +130,12 @@ def test_requests_into_different_languages_share_a_running_batch(multilingual_ru
     settings = translator.options(DecodeOverrides(beam=2)).search
     asked = [("en", ["red cat runs", "blue bird"]), ("de", ["the big dog sleeps"]), ("en", ["a tree"])]
     batcher = ContinuousBatcher(translator, 10_000, lanes)
-    futures = [batcher.translate(lines, Request(settings, BUDGET, to=to)) for to, lines in asked]
+    futures = [batcher.translate(lines, Request(settings, BUDGET, Direction(to))) for to, lines in asked]
     batcher.start()
     answers = [future.result(timeout=60) for future in futures]
     batcher.close()
     for (to, lines), answer in zip(asked, answers, strict=True):
-        expected = translator.translate(lines, Request(settings, 200, to=to))
+        expected = translator.translate(lines, Request(settings, 200, Direction(to)))
         assert [t.texts for t in answer] == [t.texts for t in expected]
 
 
@@ -145,13 +147,13 @@ def test_requests_into_different_languages_share_a_running_batch(multilingual_ru
     ],
 )
 def test_batching_that_the_engine_cannot_do_is_refused(translator, batching, own, message):
-    settings = ServerSettings(DecodeOverrides(), 0.0, batching=batching)
+    settings = ServerSettings(DecodeOverrides(), 0, batching=batching)
     with pytest.raises(Seq2SeqError, match=message):
         batcher_for(translator, settings, 100, translator if own else None)
 
 
 def test_auto_batching_is_continuous_for_s2s_decoder_and_static_for_another_engine(translator):
-    auto = ServerSettings(DecodeOverrides(), 0.0)
+    auto = ServerSettings(DecodeOverrides(), 0)
     assert batcher_for(translator, auto, 100, translator).kind == "continuous"
     assert batcher_for(translator, auto, 100, None).kind == "static"
 

@@ -13,7 +13,8 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from seq2seq.serve.app import ServerSettings, create_app
+from seq2seq.serve.app import create_app
+from seq2seq.serve.settings import ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -38,7 +39,7 @@ def export(served_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def client(export: Path) -> Iterator[TestClient]:
     translator = CT2Translator.load(export, Placement("cpu"))
-    settings = ServerSettings(DecodeOverrides(), 0.01)
+    settings = ServerSettings(DecodeOverrides(), 10)
     with TestClient(create_app(translator, settings, "tiny_ct2")) as c:
         yield c
 
@@ -94,7 +95,7 @@ def test_concurrent_mixed_requests_get_the_answers_translate_gives(export):
     ]
     answers: list[dict | None] = [None] * len(asked)
     start = threading.Barrier(len(asked))
-    with TestClient(create_app(translator, ServerSettings(DecodeOverrides(), 0.01), "tiny_ct2")) as client:
+    with TestClient(create_app(translator, ServerSettings(DecodeOverrides(), 10), "tiny_ct2")) as client:
 
         def send(k: int) -> None:
             lines, beam, nbest, prefix = asked[k]

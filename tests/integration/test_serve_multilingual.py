@@ -10,9 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from seq2seq.data.control import control_id
-from seq2seq.serve.app import ServerSettings, create_app
+from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import Batcher
-from seq2seq.serve.limits import Limits
+from seq2seq.serve.settings import Limits, ServerSettings
+from seq2seq.translate.direction import Direction
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
@@ -31,7 +32,7 @@ def translator(multilingual_run: TrainedRun) -> Translator:
 
 
 def make_client(translator: Translator, to: str = "") -> TestClient:
-    settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02, Limits(), to=to)
+    settings = ServerSettings(DecodeOverrides(max_tokens=200), 20, Limits(), direction=Direction(to))
     return TestClient(create_app(translator, settings, "multilingual", running=translator))
 
 
@@ -61,14 +62,14 @@ def test_requests_into_different_languages_are_decoded_apart(translator, monkeyp
     translate = translator.translate
 
     def spy(lines, request, *args, **kwargs):
-        calls.append((translator.source_tokens.prefix(request.to), list(lines)))
+        calls.append((translator.source_tokens.prefix(request.direction), list(lines)))
         return translate(lines, request, *args, **kwargs)
 
     monkeypatch.setattr(translator, "translate", spy)
     settings = translator.options(DecodeOverrides(beam=1)).search
     batcher = Batcher(translator, window_s=0.05, max_tokens=10_000)
     asked = [("en", "en red cat"), ("de", "de red cat"), ("en", "en blue bird")]
-    futures = [batcher.translate([line], Request(settings, 10_000, to=to)) for to, line in asked]
+    futures = [batcher.translate([line], Request(settings, 10_000, Direction(to))) for to, line in asked]
     batcher.start()
     answers = {
         line: future.result(timeout=60)[0].texts for (_, line), future in zip(asked, futures, strict=True)
@@ -81,7 +82,7 @@ def test_requests_into_different_languages_are_decoded_apart(translator, monkeyp
         assert prefix == (control_id(translator.tokenizers.src, f"<2{to}>"),)
         assert {line.split()[0] for line in lines} == {to}
         assert [answers[line] for line in lines] == [
-            t.texts for t in translator.translate(lines, Request(settings, 200, to=to))
+            t.texts for t in translator.translate(lines, Request(settings, 200, Direction(to)))
         ]
 
 

@@ -17,7 +17,8 @@ import typer
 from fastapi.testclient import TestClient
 
 from seq2seq.cli import app
-from seq2seq.serve.app import ServerSettings, TranslateRequest, create_app
+from seq2seq.serve.app import TranslateRequest, create_app
+from seq2seq.serve.settings import ServerSettings
 from seq2seq.translate import resume
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
@@ -34,6 +35,8 @@ OTHERS = "tests/system/test_advice_on_runs_is_followed.py"
 PREPARED = "test_the_advised_prepare_makes_the_corpus_again"
 # a fragment of each advising message -> the test that triggers it and follows its advice
 FOLLOWED = {
+    "names its format with --format": "tests/unit/cli/test_options.py::"
+    "test_exports_former_spelling_of_its_format_is_refused_with_advice",
     "choose the language with --to": "test_a_language_token_s_advice_is_followed",
     "ask for the language by its code": "test_a_language_token_s_advice_is_followed",
     "add --reverse RUN": "test_advised_options_are_followed",
@@ -176,7 +179,7 @@ def test_a_multilingual_run_s_choice_of_language_is_followed(multilingual_run, t
     choice = re.compile(r"translates into ([a-z, ]+): choose one with (\S+)$")
     if verb == "serve":
         translator = Translator.load(multilingual_run.run, placement=Placement("cpu", "fp32"))
-        settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02)
+        settings = ServerSettings(DecodeOverrides(max_tokens=200), 20)
         with TestClient(create_app(translator, settings, "multilingual", running=translator)) as client:
             message = client.post("/translate", json={"text": ["red cat"]}).json()["error"]
             found = choice.search(message)

@@ -15,7 +15,8 @@ from seq2seq.data.manifest import dropped_pairs
 from seq2seq.data.prepared import load_prepared_part
 from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.errors import Seq2SeqError
-from seq2seq.serve.app import ServerSettings, create_app
+from seq2seq.serve.app import create_app
+from seq2seq.serve.settings import ServerSettings
 from seq2seq.training.distributed import DistInfo, local_device_name
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
@@ -73,7 +74,7 @@ def test_static_batching_is_advised_where_continuous_cannot_be(trained_run):
     translator = Translator.load(trained_run("decoder_only").run, placement=Placement("cpu", "fp32"))
 
     def settings(batching: str) -> ServerSettings:
-        return ServerSettings(DecodeOverrides(max_tokens=200), 0.02, batching=batching)
+        return ServerSettings(DecodeOverrides(max_tokens=200), 20, batching=batching)
 
     with pytest.raises(Seq2SeqError) as error:
         create_app(translator, settings("continuous"), "decoder_only", running=translator)

@@ -137,9 +137,9 @@ def test_a_damaged_export_info_is_an_error_naming_it_and_the_advised_export_work
         result = run_cli("translate", str(export), "--engine", "ctranslate2", "-i", str(source))
         assert result.exit_code == 2, (what, result.output)
         assert f"error: {export / 's2s.json'} " in result.output, what
-        assert "make the export again with `s2s export RUN_DIR --to ctranslate2 NEW_DIR`" in result.output
+        assert "make the export again with `s2s export RUN_DIR --format ctranslate2 NEW_DIR`" in result.output
     remade = tmp_path / "new"
-    result = run_cli("export", str(tiny_run.run), "--to", "ctranslate2", str(remade))  # the advice
+    result = run_cli("export", str(tiny_run.run), "--format", "ctranslate2", str(remade))  # the advice
     assert result.exit_code == 0, result.output
     result = run_cli("translate", str(remade), "--engine", "ctranslate2", "-i", str(source))
     assert result.exit_code == 0, result.output

@@ -56,7 +56,7 @@ def score(run: TrainedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> t
 def export_to(to: str, made: str) -> Callable[..., tuple[Result, bool]]:
     def export(run: TrainedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Result, bool]:
         out = tmp_path / "export"
-        result = run_cli("export", str(run.run), str(out), "--to", to)
+        result = run_cli("export", str(run.run), str(out), "--format", to)
         return result, (out / made).is_file()
 
     return export
@@ -80,7 +80,7 @@ def serve(run: TrainedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> t
         with TestClient(application) as client:
             answers.append(client.post("/translate", json={"text": LINES}))
 
-    monkeypatch.setattr("seq2seq.commands.serve.run_server", answer_once)
+    monkeypatch.setattr("seq2seq.serve.server.run", answer_once)
     result = run_cli("serve", str(run.run), "--port", "0", "--device", "cpu")
     served = bool(answers) and answers[0].status_code == 200
     return result, served and len(answers[0].json()["translations"]) == len(LINES)

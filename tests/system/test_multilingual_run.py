@@ -14,6 +14,7 @@ from seq2seq.data.textio import read_lines
 from seq2seq.decoding.search import greedy_search
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import EOS
+from seq2seq.translate.direction import Direction
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 from tests.helpers import cli_translate, run_cli
@@ -82,10 +83,10 @@ def test_the_ctranslate2_export_reads_the_language_token_as_s2s_does(multilingua
     lines = read_lines(multilingual_run.data / "valid.src")
     settings = SearchSettings(beam=1)
     for to in ("de", "en"):
-        prefix = ours.source_tokens.prefix(to)
+        prefix = ours.source_tokens.prefix(Direction(to))
         src = pad([[*prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
         mine = greedy_search(ours.model, src, settings)
-        start = theirs.tokenizers.src.id_pieces(theirs.source_tokens.prefix(to))
+        start = theirs.tokenizers.src.id_pieces(theirs.source_tokens.prefix(Direction(to)))
         assert start == [f"<2{to}>"]
         got = theirs.search([[*start, *theirs.tokenizers.src.pieces(x)] for x in lines], settings, 500)
         margins = greedy_margins(ours.model, src, mine, settings)

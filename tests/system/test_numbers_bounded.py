@@ -10,16 +10,16 @@ import dataclasses
 import json
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 import typer
+import typer.main
 import yaml
-from typer.models import OptionInfo
 
-from scripts.bench import __main__ as bench
-from scripts.gpu_check import __main__ as gpu_check
-from scripts.gpu_check.check import MULTI30K
+from benchmarks import __main__ as bench
+from benchmarks.gpu_check import __main__ as gpu_check
+from benchmarks.gpu_check.check import MULTI30K
 from seq2seq.cli import app
 from seq2seq.config import Config, config_from_dict
 from seq2seq.config.data import CorpusConfig
@@ -218,29 +218,20 @@ OPTION_CASES: dict[str, tuple[str, ...]] = {
 
 
 def numeric_options() -> list[tuple[str, str]]:
-    """(command, option) for every integer or float option of every command, read from the commands'
-    annotations (those of the groups `s2s` registers too: `cache clear`, `filter`)."""
+    """(command, option) for every integer or float option of every command, as click reads the
+    command line (the groups `s2s` registers too: `cache clear`, `filter`)."""
     found = []
-    groups = [("", app), *((g.name or "", g.typer_instance) for g in app.registered_groups)]
-    for group, commands in groups:
-        assert commands is not None
-        found += [(f"{group} {name}".strip(), option) for name, option in _numeric_options(commands)]
-    return found
 
+    def walk(command: Any, path: str) -> None:
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}".strip())
+        for param in command.params if not hasattr(command, "commands") else ():
+            if param.param_type_name != "option" or param.is_flag:
+                continue
+            if param.type_descriptor.annotation in (int, float):  # the number typer reads
+                found.append((path, next(o for o in param.opts if o.startswith("--"))))
 
-def _numeric_options(commands: typer.Typer) -> list[tuple[str, str]]:
-    found = []
-    for command in commands.registered_commands:
-        function = command.callback
-        assert function is not None
-        for name, hint in typing.get_type_hints(function, include_extras=True).items():
-            kind, info = typing.get_args(hint)[:2] if typing.get_origin(hint) is Annotated else (hint, None)
-            numbers = {int, float} & {kind, *typing.get_args(kind)}
-            if isinstance(info, OptionInfo) and numbers and kind is not bool:
-                decls = [d for d in info.param_decls or () if d.startswith("--")]
-                found.append(
-                    (command.name or function.__name__, (decls or [f"--{name.replace('_', '-')}"])[0])
-                )
+    walk(typer.main.get_command(app), "")
     return found
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from seq2seq.serve.app import ServerSettings, create_app
+from seq2seq.serve.app import create_app
+from seq2seq.serve.settings import ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -27,7 +28,7 @@ def refusal(verb: str, run: TrainedRun, out: Path, *asked: str) -> tuple[bool, s
     options = dict(zip(asked[0::2], asked[1::2], strict=True))
     if verb == "serve":
         translator = Translator.load(run.run, placement=Placement("cpu", "fp32"))
-        settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.02)
+        settings = ServerSettings(DecodeOverrides(max_tokens=200), 20)
         with TestClient(create_app(translator, settings, "multilingual", running=translator)) as client:
             request = {"text": ["red cat"], "to": options["--to"]}
             response = client.post("/translate", json=request)

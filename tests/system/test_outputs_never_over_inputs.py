@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scripts.gpu_check.check import MULTI30K, StepResult
+from benchmarks.gpu_check.check import MULTI30K, StepResult
 from tests.conftest import ROOT, tiny_config_dict, write_corpus
 from tests.helpers import digest, run_cli, tree_digest
 
@@ -36,7 +36,7 @@ class Writer:
 
     command: str  # with {run}, {export}, {files}, {out} and {scratch} (a folder of the test's own)
     victims: tuple[str, ...]
-    script: str = ""  # scripts.gpu_check.__main__, ..., or fetch_multi30k.sh; "" for an s2s command
+    script: str = ""  # benchmarks.gpu_check.__main__, ..., or fetch_multi30k.sh; "" for an s2s command
 
     def args(self, root: Path, out: Path, scratch: Path) -> list[str]:
         paths = {"run": root / "run", "export": root / "export", "files": root / "files", "out": out}
@@ -85,7 +85,7 @@ WRITERS = {
         (*(f"run/{p}" for p in CHECKPOINTS), "run/checkpoints/step_99.pt", "run/tokenizer/new.pt"),
     ),
     "export OUT_DIR": Writer("export {run} {out}", NEW_DIRS),
-    "export --to huggingface OUT_DIR": Writer("export {run} {out} --to huggingface", NEW_DIRS),
+    "export --format huggingface OUT_DIR": Writer("export {run} {out} --format huggingface", NEW_DIRS),
     "prepare --figure": Writer(
         "prepare {run}/config.yaml --set run_dir={run} --figure {out}", (*RUN, *PREPARED)
     ),
@@ -96,22 +96,22 @@ WRITERS = {
     "gpu_check --work": Writer(
         f"{GPU_CHECK} --work {{out}} --out {{scratch}}/out",
         ("files", *MULTI30K_DIR),
-        "scripts.gpu_check.__main__",
+        "benchmarks.gpu_check.__main__",
     ),
     "gpu_check --out": Writer(
-        f"{GPU_CHECK} --work {{scratch}}/work --out {{out}}", MULTI30K_DIR, "scripts.gpu_check.__main__"
+        f"{GPU_CHECK} --work {{scratch}}/work --out {{out}}", MULTI30K_DIR, "benchmarks.gpu_check.__main__"
     ),
     "bench --json": Writer(
-        f"{BENCH} --json {{out}}", (*SOME_OF_RUN, *PREPARED, *TEST_SET, *CORPUS), "scripts.bench.__main__"
+        f"{BENCH} --json {{out}}", (*SOME_OF_RUN, *PREPARED, *TEST_SET, *CORPUS), "benchmarks.__main__"
     ),
-    "bench --work": Writer(f"{BENCH} --work {{out}}", ("files", "run", *FOLDERS), "scripts.bench.__main__"),
+    "bench --work": Writer(f"{BENCH} --work {{out}}", ("files", "run", *FOLDERS), "benchmarks.__main__"),
     "noisy_corpus --work": Writer(
-        "--data {files}/data --work {out}", ("files", *MULTI30K_DIR), "scripts.noisy_corpus"
+        "--data {files}/data --work {out}", ("files", *MULTI30K_DIR), "experiments.noisy_corpus.noisy_corpus"
     ),
     "fetch_multi30k.sh --out": Writer(
         "--from {files}/data --out {out}", MULTI30K_DIR[:1], "fetch_multi30k.sh"
     ),
-    "serve_screenshot OUTPUT": Writer("{run} {out}", (*SOME_OF_RUN, *PREPARED), "scripts.serve_screenshot"),
+    "serve_screenshot OUTPUT": Writer("{run} {out}", (*SOME_OF_RUN, *PREPARED), "tools.serve_screenshot"),
 }
 FOLDER_VICTIMS = {"files", "run", *FOLDERS, *MULTI30K_DIR, *NEW_DIRS}  # no hard link to a folder
 
@@ -161,9 +161,9 @@ def run_writer(writer: Writer, args: list[str], monkeypatch: pytest.MonkeyPatch)
         )
         return done.returncode, done.stdout + done.stderr
     module = importlib.import_module(writer.script)
-    if writer.script == "scripts.gpu_check.__main__":
+    if writer.script == "benchmarks.gpu_check.__main__":
         monkeypatch.setattr(module, "run_step", lambda step, *_: StepResult(step.name, "skipped"))
-    if writer.script == "scripts.bench.__main__":
+    if writer.script == "benchmarks.__main__":
         monkeypatch.setattr(module, "run_sections", lambda *_: {"skipped": [], "failed": {}, "targets": {}})
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):

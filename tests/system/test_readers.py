@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def reader_data(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("reader_data")
     subprocess.run(
-        [sys.executable, str(ROOT / "scripts/make_reader_data.py"), "--out", str(out), "--train", "2500"],
+        [sys.executable, str(ROOT / "tools/make_reader_data.py"), "--out", str(out), "--train", "2500"],
         check=True,
         capture_output=True,
     )
@@ -106,14 +106,14 @@ def test_translate_gives_one_answer_per_line_with_its_probability(reader_runs, t
 def test_the_server_answers_a_reader_and_refuses_what_it_cannot_do(reader_runs):
     from fastapi.testclient import TestClient
 
-    from seq2seq.serve.app import ServerSettings, create_app
-    from seq2seq.serve.limits import Limits
+    from seq2seq.serve.app import create_app
+    from seq2seq.serve.settings import Limits, ServerSettings
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.translator import Translator
 
     translator = Translator.load(reader_runs["classify"], placement=Placement("cpu"))
-    settings = ServerSettings(DecodeOverrides(max_tokens=200), 0.01, Limits(), ())
+    settings = ServerSettings(DecodeOverrides(max_tokens=200), 10, Limits(), ())
     with TestClient(create_app(translator, settings, "reader", running=translator)) as client:
         answer = client.post("/translate", json={"text": ["the coach blew the whistle", ""]})
         assert answer.status_code == 200 and answer.json()["translations"][1] == ""

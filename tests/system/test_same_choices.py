@@ -14,7 +14,6 @@ import torch
 
 from seq2seq import device
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.commands import serve
 from seq2seq.translate.translator import Translator
 from tests.conftest import train_tiny_run
 from tests.helpers import run_cli
@@ -55,7 +54,7 @@ def served_info(monkeypatch: pytest.MonkeyPatch, run: Path) -> dict:
         apps.append(app)
         sock.close()
 
-    monkeypatch.setattr(serve, "run_server", answer_nothing)
+    monkeypatch.setattr("seq2seq.serve.server.run", answer_nothing)
     result = run_cli("serve", str(run), "--device", "cpu", "--port", "0", "--engine", "s2s")
     assert result.exit_code == 0, result.output
     with TestClient(apps[0]) as client:

@@ -16,9 +16,9 @@ The order, lowest first (a name is a top-level module or a subpackage of `seq2se
     serve       the HTTP server                             (beside ct2 and hf)
     ct2         CTranslate2 export and engine
     hf          the Hugging Face transformers export
-    pipeline    `s2s pipeline`: its file, its steps and their records, the final table
-    commands    each command's work, callable without the command line (engines, translate, ...)
-    cli         the command line (cli, cli_app, cli_options, cli_cache, cli_pipeline), and `python -m seq2seq`
+    commands    each command's work, callable without the command line, and the job it takes
+    pipeline    `s2s pipeline`: its file, its steps (command lines written from the jobs), the table
+    cli         the command line (options made from the jobs' fields), and `python -m seq2seq`
 
 Inside a wing (a subpackage, or top-level modules that lean on each other: `SAME_LEVEL_OK`) modules
 import each other in one direction too: no ring such as `a -> b -> a`, not even through an import
@@ -52,16 +52,13 @@ LEVELS: list[set[str]] = [
     {"training", "translate"},
     {"evaluation"},
     {"serve", "ct2", "hf"},
-    {"pipeline"},
     {"commands"},
-    {"cli", "cli_app", "cli_options", "cli_cache", "cli_pipeline", "__main__"},
+    {"pipeline"},
+    {"cli", "__main__"},
 ]
 # top-level modules on one level that lean on each other
 SAME_LEVEL_OK = {"core": LEVELS[0], "run": LEVELS[2], "entry": LEVELS[-1]}
-# the top-level cli modules import each other in a ring (cli registers the commands of cli_cache and
-# cli_pipeline, which use its helpers); the seq2seq/cli/ package that replaces them must have none,
-# and this entry goes with them
-RING_ALLOWED = {"seq2seq.cli", "seq2seq.cli_cache", "seq2seq.cli_pipeline"}
+
 
 
 def wing(module: str) -> str:
@@ -157,7 +154,7 @@ def shortest_path(graph: dict[str, set[str]], start: str, goal: str) -> list[str
 
 def import_rings(package: Path = PACKAGE) -> dict[str, list[str]]:
     """Each wing's rings of imports as 'a -> b -> a', by wing: a shortest one through every import on a
-    ring, each written once, from its first module by name. Rings within `RING_ALLOWED` are left out."""
+    ring, each written once, from its first module by name."""
     graph = import_graph(package)
     rings = set()
     for a in graph:
@@ -168,8 +165,7 @@ def import_rings(package: Path = PACKAGE) -> dict[str, list[str]]:
                 rings.add(tuple([*ring[first:], *ring[:first], ring[first]]))
     found: dict[str, list[str]] = {}
     for ring in sorted(rings, key=lambda r: (len(r), r)):
-        if not set(ring) <= RING_ALLOWED:
-            found.setdefault(ring_wing(ring[0]), []).append(" -> ".join(ring))
+        found.setdefault(ring_wing(ring[0]), []).append(" -> ".join(ring))
     return found
 
 

@@ -33,7 +33,7 @@ def test_monolingual_text_is_kept_once_without_excluded_or_blank_lines_up_to_the
     known = lines(tmp_path / "train.en", "three")
     out = tmp_path / "out" / "mono.en"
     rules = FilterRules(exclude=(known,), unique=True, lines=5)
-    counts = filter_text(FilterJob((first, second), (), out, None, rules))
+    counts = filter_text(FilterJob((first, second), out, (), None, rules))
     assert read(out) == ["one", "two", "four", "five", "six"]  # the two files one after the other
     assert counts == {"kept": 5, "blank": 1, "repeated": 1, "excluded": 1, "stopped at --lines": 1}
 
@@ -52,7 +52,7 @@ def test_the_best_scored_share_is_kept_with_both_sides_together(tmp_path: Path, 
     tgt = lines(tmp_path / "t", "A", "B", "C", "D", "E")
     path = lines(tmp_path / "scores.tsv", *scores)
     rules = FilterRules(scores=path, keep=0.5)  # half of the 4 scored pairs
-    filter_text(FilterJob((src,), (tgt,), tmp_path / "o.s", tmp_path / "o.t", rules))
+    filter_text(FilterJob((src,), tmp_path / "o.s", (tgt,), tmp_path / "o.t", rules))
     assert read(tmp_path / "o.s") == kept and read(tmp_path / "o.t") == [k.upper() for k in kept]
 
 
@@ -60,14 +60,14 @@ def test_a_refused_filter_writes_nothing(tmp_path: Path) -> None:
     src = lines(tmp_path / "s", "a", "b")
     tgt = lines(tmp_path / "t", "A")
     with pytest.raises(OutputError):
-        filter_text(FilterJob((src,), (), src, None, FilterRules()))  # the output is the input
+        filter_text(FilterJob((src,), src, (), None, FilterRules()))  # the output is the input
     with pytest.raises(Seq2SeqError, match="different numbers of lines"):
-        filter_text(FilterJob((src,), (tgt,), tmp_path / "o.s", tmp_path / "o.t", FilterRules()))
+        filter_text(FilterJob((src,), tmp_path / "o.s", (tgt,), tmp_path / "o.t", FilterRules()))
     with pytest.raises(Seq2SeqError, match="--tgt"):
-        filter_text(FilterJob((src,), (), tmp_path / "o.s", None, FilterRules(scores=tgt, keep=0.5)))
+        filter_text(FilterJob((src,), tmp_path / "o.s", (), None, FilterRules(scores=tgt, keep=0.5)))
     scores = lines(tmp_path / "scores", "-1\t-1")  # one line for two pairs
     with pytest.raises(Seq2SeqError, match="1 lines for 2 pairs"):
-        filter_text(FilterJob((src,), (src,), tmp_path / "o.s", tmp_path / "o.t", FilterRules(scores=scores)))
+        filter_text(FilterJob((src,), tmp_path / "o.s", (src,), tmp_path / "o.t", FilterRules(scores=scores)))
     assert not (tmp_path / "o.s").exists() and not (tmp_path / "o.t").exists()
 
 
@@ -153,7 +153,7 @@ def test_every_score_read_is_a_finite_number_or_a_documented_word(
     src, tgt = lines(tmp_path / "s", "a", "b", "c"), lines(tmp_path / "t", "A", "B", "C")
     first = "0.5\t1\t1" if dual else "-1\t-0.5"
     scores = lines(tmp_path / "scores", first, line, first)
-    job = FilterJob((src,), (tgt,), tmp_path / "o.s", tmp_path / "o.t", FilterRules(scores=scores, keep=0.5))
+    job = FilterJob((src,), tmp_path / "o.s", (tgt,), tmp_path / "o.t", FilterRules(scores=scores, keep=0.5))
     with pytest.raises(DataError, match=f"^{re.escape(str(scores))}: line 2"):
         filter_text(job)
     assert not (tmp_path / "o.s").exists() and not (tmp_path / "o.t").exists()

@@ -148,9 +148,9 @@ def test_a_shortlist_needs_the_run_s_prepared_pairs_and_a_refused_export_leaves_
     assert result.exit_code == 2 and "s2s prepare" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
     result = run_cli(
-        "export", str(confident.run), str(tmp_path / "hf"), "--to", "huggingface", "--shortlist", "20"
+        "export", str(confident.run), str(tmp_path / "hf"), "--format", "huggingface", "--shortlist", "20"
     )
-    assert result.exit_code == 2 and "--shortlist is for --to ctranslate2" in result.output
+    assert result.exit_code == 2 and "--shortlist is for --format ctranslate2" in result.output
 
 
 def test_the_engine_decodes_with_a_shortlist_as_the_export_s_record_says(confident, tmp_path):

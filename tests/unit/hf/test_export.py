@@ -22,6 +22,7 @@ from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD
+from seq2seq.translate.direction import Direction
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
 from tests.conftest import TrainedRun
@@ -158,7 +159,7 @@ def exported(trained_run: Callable[[str], TrainedRun], tmp_path_factory) -> tupl
     """The shared "confident" run (greedy choices with clear margins) and its export, by the CLI."""
     run = trained_run("confident").run
     export = tmp_path_factory.mktemp("hf") / "export"
-    result = run_cli("export", str(run), str(export), "--to", "huggingface")
+    result = run_cli("export", str(run), str(export), "--format", "huggingface")
     assert result.exit_code == 0, result.output
     return run, export
 
@@ -208,13 +209,13 @@ def test_the_export_holds_what_it_says(exported):
 
 def test_a_multilingual_export_reads_the_language_token_as_one_id(multilingual_run, tmp_path):
     export = tmp_path / "export"
-    result = run_cli("export", str(multilingual_run.run), str(export), "--to", "huggingface")
+    result = run_cli("export", str(multilingual_run.run), str(export), "--format", "huggingface")
     assert result.exit_code == 0, result.output
     tokenizer = transformers.AutoTokenizer.from_pretrained(export)
     ours = Translator.load(multilingual_run.run, ["best"], Placement("cpu", "fp32"))
     lines = read_lines(multilingual_run.data / "valid.src")[:6]
     for to in ("de", "en"):
-        prefix = ours.source_tokens.prefix(to)
+        prefix = ours.source_tokens.prefix(Direction(to))
         expected = [[*prefix, *ids, EOS] for ids in ours.tokenizers.src.encode(lines)]
         assert [tokenizer(f"<2{to}> {line}")["input_ids"] for line in lines] == expected
 
@@ -222,7 +223,7 @@ def test_a_multilingual_export_reads_the_language_token_as_one_id(multilingual_r
 @pytest.mark.parametrize(
     "kind, message",
     [
-        ("decoder_only", "is a decoder_only model; --to huggingface exports encoder-decoder"),
+        ("decoder_only", "is a decoder_only model; --format huggingface exports encoder-decoder"),
         ("post_norm", "is post-norm: its Hugging Face layout (MarianMT) builds its positions in code"),
     ],
 )
@@ -238,14 +239,14 @@ def test_a_run_no_transformers_class_reproduces_is_refused_and_nothing_is_writte
     else:
         run = trained_run(kind).run
     export = tmp_path / "export"
-    refused = run_cli("export", str(run), str(export), "--to", "huggingface")
+    refused = run_cli("export", str(run), str(export), "--format", "huggingface")
     assert refused.exit_code == 2 and message in refused.output
     assert not export.exists() and not list(tmp_path.glob(".export*"))
 
 
 def test_quantize_is_refused_for_a_huggingface_export(tiny_run, tmp_path):
     refused = run_cli(
-        "export", str(tiny_run.run), str(tmp_path / "out"), "--to", "huggingface", "--quantize", "int8"
+        "export", str(tiny_run.run), str(tmp_path / "out"), "--format", "huggingface", "--quantize", "int8"
     )
-    assert refused.exit_code == 2 and "--quantize is for --to ctranslate2" in refused.output
+    assert refused.exit_code == 2 and "--quantize is for --format ctranslate2" in refused.output
     assert not (tmp_path / "out").exists()

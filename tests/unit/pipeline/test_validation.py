@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from seq2seq.commands import pipeline as command
+from seq2seq.pipeline import run as command
 from seq2seq.pipeline.config import read_pipeline
 from tests.helpers import ROOT, run_cli
 

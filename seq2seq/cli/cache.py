@@ -9,29 +9,26 @@ from typing import Annotated
 import typer
 from typer import Argument, Option
 
-from seq2seq import cli_options as opt
-from seq2seq.cli_app import Commands
+from seq2seq.cli.group import commands
+from seq2seq.cli.options import between, verb
 
-cache_app = typer.Typer(
-    cls=Commands,
+app = commands(
     no_args_is_help=True,
     help="The CTranslate2 exports s2s made of runs on first use ($S2S_CACHE_DIR, else ~/.cache/s2s).",
 )
 
 
-@cache_app.command("list")
+@verb(app, "list")
 def list_exports() -> None:
     """Each cached export: when it was made, its size, how it runs, its checkpoint and run directory."""
-    from seq2seq.cli import user_errors
     from seq2seq.ct2.cache import cache_root
     from seq2seq.ct2.cache_entries import cache_entries, entries_table
 
-    with user_errors():
-        root = cache_root()
-        typer.echo(entries_table(root, cache_entries(root)))
+    root = cache_root()
+    typer.echo(entries_table(root, cache_entries(root)))
 
 
-@cache_app.command("clear")
+@verb(app, "clear")
 def clear(
     run_dir: Annotated[
         Path | None, Argument(help="Only the exports of this run directory [default: every run's].")
@@ -41,21 +38,19 @@ def clear(
         Option(
             help="Only the exports made more than DAYS days ago.",
             metavar="DAYS",
-            callback=opt.between(0.0, 36500.0, "a number of days"),
+            callback=between(0.0, 36500.0, "a number of days"),
         ),
     ] = None,
 ) -> None:
     """Remove cached exports: all, those of RUN_DIR, or older ones (made again on their next use).
 
     An export another s2s is making is left as it is."""
-    from seq2seq.cli import user_errors
     from seq2seq.ct2.cache import cache_root
     from seq2seq.ct2.cache_entries import clear_cache, human_size
 
-    with user_errors():
-        root = cache_root()
-        cleared = clear_cache(root, run_dir, older_than)
-        freed = human_size(sum(e.size for e in cleared.removed))
-        typer.echo(f"removed {len(cleared.removed)} cached export(s) from {root}, {freed}")
-        for entry in cleared.busy:
-            typer.echo(f"left {entry.path}: another s2s is making it", err=True)
+    root = cache_root()
+    cleared = clear_cache(root, run_dir, older_than)
+    freed = human_size(sum(e.size for e in cleared.removed))
+    typer.echo(f"removed {len(cleared.removed)} cached export(s) from {root}, {freed}")
+    for entry in cleared.busy:
+        typer.echo(f"left {entry.path}: another s2s is making it", err=True)
