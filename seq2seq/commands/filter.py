@@ -103,12 +103,16 @@ def filter_text(job: FilterJob) -> Counter[str]:
                 counts["stopped at --lines"] = 1  # the rest is not read
                 break
             reason = (
-                "blank" if not src.strip() or (tgt_out is not None and not tgt.strip())
-                else "excluded" if src in excluded
-                else "repeated" if rules.unique and (src, tgt) in seen
-                else "not among the best scored" if ranked is not None and number not in ranked
+                "blank"
+                if not src.strip() or (tgt_out is not None and not tgt.strip())
+                else "excluded"
+                if src in excluded
+                else "repeated"
+                if rules.unique and (src, tgt) in seen
+                else "not among the best scored"
+                if ranked is not None and number not in ranked
                 else ""
-            )  # fmt: skip
+            )
             counts[reason or "kept"] += 1
             if reason:
                 continue

@@ -103,7 +103,7 @@ class CorpusConfig:
                         ),
                     )
                     for key, code in (("src_lang", self.src_lang), ("tgt_lang", self.tgt_lang))
-                ),  # fmt: skip
+                ),
                 (
                     not NAME.fullmatch(self.name),
                     f"{where}.name: required: letters, digits, '_', '.' or '-' (it names the corpus's "
@@ -159,7 +159,7 @@ class ValidConfig:
                         ),
                     )
                     for key, code in (("src_lang", self.src_lang), ("tgt_lang", self.tgt_lang))
-                ),  # fmt: skip
+                ),
             ]
         )
 

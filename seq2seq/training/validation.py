@@ -123,9 +123,16 @@ def bleu_scores(
         return
     settings = dataclasses.replace(config_search(decode), beam=cfg.valid_beam)
     score, signature, texts = validation_bleu(
-        model, valid, tokenizers, settings, cfg.max_tokens, device, dtype, cfg.valid_subset,
+        model,
+        valid,
+        tokenizers,
+        settings,
+        cfg.max_tokens,
+        device,
+        dtype,
+        cfg.valid_subset,
         cfg.valid_bleu_tokenize,
-    )  # fmt: skip
+    )
     result.bleu, result.bleu_signature = score.score, signature
     result.samples = [
         (valid.src_lines[i], valid.ref_lines[i], texts[i]) for i in range(min(cfg.valid_samples, len(texts)))

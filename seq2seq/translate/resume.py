@@ -215,8 +215,11 @@ def _start(record: Path, settings: dict[str, Any], restart: bool) -> Progress | 
             raise ValueError(raw)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         raise DataError(f"{record} cannot be read: add --restart to begin its output again") from None
-    differ = [key for key in sorted(settings.keys() | progress.settings.keys())
-              if settings.get(key) != progress.settings.get(key)]  # fmt: skip
+    differ = [
+        key
+        for key in sorted(settings.keys() | progress.settings.keys())
+        if settings.get(key) != progress.settings.get(key)
+    ]
     if differ:
         said = "; ".join(
             f"{key}: {progress.settings.get(key)!r} then, {settings.get(key)!r} now" for key in differ

@@ -173,9 +173,16 @@ class Translator:
     ) -> list[list[Hypothesis]]:
         """`decoding.batched.decode_ids` of token-id sources with this model, its device and precision."""
         return decode_ids(
-            self.model, sources, settings, max_tokens, self.device, self.autocast_to, self.answers,
-            self.at_once, prefixes,
-        )  # fmt: skip
+            self.model,
+            sources,
+            settings,
+            max_tokens,
+            self.device,
+            self.autocast_to,
+            self.answers,
+            self.at_once,
+            prefixes,
+        )
 
     @property
     def autocast_to(self) -> torch.dtype | None:
