@@ -9,8 +9,8 @@
 #   bash scripts/gpu_check.sh --dry-run data/multi30k         the same steps on the CPU, tiny (CI)
 #
 # s2s runs from this tree (nothing installed); summary.md is the part to paste into docs/benchmarks.md.
-# Options and steps: python3 -m scripts.gpu_check --help (scripts/gpu_check/).
+# Options and steps: python3 -m benchmarks.gpu_check --help (benchmarks/gpu_check/).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
-exec "${PYTHON:-python3}" -m scripts.gpu_check "$@"
+exec "${PYTHON:-python3}" -m benchmarks.gpu_check "$@"

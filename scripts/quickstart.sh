@@ -3,7 +3,7 @@
 #   bash scripts/quickstart.sh            (extra arguments go to `s2s train`, e.g. --overwrite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python scripts/make_quickstart_data.py
+python tools/make_quickstart_data.py
 s2s train configs/quickstart.yaml "$@"
 printf '42007\n\n1999\n' | s2s translate runs/quickstart
 s2s evaluate runs/quickstart --src data/quickstart/test.src --ref data/quickstart/test.tgt \

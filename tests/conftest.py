@@ -331,7 +331,7 @@ def quickstart_pipeline(tmp_path_factory: pytest.TempPathFactory) -> PipelineRun
     (tests/system/test_pipeline.py, one xdist group); one that changes it leaves it whole again."""
     directory = tmp_path_factory.mktemp("pipeline")
     env = pipeline_env()
-    data = [sys.executable, str(ROOT / "scripts" / "make_quickstart_data.py"), "--out", "data/quickstart"]
+    data = [sys.executable, str(ROOT / "tools" / "make_quickstart_data.py"), "--out", "data/quickstart"]
     subprocess.run(data, cwd=directory, env=env, check=True, capture_output=True)
     for name in ("examples/quickstart_pipeline.yaml", "configs/quickstart.yaml"):
         (directory / name).parent.mkdir(exist_ok=True)

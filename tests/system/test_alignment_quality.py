@@ -1,6 +1,6 @@
-"""`python -m scripts.alignment_quality` runs end to end on the tiny run: its table has the three rows,
-the numbers lie in their ranges, the JSON holds them, eflomal's own links place every tag exactly
-(the expected span is read off them), and one seed plants the same tags."""
+"""`python -m experiments.alignment_quality.alignment_quality` runs end to end on the tiny run: its
+table has the three rows, the numbers lie in their ranges, the JSON holds them, eflomal's own links
+place every tag exactly (the expected span is read off them), and one seed plants the same tags."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from scripts.alignment_quality import ROWS, main, plant_tags, reference_links
+from experiments.alignment_quality.alignment_quality import ROWS, main, plant_tags, reference_links
 from seq2seq.markup.parse import HTML, parse
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def test_the_table_and_the_json_hold_the_three_rows(tiny_run, val, tmp_path, cap
     assert set(ROWS) <= rows
     assert (
         "BLEU, tagged and tags stripped" in printed
-        and "Command: python -m scripts.alignment_quality" in printed
+        and "Command: python -m experiments.alignment_quality.alignment_quality" in printed
     )
     results = json.loads(out.read_text(encoding="utf-8"))
     assert results["lines"] == LINES and 0 < results["tagged_lines"] <= LINES

@@ -1,13 +1,13 @@
-"""The figures of docs/augmentation.md are remade by `python -m scripts.augment_cost CONFIG`: it runs
-on a tiny config, writes nothing outside a temporary directory, and refuses a config without
-augmentation."""
+"""The figures of docs/augmentation.md are remade by `python -m experiments.augmentation.augment_cost
+CONFIG`: it runs on a tiny config, writes nothing outside a temporary directory, and refuses a config
+without augmentation."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from scripts.augment_cost import main
+from experiments.augmentation.augment_cost import main
 from tests.conftest import tiny_config_dict
 from tests.helpers import tree_digest
 

@@ -1,6 +1,7 @@
-"""The table of docs/augmentation.md's experiment is made by `python -m scripts.augment_table OUT` from
-what scripts/augment_quality.sh leaves: each run's `s2s evaluate --augment` records and the paired
-bootstrap of the two on each set as given. Here on the tiny run, scored twice as the two arms."""
+"""The table of docs/augmentation.md's experiment is made by `python -m
+experiments.augmentation.augment_table OUT` from what experiments/augmentation/augment_quality.sh
+leaves: each run's `s2s evaluate --augment` records and the paired bootstrap of the two on each set as
+given. Here on the tiny run, scored twice as the two arms."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import shutil
 
 import pytest
 
-from scripts.augment_table import SETS, main
+from experiments.augmentation.augment_table import SETS, main
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.slow

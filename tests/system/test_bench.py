@@ -1,4 +1,4 @@
-"""The benchmarks (`python -m scripts.bench`) run: every section for a few steps on the tiny run, a
+"""The benchmarks (`python -m benchmarks`) run: every section for a few steps on the tiny run, a
 missing peer is skipped with a note, a failing section does not stop the others, and what they
 measure is measured right (the reference model trains through `TrainingLoss`; a child's peak RSS is
 its own)."""
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from scripts.bench import __main__ as bench
-from scripts.bench import engines, fairseq, memory
-from scripts.bench.reference import ReferenceTransformer
+from benchmarks import __main__ as bench
+from benchmarks import engines, fairseq, memory
+from benchmarks.reference import ReferenceTransformer
 from seq2seq.config import ModelConfig
 from seq2seq.training import precision
 from seq2seq.training.distributed import DistInfo
@@ -52,7 +52,7 @@ def bench_args(run: TrainedRun, sections: str) -> list[str]:
 
 def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    command = [sys.executable, "-m", "scripts.bench", *bench_args(tiny_run, ",".join(bench.SECTIONS))]
+    command = [sys.executable, "-m", "benchmarks", *bench_args(tiny_run, ",".join(bench.SECTIONS))]
     command += ["--threads", "1", "--json", str(out)]
     user_cache = tmp_path / "user_cache"  # where `s2s translate` keeps its exports for this user
     env = {k: v for k, v in os.environ.items() if k != "S2S_CACHE_DIR"}

@@ -1,4 +1,4 @@
-"""The fairseq peer's install patches (`scripts/bench/fairseq_patch.py`): a setup.py without sources
+"""The fairseq peer's install patches (`benchmarks/fairseq_patch.py`): a setup.py without sources
 is made buildable, keeping every extension that has its sources, and dataclass defaults Python 3.11
 refuses become factories that give the same values."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench import fairseq_patch
+from benchmarks import fairseq_patch
 
 CONFIGS = """
 from dataclasses import dataclass, field

@@ -16,12 +16,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from scripts.gpu_check import machine
-from scripts.gpu_check.__main__ import OUT_FILES
-from scripts.gpu_check.check import MULTI30K, Check, StepResult
-from scripts.gpu_check.process import run_step
-from scripts.gpu_check.steps import STEP_NAMES, STEPS, read_machine, torchrun_command
-from scripts.gpu_check.summary import SECTIONS, markdown
+from benchmarks.gpu_check import machine
+from benchmarks.gpu_check.__main__ import OUT_FILES
+from benchmarks.gpu_check.check import MULTI30K, Check, StepResult
+from benchmarks.gpu_check.process import run_step
+from benchmarks.gpu_check.steps import STEP_NAMES, STEPS, read_machine, torchrun_command
+from benchmarks.gpu_check.summary import SECTIONS, markdown
 from seq2seq.device import cpu_has_bf16_kernels
 from tests.helpers import MULTI30K_DIR, ROOT
 

@@ -1,6 +1,6 @@
-"""The multilingual table (scripts/multilingual_table.py) reads what its commands write: each
-bilingual run's own choice on val (`s2s select`), the six-direction run's one choice, zero-shot and
-pivoted fr->de."""
+"""The multilingual table (experiments/multilingual/multilingual_table.py) reads what its commands
+write: each bilingual run's own choice on val (its pipeline's select step), the six-direction run's
+one choice, zero-shot and pivoted fr->de."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scripts.multilingual_table import DIRECTIONS
+from experiments.multilingual.multilingual_table import DIRECTIONS
 from seq2seq.evaluation.selection import Candidate, write_selection
+from seq2seq.pipeline.workspace import Workspace
 from seq2seq.run.finished import record_finished
 from seq2seq.run.layout import RunDir
 from tests.conftest import ROOT
@@ -34,14 +35,13 @@ def finished(run: Path, step: int) -> None:
 
 def test_the_table_has_every_direction_of_both_systems(tmp_path):
     for n, direction in enumerate(DIRECTIONS):
-        run = tmp_path / direction.replace("-", "_")
-        record(run / "eval" / "val_best_lp1.json", 30.0 + n)
-        record(run / "eval" / "test.json", 20.0 + n)
-        val = str(run / "eval" / "val_best_lp1.json")
-        write_selection(
-            run / "eval" / "selection.json", [Candidate(("best.pt",), 5, 1.0, 30.0 + n, "s", (val,))]
-        )
-        finished(run, 500 + n)
+        pipeline = Workspace(tmp_path / direction.replace("-", "_"), *direction.split("-"))
+        val = pipeline.candidate("select_teacher", "best", 1.0)
+        record(val, 30.0 + n)
+        record(pipeline.evaluation("teacher", "test_2016_flickr"), 20.0 + n)
+        choice = Candidate(("best.pt",), 5, 1.0, 30.0 + n, "s", (str(val),))
+        write_selection(pipeline.selection("select_teacher"), [choice])
+        finished(pipeline.folder("teacher"), 500 + n)
     ml = tmp_path / "multilingual"
     for n, direction in enumerate([*DIRECTIONS, "fr-de", "fr-en-de"]):
         record(ml / "eval" / direction / "val.json", 40.0 + n)
@@ -51,7 +51,7 @@ def test_the_table_has_every_direction_of_both_systems(tmp_path):
     write_selection(ml / "eval" / "selection.json", [choice])
     finished(ml, 3400)
     done = subprocess.run(
-        [sys.executable, "-m", "scripts.multilingual_table", str(tmp_path)],
+        [sys.executable, "-m", "experiments.multilingual.multilingual_table", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

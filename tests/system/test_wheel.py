@@ -19,6 +19,7 @@ pytestmark = pytest.mark.slow
 
 # what a checkout holds at its top level (the rest is local: .git, runs/, caches, build outputs)
 CHECKOUT = {"pyproject.toml", "README.md", "seq2seq", "tests", "scripts", "configs", "docs"}
+CHECKOUT |= {"experiments", "benchmarks", "tools", "examples"}  # beside the package, never in the wheel
 
 
 def checkout_copy(directory: Path, names: list[str]) -> set[str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typer.main
 
-from scripts.docs.cli_reference import commands  # the walk the command-line reference is made by
 from seq2seq.cli import app
 from tests.helpers import run_cli
+from tools.docs.cli_reference import commands  # the walk the command-line reference is made by
 
 
 def test_every_option_has_help_and_every_help_paragraph_is_one_line():

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import yaml
 
-from scripts.docs import PAGES
-from scripts.docs.config_reference import undocumented
 from seq2seq.config import config_from_dict, load_config
 from tests.helpers import ROOT
+from tools.docs import PAGES
+from tools.docs.config_reference import undocumented
 
 README_MAX_LINES = 250
-TREES = ("README.md", "docs", "seq2seq", "scripts", "tests", "configs", "examples")
+FOLDERS = ("seq2seq", "experiments", "benchmarks", "tools", "scripts", "tests", "configs", "docs", "examples")
+TREES = ("README.md", *FOLDERS)
 TEXT = {".md", ".py", ".sh", ".yaml", ".yml", ".toml", ".txt", ".html", ".json", ".cfg"}
 # what the project's text may not name (this file aside): paths beside the repository, issue numbers,
 # tools of the machines s2s was developed on
@@ -76,9 +77,7 @@ def test_the_readme_config_is_the_recipe_it_names():
 
 def test_every_file_the_docs_name_exists():
     """A script, config or test the README or a page names is there, so a command they quote runs."""
-    named = re.compile(
-        r"(?<![\w/.])((?:scripts|tests|seq2seq|configs|docs|examples)/[\w./-]+?\.(?:py|sh|yaml|md))"
-    )
+    named = re.compile(rf"(?<![\w/.])((?:{'|'.join(FOLDERS)})/[\w./-]+?\.(?:py|sh|yaml|md))")
     missing = [
         f"{page.relative_to(ROOT)}: {path}"
         for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

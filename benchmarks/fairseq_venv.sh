@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A virtual environment with fairseq 0.12.2 for the benchmark's fairseq section, on the torch of the
+# interpreter that runs this script (the same kernels for both trainers):
+#
+#   bash benchmarks/fairseq_venv.sh DIR
+#   python -m benchmarks --sections fairseq --fairseq-python DIR/bin/python --fairseq-steps 120
+#
+# fairseq 0.12.2 does not build or import on Python 3.11 as published; benchmarks/fairseq_patch.py
+# says why and what it changes (nothing that fairseq computes). Needs the package index (or a local
+# mirror pip is configured for) and a C++ compiler.
+set -euo pipefail
+if [ $# -ne 1 ]; then echo "usage: bash benchmarks/fairseq_venv.sh DIR" >&2; exit 2; fi
+dir="$1"
+if [ -e "$dir" ]; then echo "error: $dir exists; give a new directory" >&2; exit 2; fi
+root="$(cd "$(dirname "$0")/.." && pwd)"
+python="${PYTHON:-python3}"
+torch_version="$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')"
+"$python" -m venv "$dir"
+dir="$(cd "$dir" && pwd)"
+pip=("$dir/bin/python" -m pip install --quiet)
+"${pip[@]}" "pip<24.1"              # omegaconf 2.0.6, which fairseq pins, has metadata newer pip refuses
+src="$(mktemp -d)"
+trap 'rm -rf "$src"' EXIT
+echo "torch==$torch_version" > "$src/same-torch.txt"   # nothing fairseq pulls in may replace it
+pip+=(--constraint "$src/same-torch.txt")
+"${pip[@]}" "torch==$torch_version" "numpy<2" cython
+"$dir/bin/python" -m pip download --quiet --no-deps --no-build-isolation --no-binary :all: --dest "$src" fairseq==0.12.2
+tar -xzf "$src"/fairseq-0.12.2.tar.gz -C "$src"
+PYTHONPATH="$root" "$python" -m benchmarks.fairseq_patch setup "$src/fairseq-0.12.2/setup.py"
+"${pip[@]}" --no-build-isolation "$src/fairseq-0.12.2"
+site="$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+PYTHONPATH="$root" "$python" -m benchmarks.fairseq_patch site "$site"
+(cd "$src" && "$dir/bin/python" -c '
+import sys, fairseq, torch
+print("fairseq", fairseq.__version__, "torch", torch.__version__)
+if torch.__version__.split("+")[0] != sys.argv[1]:
+    sys.exit(f"error: the environment has torch {torch.__version__}, not {sys.argv[1]}")
+' "$torch_version")

@@ -1,0 +1,1 @@
+"""Alignment quality: how well a run's attention aligns words and puts tags back (README.md)."""

@@ -1,0 +1,1 @@
+"""Augmentation: what training on modified text buys and costs (README.md)."""

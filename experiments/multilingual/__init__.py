@@ -1,0 +1,1 @@
+"""Multilingual: one model for six directions against six bilingual models (README.md)."""
