@@ -24,12 +24,12 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def translator(spec: dict[str, Any]) -> Any:
     """`translate(lines) -> lines` with CTranslate2 itself: SentencePiece pieces in, the run's decode
-    settings and its length limit per sentence (`decoding.limits`, the one rule)."""
+    settings and its length limit per sentence (`decoding.length_limits`, the one rule)."""
     import ctranslate2
     import sentencepiece
 
     from seq2seq.ct2.export_dir import read_export_info
-    from seq2seq.decoding.limits import output_limits_of_counts
+    from seq2seq.decoding.length_limits import output_limits_of_counts
     from seq2seq.decoding.settings import config_search
 
     export = Path(spec["model"])

@@ -1,7 +1,7 @@
 """The engine a user gets by default, as the benchmarks measure it: `s2s translate RUN` with no flags.
 
 That is `--engine auto` (`seq2seq.commands.engines.choose_engine`), on the CPU as a machine without a
-GPU places it: CTranslate2 over the export cache's entry for the run (`seq2seq.ct2.cache`), made on
+GPU places it: CTranslate2 over the export cache's entry for the run (`seq2seq.ct2.export_cache`), made on
 first use, where int8 or float32 and a shortlist are chosen on the run's val sample. Each benchmark
 run points the cache at a fresh temporary directory (`cache_env`), so a first use is measured as a
 new user meets it and no user's cache is read or written.
@@ -39,7 +39,7 @@ USES = ("first_use", "later_use")  # the cache empty, then warm
 @contextlib.contextmanager
 def cache_env(folder: Path) -> Iterator[None]:
     """The export cache at `folder` while inside, for this process and the ones it starts."""
-    from seq2seq.ct2.cache import CACHE_ENV
+    from seq2seq.ct2.export_cache import CACHE_ENV
 
     before = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(folder)
@@ -101,7 +101,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 def first_and_later_use(run_dir: str, cores: int) -> dict[str, Any]:
     """`choose_engine` in a fresh worker with the cache (`cache_env`) empty, then again with it warm:
     seconds inside and of the whole process, peak RSS; and what the first use recorded."""
-    from seq2seq.ct2.cache import cached_export
+    from seq2seq.ct2.export_cache import cached_export
 
     uses: dict[str, Any] = {}
     for use in USES:
@@ -138,7 +138,7 @@ def report(section: dict[str, Any]) -> list[str]:
     first, later = uses["first_use"], uses["later_use"]
     lines = [f"default = `s2s translate RUN`, no flags: {first['chosen']} ({first['reason']})"]
     if decisions := uses.get("decisions"):
-        from seq2seq.ct2.cache import describe
+        from seq2seq.ct2.export_cache import describe
 
         val = decisions["val"]
         on = f" (val: {Path(val['src']).name})" if isinstance(val, dict) else ""

@@ -76,7 +76,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _through_s2s(spec: dict[str, Any]) -> tuple[Any, str]:
     """`translate(lines) -> lines` with s2s's decoder or s2s's CTranslate2 engine, and the dtype used."""
-    from seq2seq.ct2.engine import CT2Translator, Threads
+    from seq2seq.ct2.runtime import CT2Translator, Threads
     from seq2seq.translate.engine import Engine
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
@@ -126,7 +126,7 @@ def run_engines_section(
     """The grid, the default's first and later use (an export cache made fresh for this run), then
     every engine and setting on the lines of `src`, round-robin `repeat` times."""
     from seq2seq.cpu import cpu_has_int8_dot_products
-    from seq2seq.ct2.export import export_ctranslate2
+    from seq2seq.ct2.conversion import export_ctranslate2
 
     count = len(source_lines(src, limit))
     refs = source_lines(ref, limit) if ref else None

@@ -75,7 +75,7 @@ def _s2s(spec: dict[str, Any]) -> Any:
 
 
 def _ctranslate2(spec: dict[str, Any]) -> Any:
-    from seq2seq.ct2.engine import CT2Translator, Threads
+    from seq2seq.ct2.runtime import CT2Translator, Threads
     from seq2seq.translate.placement import Placement
 
     return _lines_of(
@@ -100,7 +100,7 @@ def _lines_of(translator: Any, beam: int) -> Any:
 def _transformers(spec: dict[str, Any]) -> Any:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from seq2seq.decoding.limits import output_limits
+    from seq2seq.decoding.length_limits import output_limits
     from seq2seq.decoding.settings import SearchSettings
     from seq2seq.run.layout import RunDir
 
@@ -129,8 +129,8 @@ def _transformers(spec: dict[str, Any]) -> Any:
 
 def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Every engine at greedy and each of `--beams`, on the CPU (the device option does not apply)."""
-    from seq2seq.ct2.export import export_ctranslate2
-    from seq2seq.hf.export import export_huggingface
+    from seq2seq.ct2.conversion import export_ctranslate2
+    from seq2seq.hf.pegasus import export_huggingface
 
     assert opts.run_dir is not None  # options.parse insists
     threads = torch.get_num_threads()

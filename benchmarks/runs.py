@@ -28,7 +28,7 @@ SHORTLISTED = SETTINGS[-1]  # CTranslate2 int8: what `--shortlist` measures agai
 
 def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Every run and setting on the CPU, at each of `--beams`."""
-    from seq2seq.ct2.export import export_ctranslate2
+    from seq2seq.ct2.conversion import export_ctranslate2
     from seq2seq.ct2.shortlist import ShortlistSize
     from seq2seq.run.layout import RunDir
 

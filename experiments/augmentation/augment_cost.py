@@ -11,7 +11,7 @@ Prints two tables (README.md here, docs/augmentation.md):
   and build every batch, the batches and their padding.
 
 The tokenizers and the prepared corpus are made by the commands' own jobs (`s2s train
---tokenizer-only` for the corpora as given, `s2s prepare` for the config: `seq2seq.training.plan` and
+--tokenizer-only` for the corpora as given, `s2s prepare` for the config: `seq2seq.training.training_plan` and
 `seq2seq.training.setup`), in run directories inside a temporary directory removed at the end; the
 config's run directory and its `data.prepared_dir` are not touched. The epoch is training's own batch
 order (`seq2seq.training.order`), read here without training a model, which no command does.
@@ -33,13 +33,13 @@ from seq2seq.data.prepared import corpus_mixture, load_prepared, prepared_corpus
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.errors import Seq2SeqError
-from seq2seq.evaluation.augmented import modified_lines
+from seq2seq.evaluation.modified_sets import modified_lines
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.order import BatchOrder
-from seq2seq.training.plan import plan_preparation
 from seq2seq.training.setup import claim, make_tokenizers_only, prepare_corpus
 from seq2seq.training.state import Progress
+from seq2seq.training.training_plan import plan_preparation
 
 
 def as_given(config: Path) -> list[str]:

@@ -1,13 +1,13 @@
 """`s2s translate`, `evaluate`, `score` and `average`: a trained run put to use. Their options are the
-fields of the jobs they hand to `seq2seq.commands` (`seq2seq.cli.options`)."""
+fields of the jobs they hand to `seq2seq.commands` (`seq2seq.cli.expansion`)."""
 
 from __future__ import annotations
 
 import logging
 
 from seq2seq.cli.common import Verbose, setup_logging, verbosity
+from seq2seq.cli.expansion import verb
 from seq2seq.cli.group import commands
-from seq2seq.cli.options import verb
 from seq2seq.commands.average import AverageJob
 from seq2seq.commands.evaluate import EvaluateJob
 from seq2seq.commands.score import ScoreJob

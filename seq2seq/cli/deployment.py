@@ -8,8 +8,8 @@ from typing import Annotated
 from typer import Option
 
 from seq2seq.cli.common import Verbose, setup_logging, verbosity
+from seq2seq.cli.expansion import verb
 from seq2seq.cli.group import commands
-from seq2seq.cli.options import verb
 from seq2seq.commands.export import ExportJob
 from seq2seq.commands.serve import ServeJob
 from seq2seq.errors import Seq2SeqError

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from seq2seq.cli import cache, decoding, deployment, pipeline, training
+from seq2seq.cli import caching, decoding, deployment, pipeline, training
 from seq2seq.cli.common import Version
 from seq2seq.cli.group import commands
 
 app = commands(no_args_is_help=True)
 for verbs in (training.app, decoding.app, deployment.app, pipeline.app):
     app.add_typer(verbs)
-app.add_typer(cache.app, name="cache")
+app.add_typer(caching.app, name="cache")
 
 
 @app.callback()

@@ -13,8 +13,8 @@ import typer
 from typer import Argument, Option
 
 from seq2seq.cli.common import setup_logging
+from seq2seq.cli.expansion import verb
 from seq2seq.cli.group import commands
-from seq2seq.cli.options import verb
 from seq2seq.commands.filter import FilterJob
 from seq2seq.evaluation.selection import SelectJob
 

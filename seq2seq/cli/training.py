@@ -8,8 +8,8 @@ import logging
 import typer
 
 from seq2seq.cli.common import setup_logging
+from seq2seq.cli.expansion import verb
 from seq2seq.cli.group import commands
-from seq2seq.cli.options import verb
 from seq2seq.errors import EXIT_INTERRUPTED
 from seq2seq.training.jobs import PrepareJob, TrainJob
 
@@ -24,9 +24,9 @@ def train(job: TrainJob) -> None:
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     from seq2seq.training.distributed import init_distributed, shutdown, torchrun_info
-    from seq2seq.training.plan import plan_training, run_mode
     from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
     from seq2seq.training.trainer import train as run_training
+    from seq2seq.training.training_plan import plan_training, run_mode
 
     with contextlib.ExitStack() as stack:
         info = torchrun_info()
@@ -66,8 +66,8 @@ def prepare(job: PrepareJob) -> None:
     from seq2seq.data.manifest import describe, dropped_report
     from seq2seq.data.prepared import read_manifests
     from seq2seq.training.distributed import DistInfo
-    from seq2seq.training.plan import plan_preparation
     from seq2seq.training.setup import claim, prepare_corpus
+    from seq2seq.training.training_plan import plan_preparation
 
     plan = plan_preparation(job.source.config, list(job.source.overrides), job.overwrite, job.figure)
     setup_logging(logging.INFO)

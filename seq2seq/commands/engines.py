@@ -2,7 +2,7 @@
 
 `--engine auto` (the default) takes the fastest engine that can run the request. On a CPU that is
 CTranslate2 (about twice s2s's own decoder in int8: README, Benchmarks) over an export made on first
-use into the export cache (`seq2seq.ct2.cache`), when the run's family and every option asked are
+use into the export cache (`seq2seq.ct2.export_cache`), when the run's family and every option asked are
 supported there and the export reproduces s2s's decoder on val (its record's `not_used`, said in a
 warning); else s2s's own decoder, which stays the reference and the engine of what CTranslate2
 cannot run (ensembles, readers, families the export does not hold, s2s's --precision, beam search
@@ -118,7 +118,7 @@ def _from_cache(
     """CTranslate2 over the export cache's entry for the run at PATH, where the cache can be used
     and the export reproduces s2s's decoder; else, under `auto`, s2s's decoder, saying why in one
     line."""
-    from seq2seq.ct2.cache import CacheUnavailable, cached_export
+    from seq2seq.ct2.export_cache import CacheUnavailable, cached_export
 
     try:
         cached = cached_export(Path(path), options.checkpoints[0])
@@ -214,7 +214,7 @@ def _ctranslate2(
     export_dir: Path, asked: DecodeOverrides, placement: Placement, reason: str, files_checked: bool = False
 ) -> Chosen:
     """CTranslate2 over the export EXPORT_DIR (`files_checked`: by the export cache, just now)."""
-    from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.ct2.runtime import CT2Translator
 
     translator = CT2Translator.load(export_dir, placement, files_checked=files_checked)
     described = translator.describe()

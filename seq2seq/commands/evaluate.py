@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from seq2seq.commands.engines import choose_engine
 from seq2seq.config.bounds import MAX_BOOTSTRAP, MAX_SEED
 from seq2seq.ct2.export_dir import EXPORT_INFO, read_export_info
-from seq2seq.evaluation.augmented import ModifiedSets
+from seq2seq.evaluation.evaluation_plan import EvaluateFiles, plan_evaluation, run_evaluation
 from seq2seq.evaluation.metrics import MetricOptions
-from seq2seq.evaluation.plan import EvaluateFiles, plan_evaluation, run_evaluation
+from seq2seq.evaluation.modified_sets import ModifiedSets
 from seq2seq.evaluation.record import format_table, write_json
 from seq2seq.flags import group, option
 from seq2seq.translate.direction import STRAIGHT, Direction

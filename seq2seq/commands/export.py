@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.config.bounds import MAX_VOCAB
-from seq2seq.ct2.choice import reference_gap
-from seq2seq.ct2.export import QUANTIZATIONS, export_ctranslate2
+from seq2seq.ct2.conversion import QUANTIZATIONS, export_ctranslate2
+from seq2seq.ct2.export_choice import reference_gap
 from seq2seq.ct2.export_dir import is_int8
 from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.flags import argument, option
-from seq2seq.hf.export import export_huggingface
+from seq2seq.hf.pegasus import export_huggingface
 from seq2seq.run.layout import RUN_DIR
 from seq2seq.run.parts import run_inputs
 

@@ -12,7 +12,7 @@ from seq2seq.commands.engines import choose_engine
 from seq2seq.errors import ServeError
 from seq2seq.flags import group, option
 from seq2seq.run.layout import RUN_DIR
-from seq2seq.serve.settings import ServerSettings
+from seq2seq.serve.server_settings import ServerSettings
 from seq2seq.translate.placement import AUTO, Placement
 
 log = logging.getLogger(__name__)

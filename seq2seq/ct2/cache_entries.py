@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.ct2.cache import EXPORTS, RECORD, discard
 from seq2seq.ct2.cache_key import HASHES
+from seq2seq.ct2.export_cache import EXPORTS, RECORD, discard
 from seq2seq.locks import try_lock
 
 DAY = 24 * 3600

@@ -4,7 +4,7 @@ An entry's key is a hash of the checkpoint's content (sha256), the run directory
 where it came from), the run's config (the decode defaults an export carries) and tokenizer files,
 s2s's export format (`EXPORT_FORMAT`), CTranslate2's version, the int8 weights' range (8 bits where
 this CPU sums int8 products in int32, 7 elsewhere) and the rules that choose the export (`Choice`,
-which `ct2.choice` applies).
+which `ct2.export_choice` applies).
 
 A checkpoint's sha256 is remembered in the cache by the file's identity (its resolved path, inode,
 size and modification time), so a later use does not read a large file again; s2s saves a checkpoint
@@ -45,7 +45,7 @@ class Choice:
     shortlist_loss: float = 0.1  # BLEU the shortlist may lose on top of what int8 may
 
 
-RULES = Choice()  # the rules the cache chooses by (`ct2.choice`)
+RULES = Choice()  # the rules the cache chooses by (`ct2.export_choice`)
 
 
 class CheckpointChanging(Exception):

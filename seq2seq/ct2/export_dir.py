@@ -2,7 +2,7 @@
 defaults, the shortlist if there is one, the sha256 of every other file), the files that record names,
 the range of its int8 weights, its vocabulary's pieces; and CTranslate2 itself, where it is installed.
 
-What `seq2seq.ct2.export` writes and `seq2seq.ct2.engine` loads; read without torch, so that decoding
+What `seq2seq.ct2.conversion` writes and `seq2seq.ct2.runtime` loads; read without torch, so that decoding
 an export never imports it.
 """
 

@@ -7,7 +7,7 @@ of the candidates of each batch's source pieces, the common pieces and the speci
 Marian's shortlists do for the Bergamot and Firefox students.
 
 A source piece's candidates are the target pieces it co-occurs with most in the run's training
-pairs (its prepared corpora: `seq2seq.ct2.export.run_shortlist`), by the Dice coefficient of the
+pairs (its prepared corpora: `seq2seq.ct2.conversion.run_shortlist`), by the Dice coefficient of the
 pairs each occurs in (2 c(s, t) / (c(s) + c(t)), each piece counted once per pair), and the piece
 itself where the target vocabulary has it (names and numbers are copied). The common pieces are the
 target pieces found in the most pairs.

@@ -158,7 +158,7 @@ def modified_copy(
     return [s for s, _ in pairs], [t for _, t in pairs]
 
 
-# what each modifier does to one line, for a test set (`seq2seq.evaluation.augmented`)
+# what each modifier does to one line, for a test set (`seq2seq.evaluation.modified_sets`)
 LINE_MODIFIERS: dict[str, Callable[[str, random.Random], str]] = {
     "upper": lambda text, rng: text.upper(),
     "title": lambda text, rng: title(text),

@@ -8,7 +8,7 @@ tokens start, when it can spare a sync with the device. The rule is a module of 
 loops, so that neither owns what the other must follow: the two give a sentence the same hypotheses
 because there is one rule, not two kept equal by tests.
 
-The rule, CTranslate2's (so that both engines give a request the same n-best: `ct2.engine` passes
+The rule, CTranslate2's (so that both engines give a request the same n-best: `ct2.runtime` passes
 the patience on). A sentence's K beams advance together: of their 2K best candidates, an <eos> among
 the first K finishes a hypothesis, the K best others live on. At the last step its length limit
 allows, the first K candidates all finish, those without <eos> cut there. A sentence is settled then,

@@ -5,7 +5,7 @@ A sentence's prefix is forced into the decoder one token per step, through the s
 the search's own tokens; the search continues from it. The rule CTranslate2 follows, and s2s with it:
 the output starts with the prefix; its score sums the log-probabilities of the tokens after the prefix
 (and a chosen </s>), and the length normalizer counts the prefix's tokens as steps; the length limit
-is the sentence's own, made long enough for the prefix and a </s> (`seq2seq.decoding.limits`).
+is the sentence's own, made long enough for the prefix and a </s> (`seq2seq.decoding.length_limits`).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ newest token and the decoder keeps its keys/values; `use_cache=False` re-decodes
 at every step (the slow reference path, kept for tests and benchmarks). Sentences that finish are
 dropped from the batch, so the work per step shrinks as the batch completes; the model's tensors
 keep the batch at a few sizes only (`seq2seq.decoding.ladder`), so its products take few shapes.
-How long each output may grow is `seq2seq.decoding.limits`' rule; how a beam search chooses, stops
-and ranks is `seq2seq.decoding.beam_rule`'s, which the running search (`decoding.continuous`) follows
+How long each output may grow is `seq2seq.decoding.length_limits`' rule; how a beam search chooses, stops
+and ranks is `seq2seq.decoding.beam_rule`'s, which the running search (`decoding.running_search`) follows
 too; a hypothesis and its length-normalized score are `seq2seq.decoding.hypothesis`'.
 """
 
@@ -19,7 +19,7 @@ from seq2seq.decoding.beam_rule import Beams, best_first, best_log_probs
 from seq2seq.decoding.decodable import CacheT, Decodable, MemoryT
 from seq2seq.decoding.hypothesis import NEG_INF, Hypothesis, length_normalizer
 from seq2seq.decoding.ladder import held_after_drop, pad_rows
-from seq2seq.decoding.limits import output_limits_of
+from seq2seq.decoding.length_limits import output_limits_of
 from seq2seq.decoding.prefix import Forced, force_greedy
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.special import BOS, EOS, PAD
@@ -52,7 +52,7 @@ def _constrain(
 ) -> Tensor:
     """Never <pad> or <bos>; no <eos> before `min_len` tokens; only <eos> at a row's length limit;
     no token that would repeat an n-gram of the row's prefix `tokens` (N, t+1) with `no_repeat_ngram`.
-    `t`: the step, or (N,) each row's own (rows at different steps: `decoding.continuous`; their
+    `t`: the step, or (N,) each row's own (rows at different steps: `decoding.running_search`; their
     `tokens` are PAD before each row's <bos>, which never completes an n-gram).
     Works on scores before or after a log-softmax (log-probabilities, logits): -inf forbids."""
     logp[:, PAD] = NEG_INF  # column views: no index tensors or (N, V) masks on every step

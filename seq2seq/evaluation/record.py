@@ -71,7 +71,7 @@ class MadeBy:
 @dataclass(frozen=True)
 class AugmentedSet:
     """The test set modified one way (`s2s evaluate --augment`), translated and scored like the set as
-    given (`seq2seq.evaluation.augmented`)."""
+    given (`seq2seq.evaluation.modified_sets`)."""
 
     modifier: str  # upper, title, typos or nopunct
     seed: int
@@ -98,7 +98,7 @@ class Evaluation:
     """Everything one `s2s evaluate` measured; the table, the JSON and the report are views of it.
 
     `options` are what the hypotheses were scored with, chosen once for what they are
-    (`evaluation.plan.scoring_options`): a translation's or a reader's.
+    (`evaluation.evaluation_plan.scoring_options`): a translation's or a reader's.
     """
 
     options: MetricOptions | ReaderMetricOptions

@@ -32,7 +32,7 @@ from seq2seq.translate.attention import AttentionMap
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from seq2seq.evaluation.plan import Translated
+    from seq2seq.evaluation.evaluation_plan import Translated
 
 ATTENTION_EXAMPLES = 3
 ATTENTION_MAX_TOKENS = 40  # longer sentences make unreadable heatmaps

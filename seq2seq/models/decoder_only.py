@@ -25,8 +25,8 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
-from seq2seq.models.cache import KVCache, LayerCache, MemoryKV
 from seq2seq.models.encoder_decoder import DecoderCache, init_weights
+from seq2seq.models.kv_cache import KVCache, LayerCache, MemoryKV
 from seq2seq.models.layers import (
     Dropout,
     FeedForward,

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
-from seq2seq.models.cache import KVCache, LayerCache, MemoryKV, fit_length
+from seq2seq.models.kv_cache import KVCache, LayerCache, MemoryKV, fit_length
 from seq2seq.models.layers import DecoderLayer, Dropout, EncoderLayer, sinusoidal_positions
 from seq2seq.special import PAD
 
@@ -38,7 +38,7 @@ class DecoderCache:
     """Per-layer incremental-decoding state; `length` target positions have been decoded so far.
 
     With `starts` (one per target row), the rows are at different steps, as when sentences join a
-    running batch (`decoding.continuous`): row i's first position is cached at `starts[i]`, the
+    running batch (`decoding.running_search`): row i's first position is cached at `starts[i]`, the
     positions before are not its own (masked: `self_mask`), and its next position is
     `length - starts[i]`. Without, every row starts at 0. A cache that holds `starts` decodes one
     position per call.

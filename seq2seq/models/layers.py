@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.config import ModelConfig
-from seq2seq.models.cache import KVCache, LayerCache, MemoryKV
+from seq2seq.models.kv_cache import KVCache, LayerCache, MemoryKV
 
 
 def sinusoidal_positions(length: int, dim: int) -> Tensor:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from seq2seq.commands.evaluate import EvaluateJob
 from seq2seq.commands.export import ExportJob
-from seq2seq.evaluation.plan import EvaluateFiles
+from seq2seq.evaluation.evaluation_plan import EvaluateFiles
 from seq2seq.flags import argv
-from seq2seq.pipeline.choice import Decoder
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import ExportStep, PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
+from seq2seq.pipeline.val_choice import Decoder
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.translate.options import DecodeOverrides
 

@@ -13,7 +13,7 @@ has and what each reads from the others.
     evaluate            s2s evaluate: every model on every test set
 
 The plan is made again before each step runs: a step that decodes with a model chosen on val has
-that choice in its commands once it is made, and placeholders until then (`seq2seq.pipeline.choice`).
+that choice in its commands once it is made, and placeholders until then (`seq2seq.pipeline.val_choice`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from pathlib import Path
 
 from seq2seq.config.data import DataConfig
 from seq2seq.errors import ConfigError
-from seq2seq.pipeline.choice import chosen, select_step
 from seq2seq.pipeline.config import PipelineConfig
-from seq2seq.pipeline.corpora import back_translation_step, distillation_step, filter_step
+from seq2seq.pipeline.corpus_steps import back_translation_step, distillation_step, filter_step
 from seq2seq.pipeline.delivery import Scored, evaluate_step, export_step, scored
 from seq2seq.pipeline.step import Step
 from seq2seq.pipeline.trainings import BaseConfig, check_trainings, roles, teacher_runs, training_step
+from seq2seq.pipeline.val_choice import chosen, select_step
 from seq2seq.pipeline.workspace import Workspace
 
 

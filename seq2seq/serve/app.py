@@ -33,7 +33,7 @@ from seq2seq.serve.limits import (
     check_lines,
     request_search,
 )
-from seq2seq.serve.settings import Limits, ServerSettings
+from seq2seq.serve.server_settings import Limits, ServerSettings
 from seq2seq.translate.aligned import AnnotatedEngine, Annotations
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine

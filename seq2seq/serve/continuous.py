@@ -1,5 +1,5 @@
 """Continuous batching: each request's sentences join a running decode at the next step, and leave
-it when settled, so no request waits for a batch it was not part of (`decoding.continuous`).
+it when settled, so no request waits for a batch it was not part of (`decoding.running_search`).
 
 The decoding runs in lanes: on a CPU one per torch thread, each a thread with one core of its own
 (as `s2s translate` decodes one batch per core: a step's tensors are too small to keep two cores
@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from seq2seq.decoding.continuous import RunningSearch, Sentence
 from seq2seq.decoding.hypothesis import Hypothesis
+from seq2seq.decoding.running_search import RunningSearch, Sentence
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.device import autocast
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer

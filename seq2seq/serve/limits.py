@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.settings import SearchSettings
-from seq2seq.serve.settings import Limits
+from seq2seq.serve.server_settings import Limits
 from seq2seq.translate.options import DecodeOverrides, decode_options
 
 Scope = MutableMapping[str, Any]

@@ -1,6 +1,6 @@
 """Before training starts: the run directory claimed, then the run's inputs made, each check once.
 
-    plan (`seq2seq.training.plan`) -> claim (lock, check, save the config) -> make the inputs
+    plan (`seq2seq.training.training_plan`) -> claim (lock, check, save the config) -> make the inputs
     (tokenizers, the prepared corpus, checksums, validation pairs, fine-tuning weights) -> `RunInputs`
 
 Rank 0 claims and makes the inputs, in an order that writes nothing until every check of the claim has passed,
@@ -46,7 +46,7 @@ from seq2seq.run.checks import check_run_dir, check_same_inputs, data_checksums
 from seq2seq.run.layout import RunDir
 from seq2seq.run.lock import locked
 from seq2seq.training.distributed import DistInfo, any_rank
-from seq2seq.training.plan import RunPlan, ValidText
+from seq2seq.training.training_plan import RunPlan, ValidText
 from seq2seq.training.validation import VALID_SCORES, ValidSet
 
 

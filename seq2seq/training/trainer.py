@@ -45,11 +45,11 @@ from seq2seq.training.log import TrainLog
 from seq2seq.training.loss import training_objective
 from seq2seq.training.optim import WeightAverage
 from seq2seq.training.order import BatchOrder
-from seq2seq.training.plan import RunPlan
 from seq2seq.training.precision import choose_cpu_precision
 from seq2seq.training.setup import RunInputs
 from seq2seq.training.state import Progress, TrainingState, initial_model
 from seq2seq.training.throughput import ThroughputMeter
+from seq2seq.training.training_plan import RunPlan
 from seq2seq.training.validation import ValidResult, ValidSet, validate_sets
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@ layer's, or the head guided alignment trained), teacher-forced on a hypothesis.
 
 What the HTML report draws and the server's /attention answers; decoding itself never computes
 attention weights explicitly. Each engine finds its own (`Engine.attention_map`): s2s's decoder in
-`seq2seq.translate.cross_attention`, CTranslate2 in `seq2seq.ct2.engine`.
+`seq2seq.translate.cross_attention`, CTranslate2 in `seq2seq.ct2.runtime`.
 """
 
 from __future__ import annotations

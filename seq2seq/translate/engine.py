@@ -1,5 +1,5 @@
 """What every translation engine offers: a run's `Translator` (s2s's own decoder) and a CTranslate2
-export's `CT2Translator` (`seq2seq.ct2.engine`). translate, evaluate, serve and pivoting receive an
+export's `CT2Translator` (`seq2seq.ct2.runtime`). translate, evaluate, serve and pivoting receive an
 engine already built (`seq2seq.commands.engines` chooses it) and use it through this interface only:
 lines and a `Request` in, one `Translation` per line out. A call never changes the engine.
 

@@ -1,7 +1,7 @@
 """`s2s score`: the model's log-probability of given (source, target) pairs, batched like translation.
 
 Pairs are sorted by length into batches of about `max_tokens` padded tokens and scored in one
-teacher-forced pass each (`seq2seq.decoding.scoring`); results come back in input order. With a
+teacher-forced pass each (`seq2seq.decoding.forced_scores`); results come back in input order. With a
 second, reverse-direction run, the dual conditional cross-entropy of Junczys-Dowmunt (2018):
 |H_fwd - H_rev| + (H_fwd + H_rev) / 2, where H is a direction's cross-entropy per target token
 (<eos> included); low means both models find the pair likely and agree, what corpus filtering keeps.
@@ -24,7 +24,7 @@ from typing import IO
 from seq2seq.batching import pad, token_batches
 from seq2seq.config.data import CorpusConfig
 from seq2seq.data.corpora import count_pairs, pair_chunks
-from seq2seq.decoding.scoring import forced_log_probs
+from seq2seq.decoding.forced_scores import forced_log_probs
 from seq2seq.device import autocast
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import check_outputs

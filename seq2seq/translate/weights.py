@@ -1,5 +1,5 @@
 """A run's weights as models: what every reader of a run's checkpoints shares, s2s's decoder
-(`Translator.load`) and the exports (`ct2.export`, `hf.export`), which need the weights, not a
+(`Translator.load`) and the exports (`ct2.conversion`, `hf.pegasus`), which need the weights, not a
 decoder.
 
 Each checkpoint named must have been trained with the run's model config and tokenizer files

@@ -18,7 +18,7 @@ from seq2seq.data.prepared import load_prepared_part
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.serve.app import create_app
-from seq2seq.serve.settings import Limits, ServerSettings
+from seq2seq.serve.server_settings import Limits, ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator

@@ -22,7 +22,7 @@ from tests.conftest import TrainedRun
 from tests.helpers import run_cli
 
 pytest.importorskip("ctranslate2", reason="CTranslate2 publishes no wheel for this platform")
-from seq2seq.ct2.engine import CT2Translator  # noqa: E402
+from seq2seq.ct2.runtime import CT2Translator  # noqa: E402
 
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "   ", "blue bird", "cat"]
 ENGINES = ("s2s", "ctranslate2")

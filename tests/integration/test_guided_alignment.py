@@ -123,8 +123,8 @@ def test_both_engines_show_the_head_that_was_trained(runs, tmp_path):
         head = model.guided_features(src, tgt, 0)[1][0]
     assert torch.allclose(torch.from_numpy(shown.weights), head)
     pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
-    from seq2seq.ct2.engine import CT2Translator
-    from seq2seq.ct2.export import export_ctranslate2
+    from seq2seq.ct2.conversion import export_ctranslate2
+    from seq2seq.ct2.runtime import CT2Translator
 
     export_ctranslate2(runs.guided, "best", tmp_path / "export", None)
     theirs = CT2Translator.load(tmp_path / "export", Placement("cpu"))

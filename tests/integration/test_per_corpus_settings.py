@@ -17,8 +17,8 @@ from seq2seq.config import Config
 from seq2seq.data.control import control_id
 from seq2seq.data.prepared import corpus_mixture, load_prepared_part, read_manifests
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.plan import plan_training
 from seq2seq.training.setup import RunInputs, claim, make_inputs
+from seq2seq.training.training_plan import plan_training
 from tests.conftest import tiny_config_dict
 
 GERMAN = [

@@ -15,10 +15,10 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from seq2seq.decoding.continuous import RunningSearch
+from seq2seq.decoding.running_search import RunningSearch
 from seq2seq.serve.app import create_app
 from seq2seq.serve.server import listen
-from seq2seq.serve.settings import Limits, ServerSettings
+from seq2seq.serve.server_settings import Limits, ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request

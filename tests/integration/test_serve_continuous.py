@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.decoding.continuous import RunningSearch
+from seq2seq.decoding.running_search import RunningSearch
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.app import batcher_for
 from seq2seq.serve.continuous import ContinuousBatcher
-from seq2seq.serve.settings import ServerSettings
+from seq2seq.serve.server_settings import ServerSettings
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement

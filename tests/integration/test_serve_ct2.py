@@ -14,7 +14,7 @@ import torch
 from fastapi.testclient import TestClient
 
 from seq2seq.serve.app import create_app
-from seq2seq.serve.settings import ServerSettings
+from seq2seq.serve.server_settings import ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator
@@ -22,7 +22,7 @@ from tests.helpers import cli_translate, run_cli
 from tests.servers import ServerProcess
 
 pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
-from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
+from seq2seq.ct2.runtime import CT2Translator, Threads  # noqa: E402
 from seq2seq.translate.request import Request
 
 LINES = ["red cat runs", "", "the big dog sleeps under a tree", "blue bird"]

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from seq2seq.data.control import control_id
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import Batcher
-from seq2seq.serve.settings import Limits, ServerSettings
+from seq2seq.serve.server_settings import Limits, ServerSettings
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement

@@ -22,7 +22,7 @@ from seq2seq.data.parallel import ParallelData, collate, read_parallel
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.decoding.decodable import Decodable
 from seq2seq.decoding.hypothesis import Hypothesis
-from seq2seq.decoding.limits import max_output_lengths
+from seq2seq.decoding.length_limits import max_output_lengths
 from seq2seq.decoding.search import greedy_search
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.build import build_model

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from seq2seq.cli import app
 from seq2seq.serve.app import TranslateRequest, create_app
-from seq2seq.serve.settings import ServerSettings
+from seq2seq.serve.server_settings import ServerSettings
 from seq2seq.translate import resume
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement

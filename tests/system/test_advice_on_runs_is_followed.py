@@ -16,7 +16,7 @@ from seq2seq.data.prepared import load_prepared_part
 from seq2seq.data.tokenizer import train_or_load_tokenizers
 from seq2seq.errors import Seq2SeqError
 from seq2seq.serve.app import create_app
-from seq2seq.serve.settings import ServerSettings
+from seq2seq.serve.server_settings import ServerSettings
 from seq2seq.training.distributed import DistInfo, local_device_name
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
@@ -90,8 +90,8 @@ def test_static_batching_is_advised_where_continuous_cannot_be(trained_run):
 def test_an_export_is_made_as_advised_and_translates(tiny_run, tmp_path):
     """CTranslate2 given a run where it reads an export advises `s2s export`, whose export then
     translates; s2s's decoder given that export advises leaving --engine out, which translates too."""
-    from seq2seq.ct2.engine import CT2Translator
     from seq2seq.ct2.export_dir import ExportError
+    from seq2seq.ct2.runtime import CT2Translator
 
     with pytest.raises(ExportError) as refusal:
         CT2Translator.load(tiny_run.run)

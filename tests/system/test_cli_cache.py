@@ -13,7 +13,7 @@ from tests.conftest import TrainedRun
 from tests.helpers import run_cli
 
 pytest.importorskip("ctranslate2", reason="CTranslate2 has no wheel for this platform")
-from seq2seq.ct2.cache import cached_export  # noqa: E402
+from seq2seq.ct2.export_cache import cached_export  # noqa: E402
 
 
 @pytest.fixture

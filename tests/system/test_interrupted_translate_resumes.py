@@ -117,7 +117,7 @@ def test_a_file_begun_by_one_engine_is_never_finished_by_another(tiny_run, tmp_p
     this CPU) into the file an uninterrupted command writes, where it would now choose otherwise;
     forcing the other engine is refused, naming the engine, and OUTPUT is left unwritten."""
     from seq2seq.commands import engines
-    from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.ct2.runtime import CT2Translator
 
     monkeypatch.setattr(resume, "CHUNK_LINES", 4)
     rng = random.Random(3)

@@ -73,7 +73,7 @@ def test_the_ctranslate2_export_reads_the_language_token_as_s2s_does(multilingua
     """Greedy search of the export, sources starting with `<2de>` or `<2en>`: s2s's tokens wherever
     its top two choices differ by the margin, and its scores where they all do (fp32)."""
     pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
-    from seq2seq.ct2.engine import CT2Translator
+    from seq2seq.ct2.runtime import CT2Translator
 
     export = tmp_path / "export"
     result = run_cli("export", str(multilingual_run.run), str(export))

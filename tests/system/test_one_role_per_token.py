@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from seq2seq.serve.app import create_app
-from seq2seq.serve.settings import ServerSettings
+from seq2seq.serve.server_settings import ServerSettings
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.translator import Translator

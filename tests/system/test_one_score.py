@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from seq2seq.data.textio import read_lines
-from seq2seq.decoding.limits import output_limits
+from seq2seq.decoding.length_limits import output_limits
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.scoring import score_pairs
 from seq2seq.translate.translator import Translator

@@ -107,7 +107,7 @@ def test_the_server_answers_a_reader_and_refuses_what_it_cannot_do(reader_runs):
     from fastapi.testclient import TestClient
 
     from seq2seq.serve.app import create_app
-    from seq2seq.serve.settings import Limits, ServerSettings
+    from seq2seq.serve.server_settings import Limits, ServerSettings
     from seq2seq.translate.options import DecodeOverrides
     from seq2seq.translate.placement import Placement
     from seq2seq.translate.translator import Translator

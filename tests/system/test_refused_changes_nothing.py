@@ -175,7 +175,7 @@ KILLED_OVERWRITE = """
 import os, sys
 from pathlib import Path
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.plan import plan_training
+from seq2seq.training.training_plan import plan_training
 from seq2seq.training.setup import claim
 
 plan, _, _ = plan_training(Path(sys.argv[1]), [], "cpu", "overwrite", DistInfo())

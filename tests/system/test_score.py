@@ -13,7 +13,7 @@ import torch
 
 from seq2seq.data.textio import read_lines
 from seq2seq.decoding.hypothesis import length_normalizer
-from seq2seq.decoding.limits import output_limits
+from seq2seq.decoding.length_limits import output_limits
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.scoring import score_ids, score_pairs
 from seq2seq.translate.translator import Translator

@@ -37,8 +37,8 @@ TASK_CHOOSERS = {
     ("models/build.py", "reader_head"),  # what a reader reads its answers from
     ("decoding/answers.py", ""),  # searched or read
     ("training/validation.py", ""),  # BLEU or accuracy
-    ("evaluation/plan.py", "evaluation_task"),  # hypotheses without a run are translations
-    ("evaluation/plan.py", "scoring_options"),  # BLEU, chrF and TER, or a reader's scores
+    ("evaluation/evaluation_plan.py", "evaluation_task"),  # hypotheses without a run are translations
+    ("evaluation/evaluation_plan.py", "scoring_options"),  # BLEU, chrF and TER, or a reader's scores
 }
 # where s2s's commands are named, one of which is `translate`: a command line's verb, not the task
 VERBS = {("pipeline/command.py", "Verb")}
@@ -120,8 +120,8 @@ def test_every_chooser_listed_still_names_a_task():
         ("training/loss.py", 'ASKED = cfg.model.task == "classify"', "task"),
         ("serve/limits.py", "READS = task in (Task.CLASSIFY, Task.TAG)", "task"),
         ("translate/streams.py", 'match task:\n    case "tag":\n        pass', "task"),
-        ("ct2/engine.py", "FAMILY = cfg.model.arch", "family"),
-        ("hf/export.py", 'ENCODER_DECODER = "encoder_decoder"', "family"),
+        ("ct2/runtime.py", "FAMILY = cfg.model.arch", "family"),
+        ("hf/pegasus.py", 'ENCODER_DECODER = "encoder_decoder"', "family"),
         ("training/state.py", 'FAMILY = getattr(cfg.model, "arch")', "family"),
     ],
 )

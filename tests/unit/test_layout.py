@@ -60,7 +60,6 @@ LEVELS: list[set[str]] = [
 SAME_LEVEL_OK = {"core": LEVELS[0], "run": LEVELS[2], "entry": LEVELS[-1]}
 
 
-
 def wing(module: str) -> str:
     """`seq2seq.data.tokenizer` -> `data`; `seq2seq.run.layout` -> `run`; `seq2seq` -> `__init__`."""
     parts = module.split(".")

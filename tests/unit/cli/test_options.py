@@ -13,7 +13,7 @@ import pytest
 import typer.main
 
 from seq2seq.cli import app
-from seq2seq.cli.options import build
+from seq2seq.cli.expansion import build
 from seq2seq.commands.average import AverageJob
 from seq2seq.commands.evaluate import EvaluateJob
 from seq2seq.commands.export import ExportJob
@@ -21,11 +21,11 @@ from seq2seq.commands.filter import FilterJob, FilterRules
 from seq2seq.commands.score import ScoreJob
 from seq2seq.commands.serve import ServeJob
 from seq2seq.commands.translate import Streams, TranslateJob
+from seq2seq.evaluation.evaluation_plan import EvaluateFiles
 from seq2seq.evaluation.metrics import MetricOptions
-from seq2seq.evaluation.plan import EvaluateFiles
 from seq2seq.evaluation.selection import SelectJob
 from seq2seq.flags import argv, leaves
-from seq2seq.serve.settings import Limits, ServerSettings
+from seq2seq.serve.server_settings import Limits, ServerSettings
 from seq2seq.training.jobs import ConfigArgs, PrepareJob, TrainJob
 from seq2seq.translate.aligned import Annotations
 from seq2seq.translate.direction import Direction

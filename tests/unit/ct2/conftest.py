@@ -19,8 +19,8 @@ from tests.conftest import TrainedRun
 from tests.helpers import run_cli
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 publishes no wheel for this platform")
-from seq2seq.ct2.engine import CT2Translator  # noqa: E402
-from seq2seq.ct2.export import write_model  # noqa: E402
+from seq2seq.ct2.conversion import write_model  # noqa: E402
+from seq2seq.ct2.runtime import CT2Translator  # noqa: E402
 
 UNDER_TRAINED = ["tiny run", "random post-norm", "random pre-norm"]
 

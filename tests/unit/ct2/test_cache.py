@@ -19,10 +19,10 @@ from tests.conftest import TrainedRun
 from tests.helpers import tree_digest
 
 pytest.importorskip("ctranslate2", reason="CTranslate2 has no wheel for this platform")
-from seq2seq.ct2 import cache, choice  # noqa: E402
-from seq2seq.ct2.cache import RECORD, CachedExport, CacheUnavailable, cache_root, cached_export  # noqa: E402
-from seq2seq.ct2.engine import CT2Translator  # noqa: E402
+from seq2seq.ct2 import export_cache, export_choice  # noqa: E402
+from seq2seq.ct2.export_cache import RECORD, CachedExport, CacheUnavailable, cache_root, cached_export  # noqa: E402
 from seq2seq.ct2.export_dir import check_export_files, read_export_info  # noqa: E402
+from seq2seq.ct2.runtime import CT2Translator  # noqa: E402
 
 
 @pytest.fixture
@@ -47,14 +47,14 @@ def counting_exports(
 ) -> list[Path]:
     """The scratch folder of each entry made from now on (`choose_export`), `before` called first."""
     made: list[Path] = []
-    choose = choice.choose_export
+    choose = export_choice.choose_export
 
-    def counted(run_dir: Path, checkpoint: str, scratch: Path, *args: Any) -> choice.Chosen:
+    def counted(run_dir: Path, checkpoint: str, scratch: Path, *args: Any) -> export_choice.Chosen:
         made.append(scratch)
         before()
         return choose(run_dir, checkpoint, scratch, *args)
 
-    monkeypatch.setattr(choice, "choose_export", counted)
+    monkeypatch.setattr(export_choice, "choose_export", counted)
     return made
 
 
@@ -188,7 +188,7 @@ def test_two_first_uses_at_once_make_it_once_and_use_one_entry(tiny_run: Trained
 
 def test_without_the_lock_two_first_uses_still_give_one_whole_entry(tiny_run: TrainedRun, root, monkeypatch):
     """Where the file system has no locks both make it: the second to rename uses the first's entry."""
-    monkeypatch.setattr(cache, "lock_or_wait", lambda fd, waiting: None)
+    monkeypatch.setattr(export_cache, "lock_or_wait", lambda fd, waiting: None)
     both = threading.Barrier(2, timeout=60)
     made = counting_exports(monkeypatch, before=both.wait)  # neither starts before both are making it
     first, second = first_uses_at_once(tiny_run.run)
@@ -246,8 +246,10 @@ def test_int8_and_the_shortlist_are_kept_only_within_their_margins_of_s2s_s_deco
     shortlisted: TrainedRun, root, monkeypatch, scores, kept, used
 ):
     tiny_run = shortlisted
-    monkeypatch.setattr(choice, "reference_bleu", lambda translator, sample: scores["reference"])
-    monkeypatch.setattr(choice, "sample_bleu", lambda export, compute_type, sample: scores[export.name])
+    monkeypatch.setattr(export_choice, "reference_bleu", lambda translator, sample: scores["reference"])
+    monkeypatch.setattr(
+        export_choice, "sample_bleu", lambda export, compute_type, sample: scores[export.name]
+    )
     entry = cached_export(tiny_run.run)
     assert (entry.compute_type, entry.shortlist) == kept
     shortlist = next(v for k, v in scores.items() if k.endswith("shortlist"))
@@ -264,8 +266,8 @@ def test_auto_leaves_an_export_that_does_not_reproduce_the_run_to_s2s_s_decoder(
     from seq2seq.commands.engines import choose_engine
     from seq2seq.translate.options import DecodeOverrides
 
-    monkeypatch.setattr(choice, "reference_bleu", lambda translator, sample: 99.8)
-    monkeypatch.setattr(choice, "sample_bleu", lambda export, compute_type, sample: 95.0)
+    monkeypatch.setattr(export_choice, "reference_bleu", lambda translator, sample: 99.8)
+    monkeypatch.setattr(export_choice, "sample_bleu", lambda export, compute_type, sample: 95.0)
     chosen = choose_engine(tiny_run.run, "auto", DecodeOverrides(), Placement("cpu"))
     assert chosen.name == "s2s" and "95.00 in float32" in chosen.reason and "99.80" in chosen.reason
     assert "decoding with s2s's decoder" in caplog.text  # said without -v
@@ -279,8 +281,8 @@ def test_s2s_export_warns_of_an_export_that_does_not_reproduce_the_run(
 ):
     from tests.helpers import run_cli
 
-    monkeypatch.setattr(choice, "reference_bleu", lambda weights, sample: 99.8)
-    monkeypatch.setattr(choice, "sample_bleu", lambda export, compute_type, sample: exported)
+    monkeypatch.setattr(export_choice, "reference_bleu", lambda weights, sample: 99.8)
+    monkeypatch.setattr(export_choice, "sample_bleu", lambda export, compute_type, sample: exported)
     result = run_cli("export", str(tiny_run.run), str(tmp_path / "export"))
     assert result.exit_code == 0, result.output
     assert ("does not reproduce this run's translations" in result.output) is warned

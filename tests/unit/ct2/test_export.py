@@ -14,7 +14,7 @@ from seq2seq.batching import pad
 from seq2seq.config import ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.data.tokenizer import load_tokenizers
-from seq2seq.decoding.limits import max_output_lengths
+from seq2seq.decoding.length_limits import max_output_lengths
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.search import greedy_search
 from seq2seq.decoding.search import search as search_for
@@ -29,9 +29,9 @@ from tests.system.cuda_helpers import assert_same_greedy, greedy_margins
 from tests.unit.decoding.test_search import forced_score
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
-from seq2seq.ct2.engine import CT2Translator, Threads  # noqa: E402
-from seq2seq.ct2.export import model_spec, write_model  # noqa: E402
+from seq2seq.ct2.conversion import model_spec, write_model  # noqa: E402
 from seq2seq.ct2.export_dir import FULL_INT8, REDUCED_INT8, full_range_int8  # noqa: E402
+from seq2seq.ct2.runtime import CT2Translator, Threads  # noqa: E402
 from seq2seq.translate.request import Request  # noqa: E402
 from tests.unit.ct2.conftest import UNDER_TRAINED  # noqa: E402
 
@@ -182,7 +182,7 @@ def test_full_range_int8_is_known_from_the_export_and_the_load(stored, int8_rang
 
 
 def test_8_bit_int8_on_a_cpu_without_vnni_is_warned_about(trained, monkeypatch, caplog):
-    import seq2seq.ct2.engine as engine
+    import seq2seq.ct2.runtime as engine
 
     _, export = trained
     monkeypatch.setattr(engine, "cpu_has_int8_dot_products", lambda: False)
@@ -196,7 +196,7 @@ def test_the_engine_decodes_one_batch_per_core_by_default(trained, monkeypatch):
     """As s2s's own decoder does: a batch at once per core it may use (as many as torch's threads), one
     thread each (the benchmark's grid finds this the fastest on a CPU); `--threads` asks another
     number of batches at once, and an explicit arrangement is kept."""
-    import seq2seq.ct2.engine as engine
+    import seq2seq.ct2.runtime as engine
 
     _, export = trained
     monkeypatch.setattr(engine, "usable_cores", lambda: 3)

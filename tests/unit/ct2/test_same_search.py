@@ -10,7 +10,7 @@ import torch
 from seq2seq.batching import pad
 from seq2seq.data.textio import read_lines
 from seq2seq.decoding.hypothesis import Hypothesis
-from seq2seq.decoding.limits import max_output_lengths
+from seq2seq.decoding.length_limits import max_output_lengths
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.search import search
 from seq2seq.decoding.settings import SearchSettings

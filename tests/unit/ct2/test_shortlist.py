@@ -98,8 +98,8 @@ def test_the_vocabulary_map_lists_common_pieces_then_each_source_piece_s_candida
 
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: s2s[ct2]")
-from seq2seq.ct2.engine import CT2Translator  # noqa: E402
 from seq2seq.ct2.export_dir import ExportError, vocabulary  # noqa: E402
+from seq2seq.ct2.runtime import CT2Translator  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import random
 import pytest
 import torch
 
-from seq2seq.decoding.continuous import RunningSearch, Sentence
 from seq2seq.decoding.prefix import Forced
+from seq2seq.decoding.running_search import RunningSearch, Sentence
 from seq2seq.decoding.search import search
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.ensemble import Ensemble

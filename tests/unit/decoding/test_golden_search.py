@@ -74,8 +74,8 @@ def ct2_engine() -> Any:
     ctranslate2 = pytest.importorskip(
         "ctranslate2", reason="CTranslate2 publishes no wheel for this platform"
     )
-    from seq2seq.ct2.engine import CT2Translator
-    from seq2seq.ct2.export import write_model
+    from seq2seq.ct2.conversion import write_model
+    from seq2seq.ct2.runtime import CT2Translator
 
     ours = fixture_model()
     directory = Path(tempfile.mkdtemp(prefix="s2s-golden-"))

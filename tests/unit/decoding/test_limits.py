@@ -4,7 +4,7 @@ the model's positions, long enough for a forced prefix; and the searches obey it
 import pytest
 import torch
 
-from seq2seq.decoding.limits import (
+from seq2seq.decoding.length_limits import (
     max_output_lengths,
     output_limits,
     output_limits_of,

@@ -6,7 +6,7 @@ import torch
 
 from seq2seq.decoding import ladder
 from seq2seq.decoding.hypothesis import length_normalizer
-from seq2seq.decoding.limits import max_output_lengths
+from seq2seq.decoding.length_limits import max_output_lengths
 from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.decoding.search import search as search_for_settings
 from seq2seq.decoding.settings import SearchSettings

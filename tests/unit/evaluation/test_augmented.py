@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from seq2seq.errors import EvaluateError
-from seq2seq.evaluation.augmented import ModifiedSets, augmented_sets, modified_lines
 from seq2seq.evaluation.metrics import MetricOptions, TextFile
+from seq2seq.evaluation.modified_sets import ModifiedSets, augmented_sets, modified_lines
 from seq2seq.evaluation.record import DecodeRun, evaluate_files, evaluation_record, format_table
 
 SOURCE = [f"ein Mann fährt mit dem Fahrrad Nummer {i} über eine grüne Wiese." for i in range(40)] + [""]

@@ -16,7 +16,7 @@ from seq2seq.batching import pad
 from seq2seq.config import DecodeConfig, ModelConfig
 from seq2seq.data.textio import read_lines
 from seq2seq.decoding.hypothesis import Hypothesis
-from seq2seq.decoding.limits import max_output_lengths
+from seq2seq.decoding.length_limits import max_output_lengths
 from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.models.build import build_model
@@ -30,7 +30,7 @@ from tests.helpers import cli_translate, run_cli
 from tests.system.cuda_helpers import assert_same_greedy, greedy_margins
 
 transformers = pytest.importorskip("transformers", reason="transformers is an optional extra: s2s[hf]")
-from seq2seq.hf.export import write_model, write_tokenizer  # noqa: E402
+from seq2seq.hf.pegasus import write_model, write_tokenizer  # noqa: E402
 
 MARGIN = 1e-3  # a best choice ahead of its runner-up by less than this may flip with the kernels' rounding
 SCORE_TOLERANCE = 1e-4  # |s2s - transformers| of a sentence's score, fp32

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seq2seq.models.cache import KVCache
+from seq2seq.models.kv_cache import KVCache
 
 B, H, DH = 6, 2, 4
 

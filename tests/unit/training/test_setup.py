@@ -11,8 +11,8 @@ import yaml
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.training import setup
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.plan import plan_preparation, plan_training, run_mode
 from seq2seq.training.setup import claim, make_inputs
+from seq2seq.training.training_plan import plan_preparation, plan_training, run_mode
 from tests.conftest import tiny_config_dict
 from tests.helpers import count_checksums
 

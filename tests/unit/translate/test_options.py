@@ -61,7 +61,7 @@ def test_a_sampling_knob_without_sampling_is_an_error(knob):
 def test_a_server_request_gets_the_settings_the_command_line_would(beam, nbest):
     pytest.importorskip("fastapi")
     from seq2seq.serve.limits import request_search
-    from seq2seq.serve.settings import Limits
+    from seq2seq.serve.server_settings import Limits
 
     server = DecodeOverrides(length_penalty=0.2, max_tokens=100)
     cli = decode_options(dataclasses.replace(server, beam=beam, nbest=nbest), DECODE).search
@@ -71,7 +71,7 @@ def test_a_server_request_gets_the_settings_the_command_line_would(beam, nbest):
 def test_a_server_request_over_max_beam_is_refused_after_the_nbest_raised_the_beam():
     pytest.importorskip("fastapi")
     from seq2seq.serve.limits import ApiError, request_search
-    from seq2seq.serve.settings import Limits
+    from seq2seq.serve.server_settings import Limits
 
     assert request_search(DecodeOverrides(), DECODE, 2, 4, Limits(max_beam=4)).beam == 4
     with pytest.raises(ApiError, match="at most 4"):

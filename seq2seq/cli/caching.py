@@ -1,5 +1,5 @@
 """`s2s cache list` and `s2s cache clear`: the CTranslate2 exports s2s made of run directories on first
-use (`seq2seq.ct2.cache`), kept in $S2S_CACHE_DIR, else $XDG_CACHE_HOME/s2s, else ~/.cache/s2s."""
+use (`seq2seq.ct2.export_cache`), kept in $S2S_CACHE_DIR, else $XDG_CACHE_HOME/s2s, else ~/.cache/s2s."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from typer import Argument, Option
 
+from seq2seq.cli.expansion import between, verb
 from seq2seq.cli.group import commands
-from seq2seq.cli.options import between, verb
 
 app = commands(
     no_args_is_help=True,
@@ -21,8 +21,8 @@ app = commands(
 @verb(app, "list")
 def list_exports() -> None:
     """Each cached export: when it was made, its size, how it runs, its checkpoint and run directory."""
-    from seq2seq.ct2.cache import cache_root
     from seq2seq.ct2.cache_entries import cache_entries, entries_table
+    from seq2seq.ct2.export_cache import cache_root
 
     root = cache_root()
     typer.echo(entries_table(root, cache_entries(root)))
@@ -45,8 +45,8 @@ def clear(
     """Remove cached exports: all, those of RUN_DIR, or older ones (made again on their next use).
 
     An export another s2s is making is left as it is."""
-    from seq2seq.ct2.cache import cache_root
     from seq2seq.ct2.cache_entries import clear_cache, human_size
+    from seq2seq.ct2.export_cache import cache_root
 
     root = cache_root()
     cleared = clear_cache(root, run_dir, older_than)

@@ -25,7 +25,7 @@ from seq2seq.batching import pad
 from seq2seq.decoding.beam_rule import Beams, Step, best_first
 from seq2seq.decoding.decodable import Decodable, SearchCache, SearchMemory
 from seq2seq.decoding.hypothesis import Hypothesis
-from seq2seq.decoding.limits import output_limits_of
+from seq2seq.decoding.length_limits import output_limits_of
 from seq2seq.decoding.prefix import Forced
 from seq2seq.decoding.search import next_scores
 from seq2seq.decoding.settings import SearchSettings

@@ -23,7 +23,7 @@ times with CTranslate2 3.1 s, counting the shortlist over 29,000 pairs 1.0 s, lo
 exports 0.3 s); a later use finds the entry in 0.02-0.07 s. Remade by this, whose log line says the
 time:
 
-    S2S_CACHE_DIR=$(mktemp -d) python -c 'import logging, seq2seq.ct2.cache as c
+    S2S_CACHE_DIR=$(mktemp -d) python -c 'import logging, seq2seq.ct2.export_cache as c
     logging.basicConfig(level=logging.INFO); c.cached_export("RUN_DIR")'
 """
 
@@ -40,8 +40,8 @@ import sacrebleu
 
 from seq2seq.config import Config
 from seq2seq.ct2.cache_key import FLOAT32, INT8, RULES, Choice
-from seq2seq.ct2.engine import CT2Translator
-from seq2seq.ct2.export import load_for_export, run_shortlist, write_export
+from seq2seq.ct2.conversion import load_for_export, run_shortlist, write_export
+from seq2seq.ct2.runtime import CT2Translator
 from seq2seq.ct2.shortlist import Shortlist, ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.translate.direction import Direction

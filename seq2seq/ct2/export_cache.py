@@ -2,7 +2,7 @@
 
     <root>/ctranslate2/<key>/            an entry: an export (`s2s export`'s files) and cache.json, what
                                          it was made from and what was measured and decided
-                                         (`ct2.choice`)
+                                         (`ct2.export_choice`)
     <root>/ctranslate2/<key>.lock        held while the entry is made or removed
     <root>/ctranslate2/.<key>.*.tmp/     an entry being made or removed (one a killed process left
                                          behind goes with `s2s cache clear`)
@@ -73,7 +73,7 @@ class CachedExport:
     path: Path  # an export directory
     compute_type: str  # `Placement.quantize` to load it with: int8 or float32
     shortlist: bool  # whether it decodes with a vocabulary map
-    decisions: dict[str, Any]  # what was measured on the run's val sample and decided (`ct2.choice`)
+    decisions: dict[str, Any]  # what was measured on the run's val sample and decided (`ct2.export_choice`)
 
     @property
     def record(self) -> Path:
@@ -174,7 +174,7 @@ def open_entry(entry: Path) -> CachedExport | str:
 def make_entry(checkpoint: Path, stamp: str, entry: Path, parts: dict[str, Any]) -> CachedExport | None:
     """Export, choose and rename the entry into place (`parts`: what it depends on, `cache_key`);
     None when the checkpoint was replaced meanwhile (`stamp`) or another process's entry is damaged."""
-    from seq2seq.ct2.choice import choose_export  # the model, in torch: only where an entry is made
+    from seq2seq.ct2.export_choice import choose_export  # the model, in torch: only where an entry is made
 
     with writing(entry.parent):
         scratch = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent))

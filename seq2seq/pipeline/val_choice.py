@@ -18,7 +18,7 @@ from pathlib import Path
 from seq2seq.commands.average import AverageJob
 from seq2seq.commands.evaluate import EvaluateJob
 from seq2seq.commands.translate import TranslateJob
-from seq2seq.evaluation.plan import EvaluateFiles
+from seq2seq.evaluation.evaluation_plan import EvaluateFiles
 from seq2seq.evaluation.selection import SelectJob, read_selection
 from seq2seq.flags import argv
 from seq2seq.pipeline.command import Command, Verb

@@ -13,9 +13,9 @@ from pathlib import Path
 from seq2seq.config import Config, DecodeConfig, Task
 from seq2seq.data.targets import TARGETS
 from seq2seq.errors import EvaluateError
-from seq2seq.evaluation.augmented import AS_GIVEN, ModifiedSets, augmented_sets
 from seq2seq.evaluation.figure import new_figure
 from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
+from seq2seq.evaluation.modified_sets import AS_GIVEN, ModifiedSets, augmented_sets
 from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text

@@ -39,7 +39,7 @@ from seq2seq.ct2.shortlist import VMAP_FILE
 from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.decoding.answers import ANSWERS
 from seq2seq.decoding.hypothesis import Hypothesis, length_normalizer
-from seq2seq.decoding.limits import output_limits_of_counts
+from seq2seq.decoding.length_limits import output_limits_of_counts
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import RunDirError
 from seq2seq.special import BOS, EOS, PAD

@@ -21,10 +21,10 @@ from seq2seq.commands.filter import FilterJob, FilterRules
 from seq2seq.commands.score import ScoreJob
 from seq2seq.commands.translate import Streams, TranslateJob
 from seq2seq.flags import EMPTY, argv, switch
-from seq2seq.pipeline.choice import Decoder
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import BackTranslationStep, DistillationStep, FilterStep, PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
+from seq2seq.pipeline.val_choice import Decoder
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.options import DecodeOverrides

@@ -2,7 +2,7 @@
 
 An export directory is self-contained: CTranslate2's `model.bin`, vocabularies and `config.json`,
 the run's SentencePiece model(s) in `tokenizer/`, and `s2s.json` (where it came from, the decode
-defaults, the shortlist if there is one, and the sha256 of every other file). `seq2seq.ct2.engine`
+defaults, the shortlist if there is one, and the sha256 of every other file). `seq2seq.ct2.runtime`
 translates with it as its `s2s.json` says, once each file it names is there as the export made it
 (`seq2seq.ct2.export_dir`). CTranslate2 is a dependency where it publishes wheels (Linux on x86_64 and
 aarch64, macOS); elsewhere it is not installed, and s2s decodes with its own decoder.
