@@ -26,6 +26,7 @@ from seq2seq.translate.aligned import AnnotatedEngine, Annotations, check_markup
 from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.engine import ENGINE, Engine, LineTranslator
 from seq2seq.translate.lines import file_stamps
+from seq2seq.translate.mbr import MinimumBayesRisk
 from seq2seq.translate.options import RUN_DEFAULTS, DecodeOverrides
 from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.placement import AUTO, Placement
@@ -103,7 +104,7 @@ def translate(
     request = Request.of(
         chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=job.with_scores
     )
-    lines = _line_translator(job, translator)
+    lines = _line_translator(job, translator, chosen.options.mbr)
     if resumes:
         assert input is not None and output is not None
         _resume_file(job, chosen, lines, request, input, output, prefixes)
@@ -138,20 +139,24 @@ def _resume_file(
         scores=job.with_scores,
         prefix=file_stamps([job.prefix]) if job.prefix else None,  # None: as before --prefix
         pivot=job.direction.pivot or None,  # None: as before --pivot
+        **({"mbr": chosen.options.mbr} if chosen.options.mbr else {}),  # none: as before --mbr
         **job.annotations.record(),
     )
     with tqdm(unit=" lines", file=sys.stderr) as bar:
         resume.translate_file(lines, request, input, output, settings, job.restart, bar.update, prefixes)
 
 
-def _line_translator(job: TranslateJob, engine: Engine) -> LineTranslator:
+def _line_translator(job: TranslateJob, engine: Engine, mbr: str | None = None) -> LineTranslator:
     """The engine, or the engine through a pivot, or with its output annotated (not both: a pivot's
-    last leg reads the pivot language, whose words are not the line's)."""
+    last leg reads the pivot language, whose words are not the line's); its beam ranked by `mbr`."""
     if job.direction.pivot and job.annotations.wanted:
         raise Seq2SeqError("--alignments and --markup link the output to the line given: leave --pivot out")
     if job.annotations.wanted:
+        if mbr is not None:
+            raise Seq2SeqError("--mbr ranks whole translations: leave out --alignments and --markup")
         return AnnotatedEngine(engine, job.annotations)
-    return Pivoted(engine, job.direction) if job.direction.pivot else engine
+    lines: LineTranslator = Pivoted(engine, job.direction) if job.direction.pivot else engine
+    return MinimumBayesRisk(lines, mbr) if mbr is not None else lines
 
 
 def prefix_lines(

@@ -24,6 +24,7 @@ from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.engine import Engine, LineTranslator
+from seq2seq.translate.mbr import MinimumBayesRisk
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.request import Request
@@ -178,7 +179,8 @@ def run_evaluation(
     translator = load()
     request = Request.of(plan.decoding, direction=plan.direction.direct, scores=False)
     translator.source_tokens.prefix(plan.direction)  # a language or tag it lacks fails now
-    decode = translate_timed(translator, source, files.out, request, plan.direction)
+    mbr = plan.decoding.mbr
+    decode = translate_timed(translator, source, files.out, request, plan.direction, mbr)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
@@ -189,19 +191,26 @@ def run_evaluation(
             references,
             metrics,
             files.out,
-            lambda src, out: translate_timed(translator, src, out, request, plan.direction),
+            lambda src, out: translate_timed(translator, src, out, request, plan.direction, mbr),
         )
     # the report's attention maps show one direct translation; a pivoted one is two
     return result, None if plan.direction.pivot else Translated(translator, request)
 
 
 def translate_timed(
-    translator: Engine, source: TextFile, out: Path, request: Request, direction: Direction = STRAIGHT
+    translator: Engine,
+    source: TextFile,
+    out: Path,
+    request: Request,
+    direction: Direction = STRAIGHT,
+    mbr: str | None = None,
 ) -> DecodeRun:
     """Translate every line of `source` into `out` (through `direction`'s pivot language, if it names
     one), timing the translation alone (for the record, which says what engine made it)."""
     pivot = direction.pivot
     lines: LineTranslator = Pivoted(translator, direction) if pivot else translator
+    if mbr is not None:
+        lines = MinimumBayesRisk(lines, mbr)
     start = time.perf_counter()
     texts = [t.texts[0] for t in lines.translate(source.lines, request)]
     seconds = time.perf_counter() - start
@@ -216,6 +225,7 @@ def translate_timed(
             # a multilingual run's target language
             **({"to": language} if (language := translator.source_tokens.language(direction.to)) else {}),
             **({"pivot": pivot} if pivot else {}),
+            **({"mbr": mbr} if mbr else {}),
         },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),

@@ -40,7 +40,7 @@ class ServerSettings:
     """How `s2s serve` decodes: the command line's decode options, the batching window, the limits."""
 
     # over the run's decode config; a request may ask for another beam and n-best
-    asked: DecodeOverrides = group(RUN_DEFAULTS, omit=SEARCH_ONLY)
+    asked: DecodeOverrides = group(RUN_DEFAULTS, omit=(*SEARCH_ONLY, "mbr"))
     batch_window_ms: float = option(  # how long the batcher waits for more requests before decoding
         5.0,
         "--batching static: decode once no request came for this long (10 such windows at most).",

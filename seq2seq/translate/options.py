@@ -96,6 +96,11 @@ class DecodeOverrides:
     max_tokens: int | None = option(
         None, "Source tokens per batch.", between=(1, MAX_BATCH_TOKENS), why="a batch's memory"
     )
+    mbr: str | None = option(
+        None,
+        "Minimum Bayes risk: of the beam, keep the hypothesis that agrees most with the others by "
+        "chrf or bleu, each weighted by its probability (the beam is searched whole).",
+    )
     checkpoints: tuple[str, ...] = option(  # several: an ensemble
         (),
         "best, last, a name in checkpoints/, or a path; repeat for an ensemble [default: best].",
@@ -103,6 +108,7 @@ class DecodeOverrides:
     )
 
 
+MBR_UTILITIES = ("chrf", "bleu")  # what --mbr ranks a beam by (`seq2seq.translate.mbr`)
 SEARCH_ONLY = ("nbest", "sampling", "temperature", "top_k", "top_p", "seed")  # one best translation
 BATCH_ONLY = ("max_tokens", "checkpoints")  # what scoring a given text asks of decoding
 RUN_DEFAULTS = DecodeOverrides()  # nothing asked: the run's decode config as it is
@@ -115,6 +121,7 @@ class DecodeOptions:
     search: SearchSettings
     max_tokens: int  # source tokens per batch (before the beam's expansion)
     checkpoints: tuple[str, ...]  # at least one
+    mbr: str | None = None  # the utility the beam is ranked by (`seq2seq.translate.mbr`), or none
 
 
 def decode_options(
@@ -148,18 +155,23 @@ def decode_options(
         top_p=asked.top_p,
         seed=asked.seed,
     )
-    return DecodeOptions(search, given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",))
+    budget, checkpoints = given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",)
+    return DecodeOptions(search, budget, checkpoints, asked.mbr)
 
 
 def check_length_norm(asked: DecodeOverrides) -> None:
-    """--length-norm names one of the rules `decode.length_norm` takes."""
+    """--length-norm names one of the rules `decode.length_norm` takes, --mbr one of the utilities."""
     if asked.length_norm is not None and asked.length_norm not in LENGTH_NORMS:
         raise Seq2SeqError(f"--length-norm {asked.length_norm!r}: choose one of {', '.join(LENGTH_NORMS)}")
+    if asked.mbr is not None and asked.mbr not in MBR_UTILITIES:
+        raise Seq2SeqError(f"--mbr {asked.mbr!r}: choose one of {', '.join(MBR_UTILITIES)}")
 
 
 def check_sampling(asked: DecodeOverrides) -> None:
     """Sampling draws one hypothesis per line; its knobs mean nothing without it."""
     if asked.sampling:
+        if asked.mbr is not None:
+            raise Seq2SeqError("--mbr chooses among a beam's hypotheses; --sampling draws one: leave one out")
         if (asked.beam or 1) > 1 or asked.nbest > 1:
             raise Seq2SeqError(
                 "--sampling draws one translation per line: use it without --beam N or --nbest N"
