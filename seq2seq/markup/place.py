@@ -30,10 +30,12 @@ characters.
 
 from __future__ import annotations
 
+import bisect
 import html
 from collections.abc import Sequence
 from typing import Protocol
 
+from seq2seq.markup.free_runs import FreeRuns
 from seq2seq.markup.parse import MarkedLine, MarkupError, Tag
 
 Span = tuple[int, int]  # target words [start, end)
@@ -54,17 +56,17 @@ def relative(i: int, m: int, n: int) -> int:
 def by_alignment(source: MarkedLine, n: int, alignment: Alignment) -> list[Span]:
     """Each element around the target words aligned to its words; standalone tags before theirs."""
     m = len(source.words)
-    aligned: list[list[int]] = [[] for _ in range(m)]
+    # each source word's first and last aligned target word; n and -1 for an unaligned word
+    first, last = [n] * m, [-1] * m
     for i, j in alignment:
-        aligned[i].append(j)
+        first[i], last[i] = min(first[i], j), max(last[i], j)
     spans = []
     for tag in source.tags:
-        hit = [j for i in range(tag.start, tag.end) for j in aligned[i]]
-        if hit:
-            spans.append((min(hit), max(hit) + 1))
+        if tag.start < tag.end and (low := min(first[tag.start : tag.end])) < n:
+            spans.append((low, max(last[tag.start : tag.end]) + 1))
             continue
-        before = aligned[tag.start] if tag.start == tag.end and tag.start < m else []
-        at = min(before) if before else relative(tag.start, m, n)
+        before = first[tag.start] if tag.start == tag.end and tag.start < m else n
+        at = before if before < n else relative(tag.start, m, n)
         spans.append((at, at))
     return spans
 
@@ -97,7 +99,8 @@ def nest(tags: Sequence[Tag], spans: Sequence[Span], n: int) -> list[Span]:
     fixed: dict[int | None, Span] = {None: (0, n)}
     # a parent comes before its children in `tags`, so its span is fixed before theirs
     for parent in [None, *range(len(tags))]:
-        fixed.update(_settle(children.get(parent, []), spans, fixed[parent]))
+        if parent in children:
+            fixed.update(_settle(children[parent], spans, fixed[parent]))
     return [fixed[k] for k in range(len(tags))]
 
 
@@ -105,32 +108,23 @@ def _settle(siblings: list[int], spans: Sequence[Span], within: Span) -> dict[in
     """The spans of one parent's children (in source order), inside the parent's and disjoint."""
     low, high = within
     clamped = {k: (min(max(spans[k][0], low), high), min(max(spans[k][1], low), high)) for k in siblings}
-    taken: list[Span] = []
+    free = FreeRuns(low, high)
     settled: dict[int | None, Span] = {}
     for k in siblings:
-        start, end = _longest_free(*clamped[k], taken)
+        start, end = free.longest(*clamped[k])
         if start < end:
-            taken.append((start, end))
+            free.take(start, end)
             settled[k] = (start, end)
+    taken = sorted(settled.values())  # disjoint
     for k in siblings:
         if k not in settled:
             at = clamped[k][0]
             # no word: never inside a sibling's words, which would cut that sibling in two
-            at = next((end for start, end in taken if start < at < end), at)
+            inside = bisect.bisect_left(taken, (at, at)) - 1
+            if inside >= 0 and taken[inside][0] < at < taken[inside][1]:
+                at = taken[inside][1]
             settled[k] = (at, at)
     return settled
-
-
-def _longest_free(start: int, end: int, taken: list[Span]) -> Span:
-    """The longest run of words in [start, end) that no span in `taken` holds (the first of equals)."""
-    best = (start, start)
-    run = start
-    for word in range(start, end + 1):
-        if word == end or any(a <= word < b for a, b in taken):
-            if word - run > best[1] - best[0]:
-                best = (run, word)
-            run = word + 1
-    return best
 
 
 def write(tags: Sequence[Tag], spans: Sequence[Span], words: Sequence[str]) -> str:
