@@ -43,7 +43,7 @@ from seq2seq.align.eflomal_aligner import align_words
 from seq2seq.commands.engines import Chosen, choose_engine
 from seq2seq.data.textio import read_lines
 from seq2seq.errors import DataError, Seq2SeqError
-from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.evaluation.metric_options import MetricOptions
 from seq2seq.files import write_text
 from seq2seq.markup.parse import HTML, parse
 from seq2seq.markup.place import PlacementRule, by_alignment, by_position, place

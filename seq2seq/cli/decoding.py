@@ -8,10 +8,7 @@ import logging
 from seq2seq.cli.common import Verbose, setup_logging, verbosity
 from seq2seq.cli.expansion import verb
 from seq2seq.cli.group import commands
-from seq2seq.commands.average import AverageJob
-from seq2seq.commands.evaluate import EvaluateJob
-from seq2seq.commands.score import ScoreJob
-from seq2seq.commands.translate import Streams, TranslateJob
+from seq2seq.commands.jobs import AverageJob, EvaluateJob, ScoreJob, Streams, TranslateJob
 
 app = commands()
 log = logging.getLogger("seq2seq")

@@ -10,8 +10,7 @@ from typer import Option
 from seq2seq.cli.common import Verbose, setup_logging, verbosity
 from seq2seq.cli.expansion import verb
 from seq2seq.cli.group import commands
-from seq2seq.commands.export import ExportJob
-from seq2seq.commands.serve import ServeJob
+from seq2seq.commands.jobs import ExportJob, ServeJob
 from seq2seq.errors import Seq2SeqError
 
 app = commands()

@@ -5,49 +5,16 @@ record and the report."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from seq2seq.commands.engines import choose_engine
-from seq2seq.config.bounds import MAX_BOOTSTRAP, MAX_SEED
+from seq2seq.commands.jobs import EvaluateJob
 from seq2seq.ct2.export_dir import EXPORT_INFO, read_export_info
-from seq2seq.evaluation.evaluation_plan import EvaluateFiles, plan_evaluation, run_evaluation
-from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.evaluation.evaluation_plan import plan_evaluation, run_evaluation
 from seq2seq.evaluation.modified_sets import ModifiedSets
 from seq2seq.evaluation.record import format_table, write_json
-from seq2seq.flags import group, option
-from seq2seq.translate.direction import STRAIGHT, Direction
-from seq2seq.translate.engine import ENGINE, Engine
-from seq2seq.translate.options import RUN_DEFAULTS, SEARCH_ONLY, DecodeOverrides
-from seq2seq.translate.placement import AUTO, Placement
+from seq2seq.translate.engine import Engine
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class EvaluateJob:
-    """What `s2s evaluate` was asked: its files, how to score, and how RUN_DIR translates --src."""
-
-    files: EvaluateFiles = group(EvaluateFiles())
-    metrics: MetricOptions = group(MetricOptions())
-    bootstrap: int = option(
-        1000,
-        "Paired bootstrap resamples when comparing systems.",
-        between=(1, MAX_BOOTSTRAP),
-        why="sacrebleu holds resamples x lines in memory",
-    )
-    augment: str | None = option(
-        None, "Also score --src modified: upper,title,typos,nopunct (comma-separated)."
-    )
-    seed: int = option(1, "Seed of --augment.", between=(0, MAX_SEED))
-    task: str | None = option(
-        None,
-        "translate (BLEU, chrF, TER), classify (accuracy, macro-F1) or tag (token accuracy, span F1) "
-        "[default: RUN_DIR's model.task, else translate].",
-    )
-    asked: DecodeOverrides = group(RUN_DEFAULTS, omit=SEARCH_ONLY)
-    placement: Placement = group(AUTO, omit=("threads",))
-    engine: str = ENGINE()
-    direction: Direction = group(STRAIGHT)
 
 
 def evaluate(job: EvaluateJob) -> None:

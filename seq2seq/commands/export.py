@@ -4,56 +4,18 @@ Hugging Face transformers, after every option has been checked against the forma
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from pathlib import Path
 
-from seq2seq.config.bounds import MAX_VOCAB
+from seq2seq.commands.jobs import FORMATS, ExportJob
 from seq2seq.ct2.conversion import QUANTIZATIONS, export_ctranslate2
 from seq2seq.ct2.export_choice import reference_gap
 from seq2seq.ct2.export_dir import is_int8
 from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
-from seq2seq.flags import argument, option
 from seq2seq.hf.pegasus import export_huggingface
-from seq2seq.run.layout import RUN_DIR
 from seq2seq.run.parts import run_inputs
 
 log = logging.getLogger(__name__)
-
-FORMATS = ("ctranslate2", "huggingface")
-
-
-@dataclass(frozen=True)
-class ExportJob:
-    """What `s2s export` was asked, besides the run and the directory to export into."""
-
-    run_dir: Path = RUN_DIR()
-    out_dir: Path = argument("New (or empty) directory for the exported model.")
-    format: str = option("ctranslate2", "The format to export to: ctranslate2 or huggingface.")
-    checkpoint: str = option("best", "best, last, a name in checkpoints/, or a path.")
-    quantize: str | None = option(  # ctranslate2: a compute type to store the weights in
-        None, "ctranslate2: store the weights as int8, int8_float32, int16, float16 or bfloat16."
-    )
-    full_range_int8: bool = option(  # int8 weights in 8 bits, not 7 (CPUs with VNNI or AMX, GPUs)
-        False,
-        "int8 weights in 8 bits, not 7: only for CPUs with AVX-512 VNNI or AMX, ARM or a GPU (on an "
-        "AVX2-only CPU, full-range int8 products overflow).",
-        "--full-range-int8",
-    )
-    shortlist: int = option(  # target pieces per source piece in a lexical shortlist; 0: none
-        0,
-        "ctranslate2: a lexical shortlist of this many target pieces per source piece, counted from the "
-        "run's training pairs; CTranslate2 then scores only a batch's candidates (0: none).",
-        between=(0, MAX_VOCAB),
-        why="no vocabulary is larger",
-    )
-    shortlist_common: int = option(  # with a shortlist: the most frequent target pieces, always scored
-        100,
-        "With --shortlist: the most frequent target pieces, always scored.",
-        between=(0, MAX_VOCAB),
-        why="no vocabulary is larger",
-    )
 
 
 def export(job: ExportJob) -> str:

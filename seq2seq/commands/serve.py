@@ -5,29 +5,12 @@ before the modules that need them are imported; `ServeJob` is plain values, know
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from pathlib import Path
 
 from seq2seq.commands.engines import choose_engine
+from seq2seq.commands.jobs import ServeJob
 from seq2seq.errors import ServeError
-from seq2seq.flags import group, option
-from seq2seq.run.layout import RUN_DIR
-from seq2seq.serve.server_settings import ServerSettings
-from seq2seq.translate.placement import AUTO, Placement
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ServeJob:
-    """What `s2s serve` was asked."""
-
-    run_dir: Path = RUN_DIR()  # or a CTranslate2 export of one
-    host: str = option("127.0.0.1", "Address to listen on (0.0.0.0: every interface).")
-    port: int = option(8000, "Port (0: a free one, named in the log).", between=(0, 65535))
-    settings: ServerSettings = group(ServerSettings())
-    placement: Placement = group(AUTO)
-    access_log: bool = option(False, "Log every request.", "--verbose", "-v")
 
 
 def serve(job: ServeJob) -> None:

@@ -8,65 +8,25 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from tqdm import tqdm
 
 from seq2seq.commands.engines import Chosen, choose_engine, resumed_choice
+from seq2seq.commands.jobs import TranslateJob
 from seq2seq.data.compression import open_binary
 from seq2seq.data.textio import LinesInStep, count_lines
 from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
-from seq2seq.flags import group, option
-from seq2seq.run.layout import RUN_DIR
 from seq2seq.translate import resume
-from seq2seq.translate.aligned import AnnotatedEngine, Annotations, check_markup
-from seq2seq.translate.direction import STRAIGHT, Direction
-from seq2seq.translate.engine import ENGINE, Engine, LineTranslator
+from seq2seq.translate.aligned import AnnotatedEngine, check_markup
+from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.lines import file_stamps
 from seq2seq.translate.mbr import MinimumBayesRisk
-from seq2seq.translate.options import RUN_DEFAULTS, DecodeOverrides
 from seq2seq.translate.pivot import Pivoted
-from seq2seq.translate.placement import AUTO, Placement
 from seq2seq.translate.request import Request
 from seq2seq.translate.streams import check_std_streams, translate_stream
-
-
-@dataclass(frozen=True)
-class TranslateJob:
-    """What `s2s translate` was asked, besides where its lines come from and go."""
-
-    run_dir: Path = RUN_DIR()  # or a CTranslate2 export of one
-    asked: DecodeOverrides = group(RUN_DEFAULTS)
-    placement: Placement = group(AUTO, omit=("threads",))
-    engine: str = ENGINE()  # `seq2seq.commands.engines` chooses
-    scores: bool = option(False, "Append each hypothesis' score after a tab.")  # always with an n-best
-    keep_unk: bool = option(False, "Show <unk> pieces in the output as ' ⁇ ' instead of dropping them.")
-    direction: Direction = group(STRAIGHT)
-    prefix: Path | None = option(  # a file of target prefixes, one per input line
-        None,
-        "Target prefixes, one line for each input line (empty: none): each translation starts with its "
-        "line and goes on from it.",
-        "--prefix",
-    )
-    restart: bool = option(  # begin again an output that an interrupted command was building
-        False, "Begin OUTPUT again instead of continuing the OUTPUT.partial an interrupted run left."
-    )
-    annotations: Annotations = group(Annotations())  # word alignments, inline markup
-
-    @property
-    def with_scores(self) -> bool:
-        return self.scores or self.asked.nbest > 1
-
-
-@dataclass(frozen=True)
-class Streams:
-    """Where `s2s translate`'s lines come from and go: files, or stdin and stdout."""
-
-    input: Path | None = option(None, "Source text (default: stdin).", "-i", "--input")
-    output: Path | None = option(None, "Translations (default: stdout).", "-o", "--output")
 
 
 def translate(

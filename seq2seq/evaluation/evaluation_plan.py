@@ -13,13 +13,14 @@ from pathlib import Path
 from seq2seq.config import Config, DecodeConfig, Task
 from seq2seq.data.targets import TARGETS
 from seq2seq.errors import EvaluateError
+from seq2seq.evaluation.evaluate_files import EvaluateFiles
 from seq2seq.evaluation.figure import new_figure
-from seq2seq.evaluation.metrics import MetricOptions, TextFile, read_references
+from seq2seq.evaluation.metric_options import MetricOptions
+from seq2seq.evaluation.metrics import TextFile, read_references
 from seq2seq.evaluation.modified_sets import AS_GIVEN, ModifiedSets, augmented_sets
 from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
-from seq2seq.flags import argument, option
 from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
@@ -30,25 +31,6 @@ from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.request import Request
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class EvaluateFiles:
-    """The files `s2s evaluate` reads and writes, as its command line names them."""
-
-    run_dir: Path | None = argument(
-        "Run directory: translate --src with it; with --hyp, only adds its learning curves.", None
-    )
-    hyps: tuple[Path, ...] = option(  # none: translate --src
-        (), "Hypotheses to score; repeat to compare systems (the first is the baseline).", "--hyp"
-    )
-    refs: tuple[Path, ...] = option((), "References, aligned by line; repeat for more.", "--ref")
-    src: Path | None = option(None, "Source text: translated with RUN_DIR; with --hyp, shown in the report.")
-    out: Path | None = option(None, "Translations of --src [default: RUN_DIR/SRC.CHECKPOINT.hyp].")
-    json_file: Path | None = option(None, "Write scores, signatures, checksums and settings here.", "--json")
-    report: Path | None = option(  # a directory for index.html
-        None, "Write a self-contained HTML report to DIR/index.html (needs matplotlib)."
-    )
 
 
 @dataclass(frozen=True)

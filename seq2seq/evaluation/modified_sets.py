@@ -20,7 +20,8 @@ import numpy as np
 
 from seq2seq.data.augment import LINE_MODIFIERS, mixed_keys
 from seq2seq.errors import EvaluateError
-from seq2seq.evaluation.metrics import MetricOptions, TextFile, corpus_scores
+from seq2seq.evaluation.metric_options import MetricOptions
+from seq2seq.evaluation.metrics import TextFile, corpus_scores
 from seq2seq.evaluation.record import AugmentedSet, DecodeRun
 
 REFERENCES_TOO = ("upper", "title")  # the modifiers that change the references as well

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seq2seq.evaluation.figure import new_figure
-from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.evaluation.metric_options import MetricOptions
 from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOptions, TagMetricOptions
 from seq2seq.evaluation.record import Evaluation, evaluation_record, score_cell
 from seq2seq.files import write_text

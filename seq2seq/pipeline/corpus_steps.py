@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from seq2seq.commands.filter import FilterJob, FilterRules
-from seq2seq.commands.score import ScoreJob
-from seq2seq.commands.translate import Streams, TranslateJob
+from seq2seq.commands.jobs import ScoreJob, Streams, TranslateJob
 from seq2seq.flags import EMPTY, argv, switch
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import BackTranslationStep, DistillationStep, FilterStep, PipelineConfig

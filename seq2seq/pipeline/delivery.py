@@ -15,9 +15,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.commands.evaluate import EvaluateJob
-from seq2seq.commands.export import ExportJob
-from seq2seq.evaluation.evaluation_plan import EvaluateFiles
+from seq2seq.commands.jobs import EvaluateJob, ExportJob
+from seq2seq.evaluation.evaluate_files import EvaluateFiles
 from seq2seq.flags import argv
 from seq2seq.pipeline.command import Command, Verb
 from seq2seq.pipeline.config import ExportStep, PipelineConfig

@@ -15,10 +15,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.commands.average import AverageJob
-from seq2seq.commands.evaluate import EvaluateJob
-from seq2seq.commands.translate import TranslateJob
-from seq2seq.evaluation.evaluation_plan import EvaluateFiles
+from seq2seq.commands.jobs import AverageJob, EvaluateJob, TranslateJob
+from seq2seq.evaluation.evaluate_files import EvaluateFiles
 from seq2seq.evaluation.selection import SelectJob, read_selection
 from seq2seq.flags import argv
 from seq2seq.pipeline.command import Command, Verb

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from seq2seq.config.bounds import MAX_BEAM, MAX_BODY_BYTES, MAX_SECONDS, MAX_SERVE_CHARS, MAX_SERVE_LINES
 from seq2seq.flags import group, option
 from seq2seq.translate.direction import STRAIGHT, Direction
-from seq2seq.translate.engine import ENGINE
 from seq2seq.translate.options import RUN_DEFAULTS, SEARCH_ONLY, DecodeOverrides
+from seq2seq.translate.placement import ENGINE
 
 
 @dataclass(frozen=True)

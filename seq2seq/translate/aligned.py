@@ -14,7 +14,6 @@ is an error naming it. Each hypothesis costs one more forward pass for its atten
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.align import Pair
@@ -22,48 +21,12 @@ from seq2seq.align.pharaoh import format_pharaoh
 from seq2seq.align.pieces import attention_to_pairs, word_of_piece
 from seq2seq.data.textio import iter_line_chunks
 from seq2seq.errors import Seq2SeqError
-from seq2seq.flags import option
-from seq2seq.markup.parse import Dialect, MarkedLine, MarkupError, dialect, parse
+from seq2seq.markup.parse import Dialect, MarkedLine, MarkupError, parse
 from seq2seq.markup.place import place
+from seq2seq.translate.annotations import Annotations
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
-
-
-@dataclass(frozen=True)
-class Annotations:
-    """What an output line holds besides its translation."""
-
-    alignments: bool = option(
-        False,
-        "Follow each translation with its word alignment after a tab: Pharaoh i-j pairs, source word i "
-        "to target word j, words being the whitespace-separated tokens, counted from 0.",
-        "--alignments",
-    )
-    markup: str | None = option(  # the name of a dialect (`seq2seq.markup.parse.DIALECTS`)
-        None,
-        "html or xml: lines carry inline tags, translated without them and put back around the words "
-        "aligned to those they wrapped; a line whose markup is malformed is an error.",
-        "--markup",
-    )
-
-    def __post_init__(self) -> None:
-        self.dialect  # an unknown dialect is an error now  # noqa: B018
-
-    @property
-    def dialect(self) -> Dialect | None:
-        """The markup's dialect, if lines carry markup."""
-        return dialect(self.markup) if self.markup else None
-
-    @property
-    def wanted(self) -> bool:
-        return self.alignments or self.markup is not None
-
-    def record(self) -> dict[str, object]:
-        """What a resumed output must share: none of it when nothing is asked (as before these)."""
-        if not self.wanted:
-            return {}
-        return {"alignments": self.alignments, "markup": self.markup}
 
 
 class AnnotatedEngine:

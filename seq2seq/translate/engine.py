@@ -15,23 +15,12 @@ from typing import Any, Protocol
 from seq2seq.config import Config, Task
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.decoding.answers import Answers
-from seq2seq.flags import Flag, declared
 from seq2seq.translate.attention import AttentionMap
 from seq2seq.translate.front import LineFrontEnd, Search
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides
 from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import SourceTokens
-
-# --engine: which engine decodes, as `seq2seq.commands.engines` chooses it, for every command
-ENGINE = declared(
-    Flag(
-        "auto (CTranslate2 on a CPU where it runs everything asked, its export made on first use into the "
-        "cache: `s2s cache`; else s2s), s2s (s2s's own decoder) or ctranslate2. RUN_DIR may also be a "
-        "directory made by `s2s export`."
-    ),
-    "auto",
-)
 
 
 class LineTranslator(Protocol):

@@ -8,7 +8,17 @@ from dataclasses import dataclass
 from seq2seq.config.bounds import MAX_THREADS
 from seq2seq.config.train import PRECISIONS
 from seq2seq.errors import Seq2SeqError
-from seq2seq.flags import option
+from seq2seq.flags import Flag, declared, option
+
+# --engine: which engine decodes, as `seq2seq.commands.engines` chooses it, for every command
+ENGINE = declared(
+    Flag(
+        "auto (CTranslate2 on a CPU where it runs everything asked, its export made on first use into the "
+        "cache: `s2s cache`; else s2s), s2s (s2s's own decoder) or ctranslate2. RUN_DIR may also be a "
+        "directory made by `s2s export`."
+    ),
+    "auto",
+)
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,18 @@ import typer.main
 
 from seq2seq.cli import app
 from seq2seq.cli.expansion import build
-from seq2seq.commands.average import AverageJob
-from seq2seq.commands.evaluate import EvaluateJob
-from seq2seq.commands.export import ExportJob
 from seq2seq.commands.filter import FilterJob, FilterRules
-from seq2seq.commands.score import ScoreJob
-from seq2seq.commands.serve import ServeJob
-from seq2seq.commands.translate import Streams, TranslateJob
-from seq2seq.evaluation.evaluation_plan import EvaluateFiles
-from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.commands.jobs import (
+    AverageJob,
+    EvaluateJob,
+    ExportJob,
+    ScoreJob,
+    ServeJob,
+    Streams,
+    TranslateJob,
+)
+from seq2seq.evaluation.evaluate_files import EvaluateFiles
+from seq2seq.evaluation.metric_options import MetricOptions
 from seq2seq.evaluation.selection import SelectJob
 from seq2seq.flags import argv, leaves
 from seq2seq.serve.server_settings import Limits, ServerSettings

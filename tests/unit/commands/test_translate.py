@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 
-from seq2seq.commands.translate import TranslateJob, translate
+from seq2seq.commands.jobs import TranslateJob
+from seq2seq.commands.translate import translate
 from seq2seq.translate.placement import Placement
 from tests.helpers import cli_translate
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from seq2seq.errors import EvaluateError
-from seq2seq.evaluation.metrics import MetricOptions, TextFile
+from seq2seq.evaluation.metric_options import MetricOptions
+from seq2seq.evaluation.metrics import TextFile
 from seq2seq.evaluation.modified_sets import ModifiedSets, augmented_sets, modified_lines
 from seq2seq.evaluation.record import DecodeRun, evaluate_files, evaluation_record, format_table
 

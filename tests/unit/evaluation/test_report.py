@@ -16,7 +16,7 @@ from torch.testing import assert_close
 
 from seq2seq.errors import EvaluateError
 from seq2seq.evaluation.figure import new_figure
-from seq2seq.evaluation.metrics import MetricOptions
+from seq2seq.evaluation.metric_options import MetricOptions
 from seq2seq.evaluation.reader_metrics import ReaderMetricOptions
 from seq2seq.evaluation.report import BODIES, length_buckets
 from seq2seq.special import BOS, PAD
