@@ -45,6 +45,19 @@ class TranslateJob:
         False, "Begin OUTPUT again instead of continuing the OUTPUT.partial an interrupted run left."
     )
     annotations: Annotations = group(Annotations())  # word alignments, inline markup
+    format: str | None = option(  # a name of `seq2seq.markup.formats.FORMATS`; None: lines
+        None,
+        "html, xml, markdown or text: INPUT is one document, translated block by block (paragraphs, "
+        "headings, list items, cells) and sentence by sentence, and written whole with all that is not "
+        "its text (markup, code, link targets, spacing) as it was.",
+        "--format",
+    )
+    src_lang: str = option(  # the language whose rules split sentences
+        "",
+        "The source's language, an ISO 639 code such as de, whose rules split sentences (--format) "
+        "[default: the run's data.src_lang, else rules of no one language].",
+        "--src-lang",
+    )
 
     @property
     def with_scores(self) -> bool:

@@ -38,7 +38,12 @@ def translate(
 ) -> None:
     """Translate INPUT (None: `stdin`) into OUTPUT (None: `stdout`), one line out per line in, each
     written as it is decoded. `stdin`/`stdout` default to the process's. Nothing is loaded, and no
-    output touched, until every file has been checked."""
+    output touched, until every file has been checked. With `job.format`, INPUT is one document."""
+    if job.format is not None:
+        from seq2seq.commands.documents import translate_document  # markdown-it: for documents only
+
+        translate_document(job, input, output, stdin, stdout)
+        return
     check_std_streams(input, output)
     outputs: dict[str, Path | None] = {"-o/--output": output}
     resumes = resume.resumable(input, output)

@@ -10,7 +10,9 @@ Tags: each is kept byte for byte, attributes and quoting included. An element wr
 such as `<br>` or `<img ...>`, a comment, `<?...?>`, `<!DOCTYPE ...>`) stands before word `start`
 (`len(words)`: at the end). A tag that touches a word on one side only belongs to the word
 boundary on its other side (`<b>Haus</b> Garten.<br/>`); a tag inside a word takes the whole word:
-an element wraps it (`<b>Haus</b>tür` wraps `Haustür`), a standalone tag stands before it.
+an element wraps it (`<b>Haus</b>tür` wraps `Haustür`), a standalone tag stands before it. In
+html, `<br>` and the tags of block elements (`<p>`, `<li>`, `<td>`, ...: `elements.BLOCK`) part
+words as a space does: `Space<br>please?` is two words. The reading itself is `marked.LineReader`'s.
 
 Dialects: xml is strict: every tag well formed, attribute values quoted, and a `<` or `&` that
 starts no tag or entity is an error. html allows what html allows: void elements without `/`,
@@ -26,31 +28,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from seq2seq.errors import Seq2SeqError
-
-
-class MarkupError(Seq2SeqError):
-    """A line's markup is malformed, or an alignment does not fit the line it belongs to."""
-
-
-@dataclass(frozen=True)
-class Tag:
-    """An element around words [start, end), or a standalone tag (no `closing`) before word `start`."""
-
-    opening: str  # the open tag, or the standalone tag, byte for byte
-    closing: str | None  # the close tag byte for byte; None for a standalone tag
-    start: int
-    end: int  # == start for a standalone tag
-    parent: int | None  # index in `MarkedLine.tags` of the element around this one; None: the line
-
-
-@dataclass(frozen=True)
-class MarkedLine:
-    """A parsed line: the text the model reads, its words, and its tags in the order they open."""
-
-    text: str
-    words: tuple[str, ...]
-    tags: tuple[Tag, ...]  # a parent comes before its children
+from seq2seq.markup.elements import BLOCK, VOID
+from seq2seq.markup.marked import LineReader, MarkedLine, MarkupError
 
 
 @dataclass(frozen=True)
@@ -63,6 +42,7 @@ class Dialect:
     entities: Mapping[str, str]  # named entities with their ";": "amp;" -> "&"
     fold_case: bool  # tag names match in any case
     stray_is_text: bool  # a "<" or "&" that starts no tag or entity is text, not an error
+    separating: frozenset[str]  # elements whose tags part words wherever they stand (lowercase)
 
 
 _NAME = r"[^\W\d][\w.:-]*"
@@ -84,15 +64,17 @@ XML = Dialect(
     entities={"amp;": "&", "lt;": "<", "gt;": ">", "quot;": '"', "apos;": "'"},
     fold_case=False,
     stray_is_text=False,
+    separating=frozenset(),
 )
 HTML = Dialect(
     name="html",
     opening=re.compile(_OPENING.format(name=_NAME, attribute=_HTML_ATTRIBUTE)),
-    void=frozenset("area base br col embed hr img input link meta param source track wbr".split()),
+    void=VOID,
     # html5 also lists legacy names without ";" ("amp"); only the terminated forms are entities here
     entities={name: text for name, text in html.entities.html5.items() if name.endswith(";")},
     fold_case=True,
     stray_is_text=True,
+    separating=BLOCK | {"br"},
 )
 DIALECTS = {d.name: d for d in (HTML, XML)}
 
@@ -106,7 +88,7 @@ def dialect(name: str) -> Dialect:
 
 def parse(line: str, dialect: Dialect) -> MarkedLine:
     """The plain text, words and tags of one line; MarkupError says what is malformed and where."""
-    reader = _Reader(dialect)
+    reader = _DialectReader(dialect)
     i = 0
     while (found := _SPECIAL.search(line, i)) is not None:
         reader.text(line[i : found.start()])
@@ -116,7 +98,7 @@ def parse(line: str, dialect: Dialect) -> MarkedLine:
     return reader.finish()
 
 
-def _entity(line: str, at: int, reader: _Reader) -> int:
+def _entity(line: str, at: int, reader: _DialectReader) -> int:
     """Read the entity at `at` into the text; the position after it."""
     found = _ENTITY.match(line, at)
     if found is None:
@@ -129,7 +111,7 @@ def _entity(line: str, at: int, reader: _Reader) -> int:
     return found.end()
 
 
-def _stray_ampersand(at: int, reader: _Reader, what: str) -> int:
+def _stray_ampersand(at: int, reader: _DialectReader, what: str) -> int:
     """A '&' that starts no entity: text in html, an error in xml."""
     if not reader.dialect.stray_is_text:
         raise MarkupError(f"column {at + 1}: {what}: write a literal '&' as &amp;")
@@ -146,15 +128,17 @@ def _character(body: str, at: int) -> str:
     return chr(code)
 
 
-def _tag(line: str, at: int, reader: _Reader) -> int:
+def _tag(line: str, at: int, reader: _DialectReader) -> int:
     """Read the tag at `at` (or, in html, a '<' that starts none as text); the position after it."""
     if line.startswith(_CDATA, at):
         raise MarkupError(f"column {at + 1}: CDATA sections are not supported: escape the text with &lt;")
     if found := _STANDALONE.match(line, at):
         reader.standalone(found.group(), at)
     elif found := _CLOSING.match(line, at):
+        reader.part(found.group(1))
         reader.close(found.group(), found.group(1), at)
     elif found := reader.dialect.opening.match(line, at):
+        reader.part(found.group(1))
         if found.group(2) or found.group(1).lower() in reader.dialect.void:
             reader.standalone(found.group(), at)
         else:
@@ -175,94 +159,14 @@ def _shown(text: str) -> str:
     return text if len(text) <= 24 else text[:21] + "..."
 
 
-@dataclass
-class _Draft:
-    """A tag while its line is read: its start may wait on the next character, its close on a tag."""
-
-    opening: str
-    name: str  # as written; "" for a standalone tag
-    column: int
-    parent: int | None
-    standalone: bool
-    closing: str | None = None
-    start: int = 0
-    end: int = 0
-
-
-class _Reader:
-    """The plain text and the tags of one line, fed piece by piece in line order."""
+class _DialectReader(LineReader):
+    """A `LineReader` that knows the dialect of its line."""
 
     def __init__(self, dialect: Dialect) -> None:
+        super().__init__(dialect.fold_case)
         self.dialect = dialect
-        self.pieces: list[str] = []
-        self.words = 0  # words begun so far
-        self.in_word = False  # the text so far ends inside a word
-        self.drafts: list[_Draft] = []
-        self.open_elements: list[int] = []  # indices in drafts, innermost last
-        self.waiting: list[int] = []  # tags inside or after a word: the next character says which
 
-    def text(self, chunk: str) -> None:
-        """Add decoded text; it settles where the tags just before it stand."""
-        if not chunk:
-            return
-        inside = self.in_word and not chunk[0].isspace()
-        self._settle(self.words - 1 if inside else self.words)
-        self.words += len(chunk.split()) - int(inside)
-        self.in_word = not chunk[-1].isspace()
-        self.pieces.append(chunk)
-
-    def open(self, raw: str, name: str, column: int) -> None:
-        """An element's open tag."""
-        self.open_elements.append(self._add(_Draft(raw, name, column, None, False)))
-
-    def standalone(self, raw: str, column: int) -> None:
-        """A tag that has no close tag."""
-        self._add(_Draft(raw, "", column, None, True))
-
-    def close(self, raw: str, name: str, column: int) -> None:
-        """An element's close tag: it must close the innermost open element."""
-        if all(self._fold(self.drafts[k].name) != self._fold(name) for k in self.open_elements):
-            raise MarkupError(f"column {column + 1}: {raw} closes no open element: remove it")
-        inner = self.drafts[self.open_elements[-1]]
-        if self._fold(inner.name) != self._fold(name):
-            raise MarkupError(
-                f"column {column + 1}: {raw} comes while {inner.opening} (column {inner.column + 1}) "
-                f"inside its element is still open: add </{inner.name}> before it"
-            )
-        self.open_elements.pop()
-        inner.closing, inner.end = raw, self.words
-
-    def finish(self) -> MarkedLine:
-        """The parsed line; MarkupError if an element is still open."""
-        if self.open_elements:
-            left = self.drafts[self.open_elements[-1]]
-            raise MarkupError(
-                f"column {left.column + 1}: {left.opening} is never closed: "
-                f"add </{left.name}> after the words it wraps"
-            )
-        self._settle(self.words)
-        words = tuple("".join(self.pieces).split())
-        tags = (Tag(d.opening, d.closing, d.start, d.end, d.parent) for d in self.drafts)
-        return MarkedLine(" ".join(words), words, tuple(tags))
-
-    def _add(self, draft: _Draft) -> int:
-        draft.parent = self.open_elements[-1] if self.open_elements else None
-        self.drafts.append(draft)
-        if self.in_word:
-            # after a word, or inside it: only the next character tells
-            self.waiting.append(len(self.drafts) - 1)
-        else:
-            draft.start = draft.end = self.words
-        return len(self.drafts) - 1
-
-    def _settle(self, word: int) -> None:
-        """The waiting tags stand before `word`."""
-        for k in self.waiting:
-            draft = self.drafts[k]
-            draft.start = word
-            if draft.standalone:
-                draft.end = word
-        self.waiting.clear()
-
-    def _fold(self, name: str) -> str:
-        return name.lower() if self.dialect.fold_case else name
+    def part(self, name: str) -> None:
+        """A tag of element `name` is next: it ends the word before it if the element separates."""
+        if name.lower() in self.dialect.separating:
+            self.separate()

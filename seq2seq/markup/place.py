@@ -25,21 +25,32 @@ dialect into the target's words and the source's raw tags, each as often and at 
 span. Placed with the identity alignment on its own text, a line comes back as it was but for
 that whitespace (no leading, trailing or repeated spaces, a no-break space turned into a space),
 tags inside a word moved to its boundary, and entities other than those three written as
-characters.
+characters. A caller may write the words otherwise (`escape`: Markdown's backslashes, or none for
+plain text) and give the whitespace of some boundaries (`spaces`: a sentence's original spacing);
+a standalone tag that stands as a word (`Tag.word`: code kept untranslated) gets a space on each
+side that has a word.
 """
 
 from __future__ import annotations
 
 import bisect
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Protocol
 
 from seq2seq.markup.free_runs import FreeRuns
-from seq2seq.markup.parse import MarkedLine, MarkupError, Tag
+from seq2seq.markup.marked import MarkedLine, MarkupError, Tag
 
 Span = tuple[int, int]  # target words [start, end)
 Alignment = Sequence[tuple[int, int]]  # (source word, target word) pairs, from 0
+Escape = Callable[[str], str]  # a target word as the output's text
+SINGLE_SPACES: Mapping[int, str] = MappingProxyType({})
+
+
+def escape_html(word: str) -> str:
+    """A word as html or xml text: `&amp;` `&lt;` `&gt;`."""
+    return html.escape(word, quote=False)
 
 
 class PlacementRule(Protocol):
@@ -77,8 +88,16 @@ def by_position(source: MarkedLine, n: int, alignment: Alignment) -> list[Span]:
     return [(relative(tag.start, m, n), relative(tag.end, m, n)) for tag in source.tags]
 
 
-def place(source: MarkedLine, target: str, alignment: Alignment, rule: PlacementRule = by_alignment) -> str:
-    """`target` (plain text) as markup, with every tag of `source` where `rule` puts it, nested."""
+def place(
+    source: MarkedLine,
+    target: str,
+    alignment: Alignment,
+    rule: PlacementRule = by_alignment,
+    escape: Escape = escape_html,
+    spaces: Mapping[int, str] = SINGLE_SPACES,
+) -> str:
+    """`target` (plain text) as markup, with every tag of `source` where `rule` puts it, nested; its
+    words written by `escape`, the whitespace before target word j `spaces[j]` (default one space)."""
     words = target.split()
     m, n = len(source.words), len(words)
     for i, j in alignment:
@@ -88,7 +107,7 @@ def place(source: MarkedLine, target: str, alignment: Alignment, rule: Placement
                 f"target {n}, counted from 0"
             )
     spans = nest(source.tags, rule(source, n, alignment), n)
-    return write(source.tags, spans, words)
+    return write(source.tags, spans, words, escape, spaces)
 
 
 def nest(tags: Sequence[Tag], spans: Sequence[Span], n: int) -> list[Span]:
@@ -127,36 +146,54 @@ def _settle(siblings: list[int], spans: Sequence[Span], within: Span) -> dict[in
     return settled
 
 
-def write(tags: Sequence[Tag], spans: Sequence[Span], words: Sequence[str]) -> str:
-    """The words with each tag at its nested span: text escaped, tags verbatim, single spaces."""
+def write(
+    tags: Sequence[Tag],
+    spans: Sequence[Span],
+    words: Sequence[str],
+    escape: Escape = escape_html,
+    spaces: Mapping[int, str] = SINGLE_SPACES,
+) -> str:
+    """The words with each tag at its nested span: text escaped, tags verbatim, single spaces (or
+    `spaces[j]` before word j)."""
     children: dict[int | None, list[int]] = {}
     for k, tag in enumerate(tags):
         children.setdefault(tag.parent, []).append(k)
     for siblings in children.values():
         # tags with no word at a boundary come before the one that starts there, else source order
         siblings.sort(key=lambda k: (spans[k][0], spans[k][0] < spans[k][1], k))
-    at_boundary: list[list[tuple[str, bool]]] = [[] for _ in range(len(words) + 1)]
+    at_boundary: list[list[tuple[str, Tag | None]]] = [[] for _ in range(len(words) + 1)]
     todo = [(k, False) for k in reversed(children.get(None, []))]
     while todo:
         k, closing = todo.pop()
         tag, (start, end) = tags[k], spans[k]
         if closing:
-            at_boundary[end].append((tag.closing or "", True))
+            at_boundary[end].append((tag.closing or "", None))
             continue
-        at_boundary[start].append((tag.opening, False))
+        at_boundary[start].append((tag.opening, tag))
         if tag.closing is not None:
             todo.append((k, True))
             todo.extend((child, False) for child in reversed(children.get(k, [])))
-    return _joined(words, at_boundary)
+    return _joined(words, at_boundary, escape, spaces)
 
 
-def _joined(words: Sequence[str], at_boundary: list[list[tuple[str, bool]]]) -> str:
-    """The line: each boundary's tags, one space between words before the first non-close tag."""
+def _joined(
+    words: Sequence[str],
+    at_boundary: list[list[tuple[str, Tag | None]]],
+    escape: Escape,
+    spaces: Mapping[int, str],
+) -> str:
+    """The line: each boundary's tags (None: a close tag), the space between two words before the
+    first tag there that is not a close tag, and a space after a tag that stands as a word."""
     out: list[str] = []
+    n = len(words)
     for boundary, here in enumerate(at_boundary):
         pieces = [raw for raw, _ in here]
-        if 0 < boundary < len(words):
-            pieces.insert(next((i for i, (_, closes) in enumerate(here) if not closes), len(here)), " ")
+        spaced = [i for i, (_, tag) in enumerate(here) if tag is not None and tag.word]
+        if spaced and boundary < n:
+            pieces.insert(spaced[-1] + 1, " ")
+        if 0 < boundary < n or (spaced and boundary == n > 0):
+            first = next((i for i, (_, tag) in enumerate(here) if tag is not None), len(here))
+            pieces.insert(first, spaces.get(boundary, " "))
         out += pieces
-        out += [html.escape(words[boundary], quote=False)] if boundary < len(words) else []
+        out += [escape(words[boundary])] if boundary < n else []
     return "".join(out)

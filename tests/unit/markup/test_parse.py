@@ -130,3 +130,10 @@ def test_random_lines_keep_every_tag_and_nest_their_spans(kind: str):
         for k, tag in enumerate(line.tags):
             parent = line.tags[tag.parent] if tag.parent is not None else None
             assert parent is None or (tag.parent < k and parent.start <= tag.start <= tag.end <= parent.end)
+
+
+def test_br_and_block_tags_part_words_in_html_only():
+    assert parse("Space<br>please?", HTML).words == ("Space", "please?")
+    assert parse("<p>one</p><p>two</p>", HTML).words == ("one", "two")
+    assert parse("one<b>two</b>", HTML).words == ("onetwo",)  # an inline element does not
+    assert parse("Space<br/>please?", XML).words == ("Spaceplease?",)
