@@ -15,6 +15,7 @@ from typing import BinaryIO, TextIO
 
 from tqdm import tqdm
 
+from seq2seq.align import Pair
 from seq2seq.commands.engines import choose_engine
 from seq2seq.commands.jobs import TranslateJob
 from seq2seq.data.compression import open_binary
@@ -24,9 +25,11 @@ from seq2seq.markup.formats import document_format
 from seq2seq.translate.aligned import AnnotatedEngine
 from seq2seq.translate.annotations import Annotations
 from seq2seq.translate.documents import BlockTranslator
-from seq2seq.translate.engine import LineTranslator
+from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.mbr import MinimumBayesRisk
+from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.request import Request
+from seq2seq.translate.sentence_lines import SentenceLines
 from seq2seq.translate.sentences import Sentences
 from seq2seq.translate.streams import check_std_streams
 
@@ -96,3 +99,23 @@ def read_text(input: Path | None, stdin: BinaryIO | None = None) -> str:
     if "\0" in text:
         raise DataError(f"{where} holds a NUL byte: not a text document (UTF-16?); give it as UTF-8")
     return text
+
+
+def sentence_lines(job: TranslateJob, engine: Engine, mbr: str | None) -> SentenceLines:
+    """`--sentences`: ENGINE (through a pivot, its beam ranked by `mbr`, as asked) translating each
+    line sentence by sentence, with its markup put back and its alignment as asked."""
+    refused = {"--scores": job.scores, "--nbest": job.asked.nbest > 1, "--prefix": job.prefix is not None}
+    if given := [name for name, on in refused.items() if on]:
+        raise Seq2SeqError(
+            f"--sentences joins one translation of each sentence: leave out {', '.join(given)}"
+        )
+    lines: LineTranslator = Pivoted(engine, job.direction) if job.direction.pivot else engine
+    lines = MinimumBayesRisk(lines, mbr) if mbr is not None else lines
+    # the links place tags and make alignments: without either, none is drawn
+    links = AnnotatedEngine(engine, Annotations()).word_links if job.annotations.wanted else _no_links
+    blocks = BlockTranslator(lines, links, Sentences(job.src_lang or engine.config.data.src_lang))
+    return SentenceLines(blocks, job.annotations.dialect, job.annotations.alignments)
+
+
+def _no_links(source: str, translation: str, request: Request) -> list[Pair]:
+    return []

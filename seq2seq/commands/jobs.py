@@ -52,10 +52,16 @@ class TranslateJob:
         "its text (markup, code, link targets, spacing) as it was.",
         "--format",
     )
+    sentences: bool = option(  # line mode: each line's sentences translated one by one
+        False,
+        "Split each line into sentences, translate them one by one and join them again with the spacing "
+        "between them: still one line out per line in (--format always splits).",
+        "--sentences",
+    )
     src_lang: str = option(  # the language whose rules split sentences
         "",
-        "The source's language, an ISO 639 code such as de, whose rules split sentences (--format) "
-        "[default: the run's data.src_lang, else rules of no one language].",
+        "The source's language, an ISO 639 code such as de, whose rules split sentences (--format, "
+        "--sentences) [default: the run's data.src_lang, else rules of no one language].",
         "--src-lang",
     )
 

@@ -106,6 +106,7 @@ def _resume_file(
         pivot=job.direction.pivot or None,  # None: as before --pivot
         **({"mbr": chosen.options.mbr} if chosen.options.mbr else {}),  # none: as before --mbr
         **job.annotations.record(),
+        **({"sentences": True, "src_lang": job.src_lang} if job.sentences else {}),  # none: as before
     )
     with tqdm(unit=" lines", file=sys.stderr) as bar:
         resume.translate_file(lines, request, input, output, settings, job.restart, bar.update, prefixes)
@@ -113,9 +114,14 @@ def _resume_file(
 
 def _line_translator(job: TranslateJob, engine: Engine, mbr: str | None = None) -> LineTranslator:
     """The engine, or the engine through a pivot, or with its output annotated (not both: a pivot's
-    last leg reads the pivot language, whose words are not the line's); its beam ranked by `mbr`."""
+    last leg reads the pivot language, whose words are not the line's); its beam ranked by `mbr`;
+    with `--sentences`, any of these a sentence at a time."""
     if job.direction.pivot and job.annotations.wanted:
         raise Seq2SeqError("--alignments and --markup link the output to the line given: leave --pivot out")
+    if job.sentences:
+        from seq2seq.commands.documents import sentence_lines  # sentencex: for sentences only
+
+        return sentence_lines(job, engine, mbr)
     if job.annotations.wanted:
         if mbr is not None:
             raise Seq2SeqError("--mbr ranks whole translations: leave out --alignments and --markup")

@@ -88,6 +88,11 @@ def dialect(name: str) -> Dialect:
 
 def parse(line: str, dialect: Dialect) -> MarkedLine:
     """The plain text, words and tags of one line; MarkupError says what is malformed and where."""
+    return read(line, dialect).finish()
+
+
+def read(line: str, dialect: Dialect) -> LineReader:
+    """A reader that has read the whole line: `finish()` is its `parse`, `spaces` its spacing."""
     reader = _DialectReader(dialect)
     i = 0
     while (found := _SPECIAL.search(line, i)) is not None:
@@ -95,7 +100,7 @@ def parse(line: str, dialect: Dialect) -> MarkedLine:
         at = found.start()
         i = _entity(line, at, reader) if line[at] == "&" else _tag(line, at, reader)
     reader.text(line[i:])
-    return reader.finish()
+    return reader
 
 
 def _entity(line: str, at: int, reader: _DialectReader) -> int:

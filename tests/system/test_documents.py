@@ -95,3 +95,10 @@ def test_a_refused_document_writes_nothing(tiny_run, tmp_path, args, says):
     result = run_cli("translate", str(tiny_run.run), "-i", str(source), "-o", str(out), *args)
     assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output, result.output
     assert sorted(tmp_path.iterdir()) == [source]
+
+
+def test_sentences_in_line_mode_give_one_line_per_line_of_each_sentence_translated(tiny_run):
+    lines = ["cat dog. bird cat.", "", "the big house"]
+    out = cli_translate(tiny_run.run, lines, "--sentences")
+    plain = cli_translate(tiny_run.run, ["cat dog.", "bird cat.", "the big house"])
+    assert out == [" ".join(t for t in plain[:2] if t), "", plain[2]]
