@@ -125,9 +125,13 @@ class XmlRules:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self.mixed: dict[int, bool] = {}  # by parent: it holds text of its own
 
     def splits(self, node: Node, parent: Node) -> bool:
-        return not any(c.name == TEXT and self.text[c.start : c.end].strip() for c in parent.children)
+        if id(parent) not in self.mixed:
+            texts = (c for c in parent.children if c.name == TEXT)
+            self.mixed[id(parent)] = any(self.text[c.start : c.end].strip() for c in texts)
+        return not self.mixed[id(parent)]
 
     def kept(self, node: Node) -> bool:
         return _declines(node)
@@ -210,7 +214,7 @@ def _trailing_space(text: str, node: Node) -> int:
     return len(raw) - len(raw.rstrip())
 
 
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (and what follows it), "\r\n" too
 
 
 def text_blocks(text: str) -> list[Block]:

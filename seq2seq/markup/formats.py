@@ -27,7 +27,13 @@ class DocumentFormat:
         """`text` split into kept text and blocks (a byte order mark is kept, outside the markup)."""
         bom = BOM if text.startswith(BOM) else ""
         body = text[len(bom) :]
-        return Document((bom, *pieces_of(body, self.blocks(body))), self.escape)
+        try:
+            blocks = self.blocks(body)
+        except RecursionError:
+            raise MarkupError(
+                f"the {self.name} document's elements nest deeper than s2s follows: close them"
+            ) from None
+        return Document((bom, *pieces_of(body, blocks)), self.escape)
 
 
 def _html(text: str) -> list[Block]:

@@ -11,7 +11,6 @@ a document that is not well formed is a `MarkupError` naming its line and column
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from xml.parsers import expat
@@ -218,10 +217,3 @@ def xml_tree(text: str) -> Node:
             "must be well formed"
         ) from None
     return builder.finish()
-
-
-def line_and_column(text: str, offset: int) -> tuple[int, int]:
-    """Where `offset` lies in `text`: its line and column, both from 1."""
-    starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
-    line = bisect.bisect_right(starts, offset)
-    return line, offset - starts[line - 1] + 1

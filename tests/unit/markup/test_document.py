@@ -115,3 +115,20 @@ def test_an_unknown_format_lists_the_known_ones():
 def test_only_translate_no_and_notranslate_keep_an_element():
     html = '<p hidden>a</p><p class>b</p><p title="">c</p><p translate=no>d</p><p class="x notranslate">e</p>'
     assert block_texts(html, "html") == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("kind", ["text", "markdown", "html"])
+def test_windows_line_ends_come_back_as_they_were(kind: str):
+    text = (
+        "Eins zwei.\r\nDrei.\r\n\r\n<p>Vier</p>\r\n"
+        if kind == "html"
+        else "Eins zwei.\r\nDrei.\r\n\r\nVier\r\n"
+    )
+    document = read(text, kind)
+    assert len(document.blocks) == 2
+    assert document.written([block.raw for block in document.blocks]) == text
+
+
+def test_elements_nested_past_what_can_be_followed_are_refused():
+    with pytest.raises(MarkupError, match="nest deeper than s2s follows"):
+        read("<div>" * 5000 + "x", "html")
