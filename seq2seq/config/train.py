@@ -76,8 +76,9 @@ class TrainConfig:
     valid_subset: int = 0  # decode only the first N validation sentences for BLEU (0 = all)
     valid_samples: int = 3  # sample translations written to the log at each validation
     # validate also on one copy of each validation set modified like real text, at these shares (the
-    # modifiers of data.corpora[].augment but noise; fixed by train.seed): its scores are logged beside
-    # the set as given, and best_metric reads their mean (or train.best_direction: given, augmented)
+    # modifiers of data.corpora[].augment but noise and subword; fixed by train.seed): its scores are
+    # logged beside the set as given, and best_metric reads their mean (or train.best_direction: given,
+    # augmented)
     valid_augment: AugmentConfig = field(default_factory=AugmentConfig)
     # 0 <= d < 1: keep an exponential moving average of the weights (e.g. 0.999, with a warm-up);
     # validation scores it and the raw weights, and the better is used (0 = off)
@@ -209,6 +210,11 @@ class TrainConfig:
             (
                 self.valid_augment.noise > 0,
                 "train.valid_augment.noise: must be 0 (a random string scores nothing worth choosing by)",
+            ),
+            (
+                self.valid_augment.subword > 0,
+                "train.valid_augment.subword: must be 0 (the copy is text, encoded one way like the set; "
+                "sampled segmentations are training's)",
             ),
             (
                 bool(self.best_direction) and self.best_direction not in directions,

@@ -6,7 +6,8 @@ neighbouring letters, dropping a letter, inserting one of the sentence's own let
 letter; `nopunct` removes the final punctuation of both sides; `noise` puts a string of 1-5 random
 "words" made of the source's own letters and digits on both sides, in place of the pair, so the model
 learns to copy what it cannot translate. A pair gets `upper` or `title`, not both; `noise` replaces
-the others. A change that would leave a side empty is not made.
+the others. A change that would leave a side empty is not made. `subword` changes no text: the pair
+is encoded with a sampled segmentation (`seq2seq.data.subword`), after the others.
 
 Everything random is a function of a 64-bit key (`mixed_keys`, from the seed, the epoch, the corpus
 and the pair), never of a global state: which modifiers a pair gets (`choose`) and how they change
@@ -27,8 +28,15 @@ from seq2seq.config.augment import AugmentConfig
 from seq2seq.config.data import CorpusConfig
 from seq2seq.data.corpora import side_chunks
 
-UPPER, TITLE, TYPOS, NOPUNCT, NOISE = 1, 2, 4, 8, 16  # a pair's modifiers, as bits
-MODIFIERS = {"upper": UPPER, "title": TITLE, "typos": TYPOS, "nopunct": NOPUNCT, "noise": NOISE}
+UPPER, TITLE, TYPOS, NOPUNCT, NOISE, SUBWORD = 1, 2, 4, 8, 16, 32  # a pair's modifiers, as bits
+MODIFIERS = {
+    "upper": UPPER,
+    "title": TITLE,
+    "typos": TYPOS,
+    "nopunct": NOPUNCT,
+    "noise": NOISE,
+    "subword": SUBWORD,
+}
 TYPO_SHARE = 0.1  # misspelled words per source word (at least one)
 END_PUNCT = re.compile(r"[\s.!?…,;:。！？．｡、،؟۔।]+$")  # sentence-final marks of many scripts
 WORD_START = re.compile(r"(?<!\S)\w")
@@ -74,6 +82,7 @@ def choose(keys: np.ndarray, cfg: AugmentConfig) -> np.ndarray:
     )
     flags |= np.where(_uniform(keys, 2) < cfg.typos, TYPOS, 0)
     flags |= np.where(_uniform(keys, 3) < cfg.nopunct, NOPUNCT, 0)
+    flags |= np.where(_uniform(keys, 5) < cfg.subword, SUBWORD, 0)
     flags = np.where(_uniform(keys, 4) < cfg.noise, NOISE, flags)  # noise replaces the pair
     return flags.astype(np.uint8)
 
@@ -150,7 +159,7 @@ def modified_copy(
     """A validation set's modified copy (`train.valid_augment`): each pair modified as training
     modifies a corpus's, at `cfg`'s shares, its choices fixed by `seed` and the pair's number."""
     keys = mixed_keys(VALIDATION_SEED, seed, np.arange(len(src)))
-    flags = choose(keys, cfg) & ~np.uint8(NOISE)
+    flags = choose(keys, cfg) & ~np.uint8(NOISE | SUBWORD)
     pairs = [
         modify_pair(s, t, int(f), int(k)) if f and s.strip() else (s, t)
         for s, t, f, k in zip(src, tgt, flags, keys, strict=True)
@@ -170,7 +179,8 @@ LINE_MODIFIERS: dict[str, Callable[[str, random.Random], str]] = {
 def sample_chunks(corpus: CorpusConfig, side: str) -> Iterator[list[str]]:
     """The lines of one side of the corpus, in chunks, modified as training modifies them: what the
     tokenizer learns from. Each line is modified on its own (typos on source lines only); noise is
-    left out (its strings are made of pieces the vocabulary has anyway)."""
+    left out (its strings are made of pieces the vocabulary has anyway), and so is subword (it changes
+    no text)."""
     cfg = corpus.augment
     start = 0
     for chunk in side_chunks(corpus, side):
@@ -178,7 +188,7 @@ def sample_chunks(corpus: CorpusConfig, side: str) -> Iterator[list[str]]:
             keys = mixed_keys(
                 TOKENIZER_SEED, corpus_key(corpus.name), SIDE[side], start + np.arange(len(chunk))
             )
-            flags = choose(keys, cfg) & ~np.uint8(NOISE | (TYPOS if side == "tgt" else 0))
+            flags = choose(keys, cfg) & ~np.uint8(NOISE | SUBWORD | (TYPOS if side == "tgt" else 0))
             for i in np.flatnonzero(flags):
                 chunk[i] = modify_pair(chunk[i], "", int(flags[i]), int(keys[i]))[0]
         start += len(chunk)

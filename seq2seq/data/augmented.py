@@ -5,7 +5,9 @@ Augmentation is decided where an epoch's examples are known and before they are 
 to train.max_tokens and each step's target-token count is true. The prepared corpus stays the base:
 a chosen pair's ids are decoded with the run's tokenizer, modified (`seq2seq.data.augment`) and
 encoded again, once when the epoch is planned (its lengths) and again when its batch is made (its
-ids, the same since every choice comes from the pair's key), so memory holds no epoch's ids.
+ids, the same since every choice comes from the pair's key), so memory holds no epoch's ids. A pair
+chosen for `subword` is encoded with sampled segmentations (`seq2seq.data.subword`), drawn from its
+key too.
 
 Whether and how a pair is modified depends on the seed, the epoch, its corpus's name, its number in
 that corpus and, for a pair drawn several times in an epoch (a weight above 1), which copy it is:
@@ -24,8 +26,9 @@ import numpy as np
 
 from seq2seq.config.augment import AugmentConfig
 from seq2seq.config.data import CorpusConfig
-from seq2seq.data.augment import MODIFIERS, choose, corpus_key, mixed_keys, modify_pair
+from seq2seq.data.augment import MODIFIERS, SUBWORD, choose, corpus_key, mixed_keys, modify_pair
 from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData, merged
+from seq2seq.data.subword import Sampler, sampled_pair, subword_sampler
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.special import UNK
 
@@ -55,12 +58,20 @@ class CorpusPart:
 
 
 class Augmenter:
-    """Modifies the pairs of `data` as each corpus's `augment` says, within `max_len` tokens a side."""
+    """Modifies the pairs of `data` as each corpus's `augment` says, within `max_len` tokens a side;
+    `samplers` (source, target) draw the segmentations of the pairs chosen for `subword`."""
 
     def __init__(
-        self, data: Corpus, parts: Sequence[CorpusPart], src: Codec, tgt: Codec, max_len: int
+        self,
+        data: Corpus,
+        parts: Sequence[CorpusPart],
+        src: Codec,
+        tgt: Codec,
+        max_len: int,
+        samplers: tuple[Sampler, Sampler] | None = None,
     ) -> None:
         self.data, self.parts, self.src, self.tgt, self.max_len = data, list(parts), src, tgt, max_len
+        self.samplers = samplers
 
     def describe(self) -> str:
         """`augment train: upper 0.1, typos 0.1` for each corpus that is modified."""
@@ -119,15 +130,16 @@ class Augmenter:
         leaves its ids as they were, empties a side or makes one longer than `max_len` tokens.
         """
         src_ids, tgt_ids = self.data.pairs(pairs)
-        prefixes = [self._prefix(int(pair)) for pair in pairs]
+        corpora = [self._part(int(pair)) for pair in pairs]
+        prefixes = [part.prefix for part in corpora]
         texts = zip(
             self.src.decode([s[len(p) :] for s, p in zip(src_ids, prefixes, strict=True)]),
             self.tgt.decode(tgt_ids),
             strict=True,
         )
         new = [modify_pair(s, t, int(f), int(k)) for (s, t), f, k in zip(texts, flags, keys, strict=True)]
-        new_src = [[*p, *ids] for p, ids in zip(prefixes, self.src.encode([s for s, _ in new]), strict=True)]
-        new_tgt = self.tgt.encode([t for _, t in new])
+        encoded, new_tgt = self._encoded(new, keys, flags, [part.augment.subword_alpha for part in corpora])
+        new_src = [[*p, *ids] for p, ids in zip(prefixes, encoded, strict=True)]
         kept = np.array(
             [
                 UNK not in s and UNK not in t and (ns != s or nt != t) and _fits(ns, len(p), nt, self.max_len)
@@ -138,8 +150,19 @@ class Augmenter:
         keep = np.flatnonzero(kept)
         return [new_src[i] for i in keep], [new_tgt[i] for i in keep], kept
 
-    def _prefix(self, pair: int) -> tuple[int, ...]:
-        return next(p.prefix for p in self.parts if p.start <= pair < p.start + p.size)
+    def _encoded(
+        self, texts: list[tuple[str, str]], keys: np.ndarray, flags: np.ndarray, alphas: list[float]
+    ) -> tuple[list[list[int]], list[list[int]]]:
+        """(source ids, target ids) of each pair of `texts`: segmented as usual, or at random as its
+        key draws (`sampled_pair`) where its flags hold `subword`, with its corpus's alpha."""
+        src, tgt = self.src.encode([s for s, _ in texts]), self.tgt.encode([t for _, t in texts])
+        for i in np.flatnonzero(flags & SUBWORD):
+            assert self.samplers is not None, "a corpus samples segmentations: corpus_augmenter makes them"
+            src[i], tgt[i] = sampled_pair(*self.samplers, texts[i], int(keys[i]), alphas[i])
+        return src, tgt
+
+    def _part(self, pair: int) -> CorpusPart:
+        return next(p for p in self.parts if p.start <= pair < p.start + p.size)
 
 
 def _fits(src: list[int], prefix: int, tgt: list[int], max_len: int) -> bool:
@@ -206,4 +229,8 @@ def corpus_augmenter(
         CorpusPart(c.name, int(start), size, c.augment, tuple(manifests[c.name]["made_from"]["prefix"]))
         for c, start, size in zip(corpora, starts, sizes, strict=True)
     ]
-    return Augmenter(data, parts, tokenizers.src, tokenizers.tgt_tokenizer, max_len)
+    samplers = None
+    if any(corpus.augment.subword for corpus in corpora):
+        src = subword_sampler(tokenizers.src)
+        samplers = (src, src if tokenizers.joint else subword_sampler(tokenizers.tgt_tokenizer))
+    return Augmenter(data, parts, tokenizers.src, tokenizers.tgt_tokenizer, max_len, samplers)
