@@ -36,13 +36,14 @@ _HTML_OPEN = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)(?:\s[^>]*)?(?<!/)>")
 _HTML_CLOSE = re.compile(r"</([A-Za-z][A-Za-z0-9-]*)\s*>")
 _ALWAYS = re.compile(r"[\\`*_\[\]|~]|&(?=#?\w+;)|<(?=[A-Za-z/!?])")
 _NUMBERED = re.compile(r"\d{1,9}(?=[.)]$)")  # an ordered list item's mark
+_LINE_MARK = re.compile(r"#{1,6}$|[-+=]+$|>")  # a heading's, a list item's, an underline's, a quote's
 _ATTRIBUTES = re.compile(r"\{[#.:][^{}]*\}$")  # a heading's `{#anchor}` (attribute lists)
 
 
 def escape_markdown(word: str) -> str:
     """A word as Markdown text: backslashes before what would start markup, here or at a line's start."""
     word = _ALWAYS.sub(lambda found: "\\" + found.group(), word)
-    if word[:1] in ("#", "+", "-", "=", ">"):
+    if _LINE_MARK.match(word):
         return "\\" + word
     if numbered := _NUMBERED.match(word):
         return word[: numbered.end()] + "\\" + word[numbered.end() :]

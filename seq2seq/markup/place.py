@@ -183,17 +183,30 @@ def _joined(
     spaces: Mapping[int, str],
 ) -> str:
     """The line: each boundary's tags (None: a close tag), the space between two words before the
-    first tag there that is not a close tag, and a space after a tag that stands as a word."""
+    first tag there that is not a close tag, and a space after a tag that stands as a word (after
+    the close tags that cling to it) but next to a word of punctuation that clings to it: `(`, `,`."""
     out: list[str] = []
     n = len(words)
     for boundary, here in enumerate(at_boundary):
         pieces = [raw for raw, _ in here]
         spaced = [i for i, (_, tag) in enumerate(here) if tag is not None and tag.word]
-        if spaced and boundary < n:
-            pieces.insert(spaced[-1] + 1, " ")
-        if 0 < boundary < n or (spaced and boundary == n > 0):
-            first = next((i for i, (_, tag) in enumerate(here) if tag is not None), len(here))
+        if spaced and boundary < n and not _clings(words[boundary], _CLOSING):
+            after = spaced[-1] + 1
+            while after < len(here) and here[after][1] is None:
+                after += 1
+            pieces.insert(after, " ")
+        first = next((i for i, (_, tag) in enumerate(here) if tag is not None), len(here))
+        opens_on_word = first in spaced and _clings(words[boundary - 1], _OPENING) if boundary else False
+        if (0 < boundary < n or (spaced and boundary == n > 0)) and not opens_on_word:
             pieces.insert(first, spaces.get(boundary, " "))
         out += pieces
         out += [escape(words[boundary])] if boundary < n else []
     return "".join(out)
+
+
+_OPENING = frozenset("([{\"'„“‘«¿¡")  # a word of these clings to what follows it
+_CLOSING = frozenset(".,;:!?)]}\"'“”’»…%")  # and of these to what comes before
+
+
+def _clings(word: str, marks: frozenset[str]) -> bool:
+    return all(c in marks for c in word)

@@ -156,14 +156,17 @@ def test_markdown_keeps_its_blocks_code_and_link_targets(name: str, model: Calla
 
 
 def test_markdown_words_that_would_be_markup_are_escaped():
-    model = Model(lambda words: ["#x", "*a*", "[b]", "1.", "-", "a|b", "x_y", "3.5"])
+    model = Model(lambda words: ["#", "#x", "*a*", "[b]", "1.", "-", "a|b", "x_y", "3.5", ">q", "<b>"])
     out = BlockTranslator(model, model.links, whole).document(FORMATS["markdown"].read("x y\n"), REQUEST)
-    assert out == "\\#x \\*a\\* \\[b\\] 1\\. \\- a\\|b x\\_y 3.5\n"
-    assert [t.type for t in MarkdownIt("commonmark").parse(out)] == [
-        "paragraph_open",
-        "inline",
-        "paragraph_close",
-    ]
+    assert out == "\\# #x \\*a\\* \\[b\\] 1\\. \\- a\\|b x\\_y 3.5 \\>q \\<b>\n"
+    assert [t.type for t in MarkdownIt("commonmark").parse(out)] == ["paragraph_open", "inline", "paragraph_close"]
+
+
+def test_code_kept_in_a_block_clings_to_punctuation_and_to_the_marks_around_it():
+    model = upper()
+    text = "Siehe (`a`), dann **`b`** oder `c`: fertig.\n"
+    out = BlockTranslator(model, model.links, whole).document(FORMATS["markdown"].read(text), REQUEST)
+    assert out == "SIEHE (`a`), DANN **`b`** ODER `c`: FERTIG.\n"
 
 
 def test_sentences_go_to_the_model_one_by_one_and_keep_their_spacing():
