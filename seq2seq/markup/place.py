@@ -28,7 +28,7 @@ tags inside a word moved to its boundary, and entities other than those three wr
 characters. A caller may write the words otherwise (`escape`: Markdown's backslashes, or none for
 plain text) and give the whitespace of some boundaries (`spaces`: a sentence's original spacing);
 a standalone tag that stands as a word (`Tag.word`: code kept untranslated) gets a space on each
-side that has a word.
+side that has a word, but next to a word of punctuation that clings to it (`(`, `,`, `:`).
 """
 
 from __future__ import annotations
