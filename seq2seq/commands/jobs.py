@@ -61,7 +61,7 @@ class TranslateJob:
     src_lang: str = option(  # the language whose rules split sentences
         "",
         "The source's language, an ISO 639 code such as de, whose rules split sentences (--format, "
-        "--sentences) [default: the run's data.src_lang, else rules of no one language].",
+        "--sentences); default: the run's data.src_lang, else rules of no one language.",
         "--src-lang",
     )
 
