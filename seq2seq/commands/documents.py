@@ -95,7 +95,8 @@ def read_text(input: Path | None, stdin: BinaryIO | None = None) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise DataError(f"{where}: byte {e.start + 1} is not valid UTF-8: give a UTF-8 document") from None
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(f"{where}: line {line} is not valid UTF-8: give a UTF-8 document") from None
     if "\0" in text:
         raise DataError(f"{where} holds a NUL byte: not a text document (UTF-16?); give it as UTF-8")
     return text

@@ -102,3 +102,14 @@ def test_sentences_in_line_mode_give_one_line_per_line_of_each_sentence_translat
     out = cli_translate(tiny_run.run, lines, "--sentences")
     plain = cli_translate(tiny_run.run, ["cat dog.", "bird cat.", "the big house"])
     assert out == [" ".join(t for t in plain[:2] if t), "", plain[2]]
+
+
+def test_a_document_from_stdin_goes_to_stdout_and_one_not_utf8_is_refused(tiny_run, tmp_path):
+    result = run_cli("translate", str(tiny_run.run), "--format", "markdown", input=MARKDOWN)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# ") and "```\ncat dog bird\n```\n" in result.stdout
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_bytes("Grüße, cat.\n".encode("latin-1"))
+    result = run_cli("translate", str(tiny_run.run), "-i", str(source), "-o", str(out), "--format", "text")
+    assert result.exit_code == 2 and "line 1 is not valid UTF-8" in result.output, result.output
+    assert not out.exists()
