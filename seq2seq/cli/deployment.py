@@ -1,4 +1,5 @@
-"""`s2s export` and `s2s serve`: a trained run shipped to another engine, or served over HTTP."""
+"""`s2s export`, `s2s import` and `s2s serve`: a trained run shipped to another engine, another
+toolkit's model made a run, or a run served over HTTP."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typer import Option
 from seq2seq.cli.common import Verbose, setup_logging, verbosity
 from seq2seq.cli.expansion import verb
 from seq2seq.cli.group import commands
-from seq2seq.commands.jobs import ExportJob, ServeJob
+from seq2seq.commands.jobs import ExportJob, ImportJob, ServeJob
 from seq2seq.errors import Seq2SeqError
 
 app = commands()
@@ -33,6 +34,16 @@ def export(job: ExportJob, verbose: Verbose = False, to: FormerTo = None) -> Non
         )
     verbosity(verbose)
     print(run_export(job))
+
+
+@verb(app, name="import")
+def import_model(job: ImportJob, verbose: Verbose = False) -> None:
+    """Make a run of a public MarianMT model (an OPUS-MT model, downloaded beforehand: s2s downloads
+    nothing), to translate with, evaluate, export or fine-tune (train.init_from)."""
+    from seq2seq.commands.import_model import import_model as run_import
+
+    verbosity(verbose)
+    print(run_import(job))
 
 
 @verb(app)

@@ -172,6 +172,17 @@ class ExportJob:
 
 
 @dataclass(frozen=True)
+class ImportJob:
+    """What `s2s import` was asked: a model in another toolkit's format, and the run to make of it."""
+
+    model_dir: Path = argument(
+        "A local MarianMT model directory, as Hugging Face publishes the OPUS-MT models: config.json, "
+        "model.safetensors (or pytorch_model.bin), source.spm, target.spm, vocab.json."
+    )
+    run_dir: Path = argument("New (or empty) run directory to write the model into.")
+
+
+@dataclass(frozen=True)
 class ServeJob:
     """What `s2s serve` was asked."""
 

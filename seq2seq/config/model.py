@@ -31,12 +31,20 @@ class ModelConfig:
     decoder_layers: int = 3  # >= 1: decoder layers (decoder_only: the whole stack; encoder_only: none)
     dropout: float = 0.1  # 0 <= p < 1: residual and embedding dropout
     attention_dropout: float = 0.0  # 0 <= p < 1: dropout on attention weights
-    activation_dropout: float = 0.0  # 0 <= p < 1: dropout after the feed-forward ReLU
+    activation_dropout: float = 0.0  # 0 <= p < 1: dropout after the feed-forward activation
+    # the feed-forward activation: relu (the original paper's), swish (SiLU: most OPUS-MT models'), gelu
+    activation: Literal["relu", "swish", "gelu"] = "relu"
     # pre: LayerNorm before each sublayer, plus a final one; post: after, as in the original paper
     norm: Literal["pre", "post"] = "pre"
     # longest sequence (sinusoidal positions): data.max_len + 2 to 65,536; decoder_only holds source and
     # target in one sequence, so at least 2 x (data.max_len + 2), half for each
     max_positions: int = 1024
+    # the sinusoidal position table's columns: interleaved (sin, cos, sin, cos, ...: the original
+    # paper's) or concatenated (every sine, then every cosine: MarianMT's), at the same frequencies
+    positions: Literal["interleaved", "concatenated"] = "interleaved"
+    # encoder_decoder: a learned bias per target piece added to the output logits (MarianMT's
+    # final_logits_bias); false: the output projection has none
+    logits_bias: bool = False
     share_all_embeddings: bool = True  # source = target embedding = output (needs a joint vocabulary)
     tie_output: bool = True  # target embedding = output projection
 
@@ -60,6 +68,10 @@ class ModelConfig:
                 *self._size_rules(vocab_size),
                 *self._decoder_only_rules(max_len, joint_vocab),
                 *self._task_rules(joint_vocab, best_metric),
+                (
+                    self.logits_bias and self.arch != "encoder_decoder",
+                    f"model.logits_bias: only for model.arch: encoder_decoder (not {self.arch})",
+                ),
                 (self.max_positions < max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
                 (
                     self.max_positions > MAX_POSITIONS,

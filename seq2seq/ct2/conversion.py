@@ -208,18 +208,20 @@ def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer, alignment: 
     heads (CTranslate2 averages the first `alignment_heads` heads of `alignment_layer`).
 
     s2s and CTranslate2 agree on the layout (fused [q; k; v] self-attention, fused [k; v] cross
-    attention, scaled embeddings); the positions are given as a table, since s2s interleaves sine
-    and cosine where CTranslate2's own table concatenates them.
+    attention, scaled embeddings); the positions are given as a table, the model's own (s2s
+    interleaves sine and cosine by default, where CTranslate2's own table concatenates them).
     """
-    from ctranslate2.specs import transformer_spec
+    from ctranslate2.specs import common_spec, transformer_spec
 
     cfg = model.cfg
     pre_norm = cfg.norm == "pre"
+    activation = {"relu": "RELU", "swish": "SWISH", "gelu": "GELU"}[cfg.activation]
     spec = transformer_spec.TransformerSpec.from_config(
         (cfg.encoder_layers, cfg.decoder_layers),
         cfg.heads,
         pre_norm=pre_norm,
         no_final_norm=not pre_norm,
+        activation=common_spec.Activation[activation],
         alignment_layer=alignment.layer,
         alignment_heads=alignment.heads,
     )
@@ -243,6 +245,8 @@ def _spec(model: Seq2SeqTransformer, src: Tokenizer, tgt: Tokenizer, alignment: 
         _norm(spec.encoder.layer_norm, weights, "enc_norm")
         _norm(spec.decoder.layer_norm, weights, "dec_norm")
     spec.decoder.projection.weight = weights["output.weight"]
+    if "output.bias" in weights:  # model.logits_bias
+        spec.decoder.projection.bias = weights["output.bias"]
     spec.register_source_vocabulary(vocabulary(src))
     spec.register_target_vocabulary(vocabulary(tgt))
     spec.config.add_source_eos = True  # s2s's sources end in </s>

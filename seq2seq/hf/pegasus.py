@@ -2,8 +2,8 @@
 
 A pre-norm encoder-decoder with one embedding matrix for both sides is, layer for layer, the layout
 of `PegasusForConditionalGeneration`: pre-norm layers with a final LayerNorm in each stack, token
-embeddings scaled by sqrt(d_model), ReLU feed-forward blocks, biased projections. Two differences
-are solved exactly rather than approximated:
+embeddings scaled by sqrt(d_model), feed-forward blocks of `model.activation`, biased projections.
+Two differences are solved exactly rather than approximated:
 
 - **positions**: s2s interleaves sine and cosine, Pegasus concatenates them; Pegasus reads its
   position table from the weights file (`embed_positions.weight`), so the export stores s2s's own
@@ -115,7 +115,8 @@ def pegasus_weights(model: Seq2SeqTransformer) -> dict[str, Tensor]:
         "model.shared.weight": w["tgt_embed.tokens.weight"],
         "model.encoder.embed_positions.weight": positions,
         "model.decoder.embed_positions.weight": positions,
-        "final_logits_bias": torch.zeros(1, w["output.weight"].size(0)),  # s2s's projection has none
+        # model.logits_bias, or none
+        "final_logits_bias": w.get("output.bias", torch.zeros(w["output.weight"].size(0)))[None, :],
     }
     if not model.cfg.tie_output:
         out["lm_head.weight"] = w["output.weight"]
@@ -183,7 +184,7 @@ def pegasus_config(model: Seq2SeqTransformer) -> dict[str, Any]:
         "decoder_attention_heads": m.heads,
         "encoder_ffn_dim": m.ffn_dim,
         "decoder_ffn_dim": m.ffn_dim,
-        "activation_function": "relu",
+        "activation_function": m.activation,  # transformers' names: relu, swish, gelu
         "dropout": m.dropout,
         "attention_dropout": m.attention_dropout,
         "activation_dropout": m.activation_dropout,

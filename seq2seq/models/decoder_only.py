@@ -29,9 +29,9 @@ from seq2seq.models.encoder_decoder import DecoderCache, init_weights
 from seq2seq.models.kv_cache import KVCache, LayerCache, MemoryKV
 from seq2seq.models.layers import (
     Dropout,
-    FeedForward,
     SelfAttention,
     attention_weights,
+    feed_forward,
     residual,
     sinusoidal_positions,
 )
@@ -62,7 +62,7 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
+        self.ffn = feed_forward(cfg)
         self.res_attn, self.res_ffn = residual(cfg), residual(cfg)
 
     def forward(self, x: Tensor, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
@@ -82,7 +82,9 @@ class DecoderOnlyTransformer(nn.Module):
         self.cfg = cfg
         self.max_positions = cfg.max_positions // 2  # for the source, and again for the target
         d = cfg.d_model
-        self.register_buffer("positions", sinusoidal_positions(cfg.max_positions, d), persistent=False)
+        self.register_buffer(
+            "positions", sinusoidal_positions(cfg.max_positions, d, cfg.positions), persistent=False
+        )
         self.tokens = nn.Embedding(tgt_vocab, d, padding_idx=PAD)
         self.scale = math.sqrt(d)
         self.dropout = Dropout(cfg.dropout)

@@ -119,7 +119,7 @@ class Seq2SeqTransformer(nn.Module):
         self.cfg = cfg
         self.max_positions = cfg.max_positions
         d, pre_norm = cfg.d_model, cfg.norm == "pre"
-        positions = sinusoidal_positions(cfg.max_positions, d)
+        positions = sinusoidal_positions(cfg.max_positions, d, cfg.positions)
         tgt_tokens = nn.Embedding(tgt_vocab, d, padding_idx=PAD)
         src_tokens = tgt_tokens if cfg.share_all_embeddings else nn.Embedding(src_vocab, d, padding_idx=PAD)
         self.src_embed = Embedding(src_tokens, positions, cfg.dropout)
@@ -129,7 +129,7 @@ class Seq2SeqTransformer(nn.Module):
         # post-norm layers already end in a LayerNorm
         self.enc_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
         self.dec_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
-        self.output = nn.Linear(d, tgt_vocab, bias=False)
+        self.output = nn.Linear(d, tgt_vocab, bias=cfg.logits_bias)  # a bias: model.logits_bias
         init_weights(self, d)
         if cfg.tie_output:
             self.output.weight = tgt_tokens.weight

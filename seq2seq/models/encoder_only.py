@@ -83,7 +83,7 @@ class EncoderOnlyTransformer(nn.Module):
         self.max_positions = cfg.max_positions - 1  # one is the <cls>
         d = cfg.d_model
         tokens = nn.Embedding(src_vocab, d, padding_idx=PAD)
-        self.embed = Embedding(tokens, sinusoidal_positions(cfg.max_positions, d), cfg.dropout)
+        self.embed = Embedding(tokens, sinusoidal_positions(cfg.max_positions, d, cfg.positions), cfg.dropout)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
         self.norm = nn.LayerNorm(d) if cfg.norm == "pre" else nn.Identity()
         self.output = nn.Linear(d, tgt_vocab, bias=False)

@@ -6,6 +6,7 @@ Mask polarity everywhere: True = may attend.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -16,14 +17,25 @@ from seq2seq.config import ModelConfig
 from seq2seq.models.kv_cache import KVCache, LayerCache, MemoryKV
 
 
-def sinusoidal_positions(length: int, dim: int) -> Tensor:
-    """(length, dim) sinusoidal position encodings of "Attention Is All You Need"."""
+def sinusoidal_positions(length: int, dim: int, layout: str = "interleaved") -> Tensor:
+    """(length, dim) sinusoidal position encodings of "Attention Is All You Need".
+
+    `layout` (`model.positions`): interleaved puts the sine and cosine of each frequency side by side
+    (columns 2i, 2i + 1); concatenated puts every sine first, then every cosine (MarianMT's table).
+    """
     pos = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (L, 1)
     freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))  # (D/2,)
+    sin, cos = torch.sin(pos * freq), torch.cos(pos * freq)  # (L, D/2) each
+    if layout == "concatenated":
+        return torch.cat([sin, cos], dim=1)
     table = torch.zeros(length, dim)
-    table[:, 0::2] = torch.sin(pos * freq)
-    table[:, 1::2] = torch.cos(pos * freq)
+    table[:, 0::2] = sin
+    table[:, 1::2] = cos
     return table
+
+
+# `model.activation`: its function
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "swish": F.silu, "gelu": F.gelu}
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -210,13 +222,23 @@ class _CpuDropout(torch.autograd.Function):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, d_model: int, ffn_dim: int, activation_dropout: float) -> None:
+    """down(dropout(activation(up(x)))); `activation` is a name of `ACTIVATIONS`."""
+
+    def __init__(
+        self, d_model: int, ffn_dim: int, activation_dropout: float, activation: str = "relu"
+    ) -> None:
         super().__init__()
         self.up, self.down = nn.Linear(d_model, ffn_dim), nn.Linear(ffn_dim, d_model)
         self.dropout = Dropout(activation_dropout)
+        self.activation = activation
+        self.act = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down(self.dropout(F.relu(self.up(x))))
+        return self.down(self.dropout(self.act(self.up(x))))
+
+
+def feed_forward(cfg: ModelConfig) -> FeedForward:
+    return FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout, cfg.activation)
 
 
 class Residual(nn.Module):
@@ -244,7 +266,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
+        self.ffn = feed_forward(cfg)
         self.res_attn, self.res_ffn = (residual(cfg) for _ in range(2))
 
     def forward(self, x: Tensor, pad_mask: Tensor) -> Tensor:
@@ -258,7 +280,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
         self.cross_attn = CrossAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
+        self.ffn = feed_forward(cfg)
         self.res_self, self.res_cross, self.res_ffn = (residual(cfg) for _ in range(3))
 
     def forward(

@@ -12,6 +12,7 @@ Inference only: a packed layer has no gradient and no `weight` to train or save.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -46,14 +47,20 @@ class PackedLinear(nn.Module):
 
 
 class PackedFeedForward(nn.Module):
-    """`FeedForward` for inference: down(relu(up(x))), the ReLU inside the up projection's kernel."""
+    """`FeedForward` for inference: down(act(up(x))); a ReLU inside the up projection's kernel, another
+    activation after it."""
 
     def __init__(self, ffn: FeedForward) -> None:
         super().__init__()
-        self.up, self.down = PackedLinear(ffn.up, activation="relu"), PackedLinear(ffn.down)
+        fused = ffn.activation == "relu"
+        self.up, self.down = (
+            PackedLinear(ffn.up, activation="relu" if fused else "none"),
+            PackedLinear(ffn.down),
+        )
+        self.act: Callable[[Tensor], Tensor] = nn.Identity() if fused else ffn.act
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down(self.up(x))
+        return self.down(self.act(self.up(x)))
 
 
 def can_pack(device: torch.device, dtype: torch.dtype | None) -> bool:

@@ -60,6 +60,15 @@ def linear_cross_entropy(
     return _chunked_loss(hidden, weight, targets, label_smoothing, rows, with_grads=False)[0]
 
 
+def projection(hidden: Tensor, output: nn.Linear) -> tuple[Tensor, Tensor]:
+    """`hidden` (B, T, D) and the output projection's weight as `linear_cross_entropy` takes them; a
+    bias (`model.logits_bias`) joins the weight as one more column, read by a constant 1 in `hidden`."""
+    if output.bias is None:
+        return hidden, output.weight
+    ones = hidden.new_ones(*hidden.shape[:-1], 1)  # (B, T, 1)
+    return torch.cat([hidden, ones], dim=-1), torch.cat([output.weight, output.bias[:, None]], dim=1)
+
+
 def _chunked_loss(
     hidden: Tensor, weight: Tensor, targets: Tensor, smoothing: float, rows: int, with_grads: bool
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -123,7 +132,7 @@ class TrainingLoss(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
         hidden = self.model.features(src, tgt_in)  # (B, T, D)
-        return linear_cross_entropy(hidden, self.model.output.weight, tgt_out, self.label_smoothing)
+        return linear_cross_entropy(*projection(hidden, self.model.output), tgt_out, self.label_smoothing)
 
 
 def alignment_cost(attention: Tensor, links: Tensor) -> Tensor:
@@ -159,7 +168,7 @@ class GuidedLoss(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, links: Tensor | None = None) -> Tensor:
         hidden, attention = self.model.guided_features(src, tgt_in, self.layer)  # (B, T, D), (B, T, S)
-        loss = linear_cross_entropy(hidden, self.model.output.weight, tgt_out, self.label_smoothing)
+        loss = linear_cross_entropy(*projection(hidden, self.model.output), tgt_out, self.label_smoothing)
         cost = alignment_cost(attention, links) if links is not None else attention.new_zeros(())
         return torch.stack([loss, self.weight * cost])
 
