@@ -98,10 +98,11 @@ def _parameter(leaf: Leaf) -> inspect.Parameter:
         item: Any = list[typing.get_args(hint)[0]]  # type: ignore[misc]
         hint, default = (item, MISSING) if default is MISSING else (item | None, None)
     check = between(flag.low, flag.high, flag.why) if flag.low is not None else None
+    shown = flag.help.replace("[", "\\[")  # text, not rich markup: `[default: the run's]` stays
     if flag.argument:
-        info: Any = Argument(help=flag.help, metavar=flag.metavar)
+        info: Any = Argument(help=shown, metavar=flag.metavar)
     else:
-        info = Option(*flag.names, help=flag.help, callback=check, metavar=flag.metavar)
+        info = Option(*flag.names, help=shown, callback=check, metavar=flag.metavar)
     given = inspect.Parameter.empty if default is MISSING else default
     return inspect.Parameter(
         leaf.name, inspect.Parameter.KEYWORD_ONLY, default=given, annotation=Annotated[hint, info]

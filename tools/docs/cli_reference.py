@@ -27,7 +27,7 @@ def commands(group: Any, path: str = "s2s", parent: Any = None) -> Iterator[tupl
 
 def cell(text: str) -> str:
     """`text` fit for one cell of a Markdown table."""
-    return " ".join(text.split()).replace("|", "\\|")
+    return " ".join(text.split()).replace("\\[", "[").replace("|", "\\|")  # rich markup's escape
 
 
 def command_section(path: str, command: Any, ctx: Any) -> list[str]:
