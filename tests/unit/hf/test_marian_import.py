@@ -156,3 +156,21 @@ def test_cli_imports_a_model_that_translate_reads_and_refuses_another_architectu
     refused = run_cli("import", str(directory), str(tmp_path / "other"))
     assert refused.exit_code == 2
     assert "error:" in refused.stderr and "marian" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "kind", [MarianKind(), MarianKind(activation="relu", share=False, tie=False)], ids=lambda k: k.name
+)
+def test_a_ctranslate2_export_of_an_imported_run_translates_as_s2s(tmp_path: Path, kind: MarianKind):
+    """CTranslate2 takes the options an import sets (swish, the concatenated table, the logits bias):
+    in fp32, its greedy translations are s2s's."""
+    pytest.importorskip("ctranslate2")
+    import_model(ImportJob(make_marian(tmp_path / "hf", kind), tmp_path / "run"))
+    result = run_cli("export", str(tmp_path / "run"), str(tmp_path / "ct2"))
+    assert result.exit_code == 0, result.output
+    ours = cli_translate(tmp_path / "run", SOURCES, "--beam", "1", "--precision", "fp32")
+    theirs = cli_translate(
+        tmp_path / "ct2", SOURCES, "--beam", "1", "--engine", "ctranslate2", "--quantize", "float32"
+    )
+    assert ours == theirs
+    assert len(set(ours)) > 1, "every source gave one translation: the test shows little"
