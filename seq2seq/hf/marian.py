@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seq2seq.config import Config, DataConfig, TokenizerConfig, TrainConfig
+from seq2seq.config import Config, DataConfig, DecodeConfig, TokenizerConfig, TrainConfig
 from seq2seq.hf.marian_vocab import MarianImportError, MarianSpecials, SideVocab, model_type, side_vocab
 from seq2seq.hf.marian_weights import check_positions, model_config, s2s_weights
 
@@ -38,6 +38,7 @@ def read_marian(directory: Path, run_dir: Path) -> ImportedModel:
     config = read_json(directory / "config.json")
     model = model_config(config, str(directory / "config.json"))
     tokenizer_config = read_json(directory / "tokenizer_config.json", required=False)
+    generation = read_json(directory / "generation_config.json", required=False)
     named = {key: tokenizer_config.get(f"{key}_token") for key in ("eos", "unk", "pad")}
     specials = MarianSpecials(**{key: value for key, value in named.items() if isinstance(value, str)})
     for name in SPM_FILES:
@@ -58,6 +59,7 @@ def read_marian(directory: Path, run_dir: Path) -> ImportedModel:
         tokenizer=TokenizerConfig(type=model_type(tgt_spm), vocab_size=max(len(tgt.rows), 8), joint=False),  # type: ignore[arg-type]
         model=model,
         train=TrainConfig(max_steps=10_000),
+        decode=DecodeConfig(beam=int(generation.get("num_beams") or config.get("num_beams") or 5)),
     )
     if problems := run.problems():
         raise MarianImportError(f"{directory}: s2s cannot hold this model: " + "; ".join(problems))

@@ -45,8 +45,9 @@ def model_config(config: dict[str, Any], name: str) -> ModelConfig:
         problems.append(f"activation_function {activation!r}; s2s has {', '.join(ACTIVATIONS)}")
     if not config.get("scale_embedding", False):
         problems.append("scale_embedding is false; s2s scales embeddings by sqrt(d_model)")
-    if config.get("normalize_before", False):
-        problems.append("normalize_before is true (pre-norm); MarianMT's layers are post-norm")
+    for key in ("normalize_before", "normalize_embedding", "add_final_layer_norm"):
+        if config.get(key, False):  # BART's options, false in every MarianMT model
+            problems.append(f"{key} is true; MarianMT's layers are post-norm, with no other LayerNorm")
     if problems:
         raise MarianImportError(f"{name}: " + "; ".join(problems))
     return ModelConfig(

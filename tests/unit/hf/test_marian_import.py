@@ -122,13 +122,31 @@ def test_teacher_forced_log_probabilities_are_transformers(imported):
     assert (got - expected).abs().max() <= LOGPROB_TOLERANCE
 
 
-def test_another_architecture_is_refused_naming_marian(tmp_path: Path):
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"model_type": "bart"}, "model_type 'bart'.*MarianMT"),
+        ({"activation_function": "tanh"}, "activation_function 'tanh'; s2s has relu, swish"),
+        ({"scale_embedding": False}, "scale_embedding is false"),
+        ({"decoder_attention_heads": 4}, "attention heads differ"),
+        ({"normalize_embedding": True}, "normalize_embedding is true"),
+    ],
+)
+def test_what_s2s_cannot_reproduce_is_refused_saying_what(tmp_path: Path, change: dict, message: str):
     directory = make_marian(tmp_path / "hf", MarianKind())
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    (directory / "config.json").write_text(json.dumps({**config, "model_type": "bart"}), encoding="utf-8")
-    with pytest.raises(MarianImportError, match="model_type 'bart'.*MarianMT"):
+    (directory / "config.json").write_text(json.dumps({**config, **change}), encoding="utf-8")
+    with pytest.raises(MarianImportError, match=message):
         import_model(ImportJob(directory, tmp_path / "run"))
     assert not (tmp_path / "run").exists()
+
+
+def test_the_run_decodes_with_the_models_beam(tmp_path: Path):
+    directory = make_marian(tmp_path / "hf", MarianKind())
+    generation = json.loads((directory / "generation_config.json").read_text(encoding="utf-8"))
+    (directory / "generation_config.json").write_text(json.dumps({**generation, "num_beams": 4}))
+    import_model(ImportJob(directory, tmp_path / "run"))
+    assert load_weights(tmp_path / "run").config.decode.beam == 4
 
 
 def test_a_pickled_state_dict_is_read_without_running_code(tmp_path: Path):
