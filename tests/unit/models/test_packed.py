@@ -51,6 +51,21 @@ def test_teacher_forced_logits_match_the_plain_layers(norm):
         assert_close(packed(src, tgt).float(), plain(src, tgt).float(), **BF16)
 
 
+@pytest.mark.parametrize("activation", ["swish", "gelu"])
+def test_an_imported_models_options_match_the_plain_layers(activation):
+    """MarianMT's options (`s2s import`): an activation outside the kernel, the output's bias."""
+    plain, packed = bf16_pair(
+        norm="post",
+        activation=activation,
+        positions="concatenated",
+        logits_bias=True,
+        share_all_embeddings=False,
+    )
+    src, tgt = random_ids(3, 9, vocab=61), random_ids(3, 7, vocab=61, seed=1)
+    with torch.no_grad():
+        assert_close(packed(src, tgt).float(), plain(src, tgt).float(), **BF16)
+
+
 def test_cached_steps_match_the_plain_layers():
     """The decoder step (one new row per sentence, several shapes as rows leave) as well as the
     teacher-forced pass: the packed weight serves any number of rows."""
