@@ -109,6 +109,7 @@ def make_marian(directory: Path, kind: MarianKind, seed: int = 0) -> Path:
                 p.normal_(1.0, 0.1)
             else:
                 p.normal_(0.0, 0.1 if name.endswith("bias") else 0.5)
+        model.get_output_embeddings().weight[0] *= 6  # </s> often likely: translations of many lengths
         if kind.bias:
             model.final_logits_bias.normal_(0.0, 1.0)
     model.save_pretrained(directory)

@@ -1,6 +1,7 @@
 """MarianMT import: a tiny random MarianMT model, imported, gives transformers' own answers: the same
 source ids (through s2s's rewritten tokenizers), the same greedy tokens and the same teacher-forced
-log-probabilities, for tied and untied embeddings, swish, relu and gelu, with and without a bias."""
+log-probabilities, and under aligned rules the same beam search, for tied and untied embeddings,
+swish, relu and gelu, with and without a bias."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from seq2seq.commands.import_model import import_model
 from seq2seq.commands.jobs import ImportJob
 from seq2seq.decoding.forced_scores import forced_log_probs
 from seq2seq.decoding.length_limits import max_output_lengths
-from seq2seq.decoding.search import greedy_search
+from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.hf.marian_vocab import MarianImportError
 from seq2seq.special import EOS
@@ -88,11 +89,47 @@ def test_greedy_tokens_are_transformers_greedy_tokens(imported):
                 do_sample=False,
                 max_new_tokens=limits[i],  # both force </s> at the last step (forced_eos_token_id)
                 bad_words_ids=[[pad_id]],  # MarianMT never writes <pad>; s2s never writes <pad> or <s>
+                min_new_tokens=settings.min_len,  # s2s writes no empty translation
             )
         steps = out[0, 1:].tolist()
         tokens = steps[: steps.index(0)] if 0 in steps else steps  # </s> is MarianMT's 0
         assert [rows[t] for t in hypothesis.tokens] == tokens, SOURCES[i]
     assert len({tuple(h.tokens) for (h,) in found}) > 1, "every source gave one output: the test shows little"
+
+
+def test_beam_search_finds_what_transformers_finds_and_scores_it_alike(imported):
+    """Both ranking by summed log-probabilities (under a length normalization, a hypothesis cut at
+    the length limit is one step longer for transformers than for s2s), no empty translation, <pad>
+    forbidden and the rest renormalized: most translations agree, and where both found the same
+    tokens they give one score. Their rules for when a beam search ends differ (`generate` with
+    early_stopping "never", s2s's patience), so where they do not agree either may be the better."""
+    ours, theirs, tokenizer, rows = imported
+    src, their_src = source_batches(ours, tokenizer)
+    settings = SearchSettings(beam=4, length_penalty=0.0, max_len_a=0.5, max_len_b=3, patience=16.0)
+    found = beam_search(ours.first, src, settings)
+    limits = max_output_lengths(src, settings, ours.first.max_positions).tolist()
+    pad_id, same = theirs.config.pad_token_id, 0
+    for i, (mine,) in enumerate(found):
+        with torch.no_grad():
+            out = theirs.generate(
+                input_ids=their_src[i : i + 1][:, their_src[i] != pad_id],
+                num_beams=4,
+                max_new_tokens=limits[i],
+                length_penalty=0.0,
+                early_stopping="never",
+                bad_words_ids=[[pad_id]],
+                min_new_tokens=settings.min_len,
+                renormalize_logits=True,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
+        steps = out.sequences[0, 1:].tolist()
+        tokens = steps[: steps.index(0)] if 0 in steps else steps
+        score = float(out.sequences_scores[0])
+        if [rows[t] for t in mine.tokens] == tokens:
+            same += 1
+            assert mine.score == pytest.approx(score, abs=LOGPROB_TOLERANCE), SOURCES[i]
+    assert same >= len(SOURCES) // 2, f"only {same} of {len(SOURCES)} translations agree"
 
 
 def test_teacher_forced_log_probabilities_are_transformers(imported):
