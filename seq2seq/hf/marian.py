@@ -7,6 +7,7 @@ from `model.safetensors`, or `pytorch_model.bin` with `torch.load(weights_only=T
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from torch import Tensor
 from seq2seq.config import Config, DataConfig, DecodeConfig, TokenizerConfig, TrainConfig
 from seq2seq.hf.marian_vocab import MarianImportError, MarianSpecials, SideVocab, model_type, side_vocab
 from seq2seq.hf.marian_weights import check_positions, model_config, s2s_weights
+
+log = logging.getLogger(__name__)
 
 SPM_FILES = ("source.spm", "target.spm")
 
@@ -50,6 +53,13 @@ def read_marian(directory: Path, run_dir: Path) -> ImportedModel:
     src_spm, tgt_spm = ((directory / name).read_bytes() for name in SPM_FILES)
     src = side_vocab(src_spm, vocab, specials, extra=False, name="source.spm")
     tgt = side_vocab(tgt_spm, read_vocab(target_vocab) if separate else vocab, specials, True, "target.spm")
+    if codes := [piece for piece in vocab if piece.startswith(">>") and piece.endswith("<<")][:3]:
+        log.warning(
+            "%s is multilingual: its sources start with a target-language token (%s), which MarianMT's "
+            "tokenizer reads as one piece and s2s's splits; its translations will suffer",
+            directory,
+            ", ".join(codes),
+        )
     weights = read_weights(directory)
     check_positions(weights, model)
     source, target = (str(tokenizer_config.get(f"{side}_lang") or side) for side in ("source", "target"))

@@ -72,6 +72,12 @@ def model_config(config: dict[str, Any], name: str) -> ModelConfig:
 def s2s_weights(w: dict[str, Tensor], cfg: ModelConfig, src: SideVocab, tgt: SideVocab) -> dict[str, Tensor]:
     """`Seq2SeqTransformer`'s state dict from MarianMT's tensors `w`, rows in s2s's ids."""
     embeddings = marian_embeddings(w, cfg.tie_output)
+    for side, vocab, table in (("source", src, "source"), ("target", tgt, "output")):
+        if max(vocab.rows) >= embeddings[table].size(0):
+            raise MarianImportError(
+                f"the {side} vocabulary has ids up to {max(vocab.rows)}, the weights "
+                f"{embeddings[table].size(0)} rows: vocab.json does not belong to these weights"
+            )
     bias = w.get("final_logits_bias", torch.zeros(1, embeddings["target"].size(0))).reshape(-1)
     never = torch.tensor(tgt.doubled)
     out = {

@@ -55,7 +55,17 @@ def test_the_generated_pages_hold_every_key_and_command():
     config, cli = PAGES["reference/config.md"](), PAGES["reference/cli.md"]()
     for key in ("run_dir", "data.corpora[].clean.langid", "train.ema_decay", "decode.length_norm"):
         assert f"| `{key}` |" in config
-    for command in ("train", "prepare", "translate", "evaluate", "score", "export", "average", "serve"):
+    for command in (
+        "train",
+        "prepare",
+        "translate",
+        "evaluate",
+        "score",
+        "export",
+        "import",
+        "average",
+        "serve",
+    ):
         assert f"## `s2s {command}`" in cli
     assert "## `s2s cache list`" in cli and "| `--beam <int>` |" in cli
 

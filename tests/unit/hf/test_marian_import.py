@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.testing import assert_close
 
 from seq2seq.batching import pad
 from seq2seq.commands.import_model import import_model
@@ -19,6 +20,7 @@ from seq2seq.decoding.length_limits import max_output_lengths
 from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.hf.marian_vocab import MarianImportError
+from seq2seq.models.layers import sinusoidal_positions
 from seq2seq.special import EOS
 from seq2seq.translate.weights import load_weights
 from tests.helpers import cli_translate, run_cli
@@ -229,3 +231,46 @@ def test_a_ctranslate2_export_of_an_imported_run_translates_as_s2s(tmp_path: Pat
     )
     assert ours == theirs
     assert len(set(ours)) > 1, "every source gave one translation: the test shows little"
+
+
+def test_marians_position_table_is_the_concatenated_one(imported):
+    """transformers' own table (`MarianSinusoidalPositionalEmbedding`) is s2s's `concatenated` layout;
+    a table stored with the weights is checked against it."""
+    ours, theirs, _, _ = imported
+    table = theirs.get_encoder().embed_positions.weight
+    assert ours.config.model.positions == "concatenated"
+    assert_close(ours.first.src_embed.positions[: table.size(0)], table, atol=1e-5, rtol=0)
+
+
+def test_a_stored_position_table_of_another_layout_is_refused(tmp_path: Path):
+    from safetensors.torch import load_file, save_file
+
+    directory = make_marian(tmp_path / "hf", MarianKind())
+    weights = load_file(str(directory / "model.safetensors"))
+    for layout, refused in (("concatenated", False), ("interleaved", True)):
+        table = sinusoidal_positions(64, 16, layout)
+        save_file(
+            {**weights, "model.encoder.embed_positions.weight": table}, str(directory / "model.safetensors")
+        )
+        if refused:
+            with pytest.raises(MarianImportError, match="learned positions are not supported"):
+                import_model(ImportJob(directory, tmp_path / layout))
+        else:
+            import_model(ImportJob(directory, tmp_path / layout))
+
+
+def test_a_multilingual_model_is_imported_with_a_warning(tmp_path: Path, caplog):
+    directory = make_marian(tmp_path / "hf", MarianKind())
+    vocab = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
+    (directory / "vocab.json").write_text(json.dumps({**vocab, ">>fra<<": vocab.pop("lä")}), encoding="utf-8")
+    with caplog.at_level("WARNING", logger="seq2seq"):
+        import_model(ImportJob(directory, tmp_path / "run"))
+    assert ">>fra<<" in caplog.text and "multilingual" in caplog.text
+
+
+def test_a_vocabulary_larger_than_the_weights_is_refused(tmp_path: Path):
+    directory = make_marian(tmp_path / "hf", MarianKind())
+    vocab = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
+    (directory / "vocab.json").write_text(json.dumps({**vocab, "▁extra": len(vocab)}), encoding="utf-8")
+    with pytest.raises(MarianImportError, match="vocab.json does not belong to these weights"):
+        import_model(ImportJob(directory, tmp_path / "run"))
