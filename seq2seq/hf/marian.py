@@ -16,7 +16,14 @@ import torch
 from torch import Tensor
 
 from seq2seq.config import Config, DataConfig, DecodeConfig, TokenizerConfig, TrainConfig
-from seq2seq.hf.marian_vocab import MarianImportError, MarianSpecials, SideVocab, model_type, side_vocab
+from seq2seq.hf.marian_vocab import (
+    MarianImportError,
+    MarianSpecials,
+    SideVocab,
+    language_codes,
+    model_type,
+    side_vocab,
+)
 from seq2seq.hf.marian_weights import check_positions, model_config, s2s_weights
 
 log = logging.getLogger(__name__)
@@ -53,12 +60,12 @@ def read_marian(directory: Path, run_dir: Path) -> ImportedModel:
     src_spm, tgt_spm = ((directory / name).read_bytes() for name in SPM_FILES)
     src = side_vocab(src_spm, vocab, specials, extra=False, name="source.spm")
     tgt = side_vocab(tgt_spm, read_vocab(target_vocab) if separate else vocab, specials, True, "target.spm")
-    if codes := [piece for piece in vocab if piece.startswith(">>") and piece.endswith("<<")][:3]:
+    if codes := language_codes(vocab):
         log.warning(
-            "%s is multilingual: its sources start with a target-language token (%s), which MarianMT's "
-            "tokenizer reads as one piece and s2s's splits; its translations will suffer",
+            "%s is multilingual: start each source line with the token of the language to translate "
+            "into (%s)",
             directory,
-            ", ".join(codes),
+            ", ".join(codes[:5]) + (", ..." if len(codes) > 5 else ""),
         )
     weights = read_weights(directory)
     check_positions(weights, model)

@@ -11,6 +11,9 @@ with the fixed specials of `seq2seq.special`. So each side's model is rewritten,
 - the target model gets, after its own pieces, every other entry of the vocabulary as an *unused*
   piece: SentencePiece never produces one from text, but decodes it, so the decoder may still write
   every piece MarianMT can (a joint vocabulary holds the source language's pieces too);
+- a multilingual model's source model gets its target-language tokens (`>>fra<<`) as user-defined
+  pieces, each with the word-start mark SentencePiece gives a line's first piece, so `>>fra<< text`
+  reads as MarianMT's tokenizer reads it: the token's id, then the text's pieces;
 - `rows[i]` is the MarianMT row s2s's id i reads: the embedding, output and bias rows are taken in
   that order (`seq2seq.hf.marian_weights`). `<s>` reads `<pad>`'s row, MarianMT's start token.
 
@@ -69,6 +72,9 @@ def side_vocab(
     except Exception:  # noqa: BLE001 - any protobuf failure: not a SentencePiece model
         raise MarianImportError(f"{name} is not a SentencePiece model") from None
     own = [p for p in proto.pieces if p.type not in (Piece.CONTROL, Piece.UNKNOWN)]
+    # the source side of a multilingual model: `>>fra<<` at a line's start, one piece (with the
+    # word-start mark SentencePiece gives a line's first piece), as MarianMT's tokenizer splits it off
+    codes = {} if extra else {f"\u2581{code}": code for code in language_codes(vocab)}
     names = {p.piece for p in own}
     added = sorted(
         (i, piece)
@@ -82,6 +88,7 @@ def side_vocab(
         _piece(specials.eos, 0.0, Piece.CONTROL),
         *own,
         *(_piece(piece, 0.0, Piece.UNUSED) for _, piece in added),
+        *(_piece(piece, 0.0, Piece.USER_DEFINED) for piece in codes),
     ]
     del proto.pieces[:]
     proto.pieces.extend(pieces)
@@ -94,7 +101,7 @@ def side_vocab(
         specials.eos,
     )
     spec.vocab_size = len(pieces)
-    rows = [vocab.get(p.piece, vocab[specials.unk]) for p in pieces]
+    rows = [vocab.get(codes.get(p.piece, p.piece), vocab[specials.unk]) for p in pieces]
     rows[BOS] = vocab[specials.pad]  # MarianMT's decoder starts from <pad>
     seen: set[int] = set()
     doubled = []
@@ -102,6 +109,11 @@ def side_vocab(
         doubled.append(row in seen)
         seen.add(row)
     return SideVocab(proto.SerializeToString(), rows, doubled)
+
+
+def language_codes(vocab: dict[str, int]) -> list[str]:
+    """A multilingual model's target-language tokens (`>>fra<<`), which start its sources."""
+    return [piece for piece in vocab if piece.startswith(">>") and piece.endswith("<<")]
 
 
 def _piece(text: str, score: float, kind: int) -> Any:

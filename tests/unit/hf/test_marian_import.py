@@ -259,13 +259,24 @@ def test_a_stored_position_table_of_another_layout_is_refused(tmp_path: Path):
             import_model(ImportJob(directory, tmp_path / layout))
 
 
-def test_a_multilingual_model_is_imported_with_a_warning(tmp_path: Path, caplog):
+def test_a_multilingual_models_language_token_is_one_piece_as_in_marian(tmp_path: Path, caplog):
+    """`>>fra<<` and a space at a line's start read as MarianTokenizer reads them: one id, then the
+    line's pieces."""
     directory = make_marian(tmp_path / "hf", MarianKind())
     vocab = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
-    (directory / "vocab.json").write_text(json.dumps({**vocab, ">>fra<<": vocab.pop("lä")}), encoding="utf-8")
+    vocab[">>fra<<"] = vocab.pop("lä")  # a source piece's id given to the token: MarianMT reads lä as <unk>
+    (directory / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     with caplog.at_level("WARNING", logger="seq2seq"):
         import_model(ImportJob(directory, tmp_path / "run"))
     assert ">>fra<<" in caplog.text and "multilingual" in caplog.text
+    ours = load_weights(tmp_path / "run")
+    theirs = transformers.MarianMTModel.from_pretrained(directory)
+    lines = [">>fra<< der Hund läuft", ">>fra<<  die Katze", "der Hund"]
+    src = pad([[*ids, EOS] for ids in ours.tokenizers.src.encode(lines)])
+    their_ids = transformers.MarianTokenizer.from_pretrained(directory)(lines, padding=True).input_ids
+    assert src.shape == (len(lines), len(their_ids[0]))
+    ours_rows = ours.first.src_embed.tokens.weight[src]
+    assert torch.equal(ours_rows, theirs.get_encoder().embed_tokens.weight[torch.tensor(their_ids)])
 
 
 def test_a_vocabulary_larger_than_the_weights_is_refused(tmp_path: Path):
