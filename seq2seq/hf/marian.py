@@ -49,6 +49,26 @@ def read_marian(directory: Path, run_dir: Path) -> ImportedModel:
     model = model_config(config, str(directory / "config.json"))
     tokenizer_config = read_json(directory / "tokenizer_config.json", required=False)
     generation = read_json(directory / "generation_config.json", required=False)
+    src, tgt = read_tokenizers(directory, tokenizer_config)
+    tgt_spm = (directory / SPM_FILES[1]).read_bytes()
+    weights = read_weights(directory)
+    check_positions(weights, model)
+    source, target = (str(tokenizer_config.get(f"{side}_lang") or side) for side in ("source", "target"))
+    run = Config(
+        run_dir=str(run_dir),
+        data=placeholder_data(source, target, max_len=min(256, model.max_positions - 2)),
+        tokenizer=TokenizerConfig(type=model_type(tgt_spm), vocab_size=max(len(tgt.rows), 8), joint=False),
+        model=model,
+        train=TrainConfig(max_steps=10_000),
+        decode=DecodeConfig(beam=int(generation.get("num_beams") or config.get("num_beams") or 5)),
+    )
+    if problems := run.problems():
+        raise MarianImportError(f"{directory}: s2s cannot hold this model: " + "; ".join(problems))
+    return ImportedModel(run, src, tgt, s2s_weights(weights, model, src, tgt))
+
+
+def read_tokenizers(directory: Path, tokenizer_config: dict[str, Any]) -> tuple[SideVocab, SideVocab]:
+    """Each side's SentencePiece model rewritten for s2s, with the MarianMT row of each id."""
     named = {key: tokenizer_config.get(f"{key}_token") for key in ("eos", "unk", "pad")}
     specials = MarianSpecials(**{key: value for key, value in named.items() if isinstance(value, str)})
     for name in SPM_FILES:
@@ -67,20 +87,7 @@ def read_marian(directory: Path, run_dir: Path) -> ImportedModel:
             directory,
             ", ".join(codes[:5]) + (", ..." if len(codes) > 5 else ""),
         )
-    weights = read_weights(directory)
-    check_positions(weights, model)
-    source, target = (str(tokenizer_config.get(f"{side}_lang") or side) for side in ("source", "target"))
-    run = Config(
-        run_dir=str(run_dir),
-        data=placeholder_data(source, target, max_len=min(256, model.max_positions - 2)),
-        tokenizer=TokenizerConfig(type=model_type(tgt_spm), vocab_size=max(len(tgt.rows), 8), joint=False),  # type: ignore[arg-type]
-        model=model,
-        train=TrainConfig(max_steps=10_000),
-        decode=DecodeConfig(beam=int(generation.get("num_beams") or config.get("num_beams") or 5)),
-    )
-    if problems := run.problems():
-        raise MarianImportError(f"{directory}: s2s cannot hold this model: " + "; ".join(problems))
-    return ImportedModel(run, src, tgt, s2s_weights(weights, model, src, tgt))
+    return src, tgt
 
 
 def placeholder_data(source: str, target: str, max_len: int) -> DataConfig:

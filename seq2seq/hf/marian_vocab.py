@@ -25,7 +25,7 @@ the softmax counts that row once, as MarianMT's does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sentencepiece import sentencepiece_model_pb2
 
@@ -122,7 +122,7 @@ def _piece(text: str, score: float, kind: int) -> Any:
     return piece
 
 
-def model_type(spm_model: bytes) -> str:
+def model_type(spm_model: bytes) -> Literal["bpe", "unigram"]:
     """The SentencePiece model's type as `tokenizer.type` names it (unigram or bpe)."""
     proto = pb.ModelProto()
     proto.ParseFromString(spm_model)
