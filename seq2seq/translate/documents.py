@@ -82,9 +82,9 @@ class BlockTranslator:
     ) -> Iterator[str]:
         for first in range(0, len(sources), BATCH):
             batch = sources[first : first + BATCH]
-            for result in self.lines.translate(batch, request, first + 1):
-                yield result.texts[0]
-            on_sentences(len(batch))
+            results = self.lines.translate(batch, request, first + 1)
+            on_sentences(len(batch))  # before the texts: the last batch's are read to the end, no further
+            yield from (result.texts[0] for result in results)
 
     def _placed(
         self,

@@ -184,3 +184,13 @@ def test_a_plain_text_document_keeps_its_line_breaks_between_sentences():
         FORMATS["text"].read("Eins.\nZwei drei.\n\n  Vier.  \n"), REQUEST
     )
     assert out == "EINS.\nZWEI DREI.\n\n  VIER.  \n"
+
+
+def test_the_progress_hears_of_every_sentence_sent_to_the_model():
+    model = identity()
+    text = "<p>Eins. Zwei.</p><p>Drei.</p>" * 200  # 600 sentences: more than one engine call
+    heard: list[int] = []
+    BlockTranslator(model, model.links, Sentences("de")).document(
+        FORMATS["html"].read(text), REQUEST, heard.append
+    )
+    assert sum(heard) == 600 and len(heard) > 1
