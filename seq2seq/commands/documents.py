@@ -25,9 +25,8 @@ from seq2seq.markup.formats import document_format
 from seq2seq.translate.aligned import AnnotatedEngine
 from seq2seq.translate.annotations import Annotations
 from seq2seq.translate.documents import BlockTranslator
-from seq2seq.translate.engine import Engine, LineTranslator
-from seq2seq.translate.mbr import MinimumBayesRisk
-from seq2seq.translate.pivot import Pivoted
+from seq2seq.translate.engine import Engine
+from seq2seq.translate.mbr import line_translator
 from seq2seq.translate.request import Request
 from seq2seq.translate.sentence_lines import SentenceLines
 from seq2seq.translate.sentences import Sentences
@@ -52,7 +51,7 @@ def translate_document(
     engine.source_tokens.prefix(job.direction)  # a language or tag it lacks fails now
     links = AnnotatedEngine(engine, Annotations()).word_links  # a reader, which draws none, fails here
     mbr = chosen.options.mbr
-    lines: LineTranslator = MinimumBayesRisk(engine, mbr) if mbr is not None else engine
+    lines = line_translator(engine, job.direction, mbr)  # --pivot is refused above
     request = Request.of(chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=False)
     sentences = Sentences(job.src_lang or engine.config.data.src_lang)
     with tqdm(unit=" sentences", disable=output is None, file=sys.stderr) as bar:
@@ -110,8 +109,7 @@ def sentence_lines(job: TranslateJob, engine: Engine, mbr: str | None) -> Senten
         raise Seq2SeqError(
             f"--sentences joins one translation of each sentence: leave out {', '.join(given)}"
         )
-    lines: LineTranslator = Pivoted(engine, job.direction) if job.direction.pivot else engine
-    lines = MinimumBayesRisk(lines, mbr) if mbr is not None else lines
+    lines = line_translator(engine, job.direction, mbr)
     # the links place tags and make alignments: without either, none is drawn
     links = AnnotatedEngine(engine, Annotations()).word_links if job.annotations.wanted else _no_links
     blocks = BlockTranslator(lines, links, Sentences(job.src_lang or engine.config.data.src_lang))

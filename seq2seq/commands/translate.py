@@ -23,8 +23,7 @@ from seq2seq.translate import resume
 from seq2seq.translate.aligned import AnnotatedEngine, check_markup
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.lines import file_stamps
-from seq2seq.translate.mbr import MinimumBayesRisk
-from seq2seq.translate.pivot import Pivoted
+from seq2seq.translate.mbr import line_translator
 from seq2seq.translate.request import Request
 from seq2seq.translate.streams import check_std_streams, translate_stream
 
@@ -126,8 +125,7 @@ def _line_translator(job: TranslateJob, engine: Engine, mbr: str | None = None) 
         if mbr is not None:
             raise Seq2SeqError("--mbr ranks whole translations: leave out --alignments and --markup")
         return AnnotatedEngine(engine, job.annotations)
-    lines: LineTranslator = Pivoted(engine, job.direction) if job.direction.pivot else engine
-    return MinimumBayesRisk(lines, mbr) if mbr is not None else lines
+    return line_translator(engine, job.direction, mbr)
 
 
 def prefix_lines(

@@ -24,10 +24,9 @@ from seq2seq.files import check_outputs, write_text
 from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
-from seq2seq.translate.engine import Engine, LineTranslator
-from seq2seq.translate.mbr import MinimumBayesRisk
+from seq2seq.translate.engine import Engine
+from seq2seq.translate.mbr import line_translator
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
-from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.request import Request
 
 log = logging.getLogger(__name__)
@@ -190,9 +189,7 @@ def translate_timed(
     """Translate every line of `source` into `out` (through `direction`'s pivot language, if it names
     one), timing the translation alone (for the record, which says what engine made it)."""
     pivot = direction.pivot
-    lines: LineTranslator = Pivoted(translator, direction) if pivot else translator
-    if mbr is not None:
-        lines = MinimumBayesRisk(lines, mbr)
+    lines = line_translator(translator, direction, mbr)
     start = time.perf_counter()
     texts = [t.texts[0] for t in lines.translate(source.lines, request)]
     seconds = time.perf_counter() - start

@@ -91,10 +91,8 @@ def evaluate_step(
                 dataclasses.replace(files, run_dir=ws.export), asked=asked, engine="ctranslate2"
             )
         else:
-            job = EvaluateJob(
-                dataclasses.replace(files, run_dir=one.decoder.runs[0]), asked=one.decoder.asked
-            )
-            job = dataclasses.replace(job, engine=cfg.engine)
+            run = dataclasses.replace(files, run_dir=one.decoder.runs[0])
+            job = EvaluateJob(run, asked=one.decoder.asked, engine=cfg.engine)
         commands.append(Command(Verb.EVALUATE, argv(job, one.decoder.holes)))
     reads = [Path(p) for t in cfg.data.test for p in (t.src, t.tgt)]
     reads += [p for m in models for p in m.reads] + ([ws.export] if exported is not None else [])

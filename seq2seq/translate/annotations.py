@@ -27,7 +27,8 @@ class Annotations:
     )
 
     def __post_init__(self) -> None:
-        self.dialect  # an unknown dialect is an error now  # noqa: B018
+        if self.markup:
+            dialect(self.markup)  # an unknown dialect is an error now, naming the known ones
 
     @property
     def dialect(self) -> Dialect | None:
