@@ -130,7 +130,7 @@ def _transformers(spec: dict[str, Any]) -> Any:
 def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Every engine at greedy and each of `--beams`, on the CPU (the device option does not apply)."""
     from seq2seq.ct2.conversion import export_ctranslate2
-    from seq2seq.hf.pegasus import export_huggingface
+    from seq2seq.hf.export import export_huggingface
 
     assert opts.run_dir is not None  # options.parse insists
     threads = torch.get_num_threads()

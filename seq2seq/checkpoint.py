@@ -9,7 +9,6 @@ another run is refused instead of producing garbage. Where they live is `seq2seq
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +19,8 @@ from torch import Tensor
 
 from seq2seq.config import Config, config_differences, config_to_dict
 from seq2seq.errors import RunDirError
-from seq2seq.files import atomic_output, check_outputs, disk_error
-from seq2seq.run.layout import CHECKPOINT_NAMES, RunDir
-from seq2seq.run.parts import run_parts
+from seq2seq.files import atomic_output, disk_error
+from seq2seq.run.layout import RunDir
 
 
 def atomic_save(obj: Any, path: Path) -> None:
@@ -102,9 +100,53 @@ def load_checkpoint(path: Path, device: str | torch.device = "cpu", mmap: bool =
         raise RunDirError(f"cannot load checkpoint {path}: {e}") from None
 
 
-def inference_weights(state: dict[str, Any]) -> dict[str, Any]:
-    """The weights to translate with: those that validated better (raw or moving average) at this step."""
-    return state[state.get("inference", "ema" if "ema" in state else "model")]
+def inference_weights(state: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
+    """The weights to translate with: those that validated better (raw or moving average) at this step.
+
+    A LoRA run's checkpoint (`path`) holds adapters only: they are merged into the frozen weights its
+    run saved once, `base.pt` beside it (`seq2seq.training.adapters`), so every reader gets plain
+    weights of the model its config describes.
+    """
+    weights = state[state.get("inference", "ema" if "ema" in state else "model")]
+    record = state.get("adapters")
+    if record is None:
+        return weights
+    return merge_adapters(adapter_base(record, path)["model"], weights, float(record["scale"]))
+
+
+@torch.no_grad()
+def merge_adapters(base: dict[str, Tensor], adapters: dict[str, Tensor], scale: float) -> dict[str, Tensor]:
+    """The plain weights of the adapted model: `base` with W + scale B A for each adapted projection
+    (computed in float64, stored in W's dtype); `base` itself is not changed."""
+    merged = dict(base)
+    for key in adapters:
+        if not key.endswith(".lora_a"):
+            continue
+        projection = key.removesuffix(".lora_a")
+        a, b = adapters[key].double(), adapters[f"{projection}.lora_b"].double()
+        weight = base[f"{projection}.weight"]
+        merged[f"{projection}.weight"] = (weight.double() + scale * (b @ a)).to(weight.dtype)
+    return merged
+
+
+def adapter_base(record: dict[str, Any], path: Path | None) -> dict[str, Any]:
+    """The checkpoint of frozen weights that the adapters of checkpoint `path` (`record`: its
+    `adapters` entry) were trained beside, checked to be that one."""
+    if path is None:
+        raise RunDirError("a LoRA checkpoint was given without its path, so its base weights cannot be found")
+    base_path = path.parent / str(record["base"])
+    if not base_path.is_file():
+        raise RunDirError(
+            f"{path} holds LoRA adapters only, and the weights they were trained beside, {base_path}, "
+            "are missing: keep the run's checkpoints/base.pt beside its checkpoints"
+        )
+    base = load_checkpoint(base_path, mmap=True)
+    if base.get("base_id") != record["base_id"]:
+        raise RunDirError(
+            f"{path} holds LoRA adapters trained beside other weights than {base_path} (another run's): "
+            "use the checkpoints of the run they came from"
+        )
+    return base
 
 
 def checkpoint_inputs(cfg: Config, tokenizer_sums: dict[str, str]) -> dict[str, Any]:
@@ -232,87 +274,3 @@ def check_can_init(source: InitSource, cfg: Config, may_differ: Sequence[str] = 
             + "\n  ".join(differences)
             + f"\ncopy the model and tokenizer sections of {source.run.config_file}"
         )
-
-
-def check_same_tensors(weights: Sequence[tuple[Path, dict[str, Tensor]]]) -> None:
-    """Refuse weights to average that do not all have the same tensor names and shapes, listing (the
-    first few) differing tensors with the shape in each checkpoint."""
-    names = sorted(set().union(*(w.keys() for _, w in weights)))
-    differing = []
-    for name in names:
-        shapes = [tuple(w[name].shape) if name in w else "missing" for _, w in weights]
-        if len(set(shapes)) > 1:
-            found = ", ".join(
-                f"{shape} in {path.name}" for shape, (path, _) in zip(shapes, weights, strict=True)
-            )
-            differing.append(f"{name}: {found}")
-    if differing:
-        raise RunDirError(
-            "checkpoints of different models cannot be averaged:\n  " + "\n  ".join(differing[:5])
-        )
-
-
-@torch.no_grad()
-def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """Element-wise mean of model state dicts with identical keys (checkpoint averaging)."""
-    keys = states[0].keys()
-    if any(s.keys() != keys for s in states):
-        raise ValueError("state dicts have different keys")
-    return {
-        k: _mean([s[k] for s in states]) if states[0][k].is_floating_point() else states[0][k] for k in keys
-    }
-
-
-def _mean(tensors: list[Tensor]) -> Tensor:
-    """Element-wise mean of same-shaped tensors, summed in float64, in their dtype."""
-    total = sum((t.double() for t in tensors[1:]), tensors[0].double())
-    return (total / len(tensors)).to(tensors[0].dtype)
-
-
-def average_output(run: RunDir, output: str) -> Path:
-    """Where `s2s average --output` writes: a name in checkpoints/, or a path (`.pt` added). A training
-    checkpoint's name (best, last, step_N) is refused however the path is spelled: those are training's."""
-    name = output.removesuffix(".pt")
-    path = Path(f"{name}.pt") if "/" in name else run.checkpoint_file(name)
-    for stem in (path.name, Path(os.path.realpath(path)).name):  # a link may name one too
-        stem = stem.removesuffix(".pt")
-        if stem in CHECKPOINT_NAMES or re.fullmatch(r"step_\d+", stem):
-            raise RunDirError(
-                f"--output {output} would replace a training checkpoint or pass for one ({stem}.pt: "
-                "best, last and step_N are training's names); choose another name"
-            )
-    if not name or name.endswith("/"):
-        raise RunDirError(f"--output {output!r}: give a name for the averaged checkpoint")
-    return path
-
-
-def average_checkpoints(
-    run: RunDir, tokenizer_sums: dict[str, str], last: int | None, output: str
-) -> tuple[Path, list[Path]]:
-    """Average the inference weights of the `last` newest numbered checkpoints (None: all) into one file.
-
-    Every one must belong to the run (`check_checkpoints_fit`: `tokenizer_sums` are the run's tokenizer
-    files today) and have the same tensors; the output may not be a training checkpoint's name, nor one
-    of `run_parts` (but a new or averaged file in checkpoints/).
-    """
-    cfg = run.load_config()
-    available = run.numbered_checkpoints()
-    if not available:
-        raise RunDirError(f"no numbered checkpoints in {run.checkpoint_dir}")
-    last = len(available) if last is None else last
-    if last > len(available):
-        raise RunDirError(
-            f"asked to average {last} checkpoints but {run.checkpoint_dir} has {len(available)}"
-        )
-    path = average_output(run, output)
-    check_outputs({"--output": path}, run_parts(run, whole_checkpoints=False))
-    used = available[-last:]
-    states = [(p, load_checkpoint(p)) for p in used]
-    check_checkpoints_fit(states, cfg, tokenizer_sums)
-    weights = [(p, inference_weights(s)) for p, s in states]
-    check_same_tensors(weights)
-    averaged = average_state_dicts([w for _, w in weights])
-    newest = states[-1][1]
-    kept = {k: newest[k] for k in ("config", "tokenizer_sha256")}
-    atomic_save({"model": averaged, **kept, "averaged_from": [p.name for p in used]}, path)
-    return path, used

@@ -25,8 +25,8 @@ def train(job: TrainJob) -> None:
 
     from seq2seq.training.distributed import init_distributed, shutdown, torchrun_info
     from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
-    from seq2seq.training.trainer import train as run_training
     from seq2seq.training.training_plan import plan_training, run_mode
+    from seq2seq.training.training_run import train as run_training
 
     with contextlib.ExitStack() as stack:
         info = torchrun_info()

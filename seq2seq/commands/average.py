@@ -13,8 +13,8 @@ log = logging.getLogger(__name__)
 
 def average(job: AverageJob) -> Path:
     """Average JOB's checkpoints; returns where the average was written."""
-    from seq2seq.checkpoint import average_checkpoints  # here: `s2s --help` loads no torch
     from seq2seq.data.tokenizer import tokenizer_checksums
+    from seq2seq.run.averaging import average_checkpoints  # here: `s2s --help` loads no torch
 
     run = RunDir(job.run_dir)
     sums = tokenizer_checksums(run.tokenizer_dir, run.load_config().tokenizer.joint)

@@ -12,7 +12,7 @@ from seq2seq.ct2.export_dir import is_int8
 from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
-from seq2seq.hf.pegasus import export_huggingface
+from seq2seq.hf.export import export_huggingface
 from seq2seq.run.parts import run_inputs
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,7 @@ from typing import Literal
 from seq2seq.config.augment import AugmentConfig
 from seq2seq.config.bounds import MAX_BATCH_TOKENS, MAX_BEAM, MAX_SEED, MAX_THREADS
 from seq2seq.config.guided_alignment import GuidedAlignmentConfig
+from seq2seq.config.lora import LoraConfig
 from seq2seq.config.rules import Rule, broken
 
 # how a model computes (`train.precision`, `--precision`): `seq2seq.device.autocast_dtype` says what each is
@@ -32,6 +33,8 @@ class TrainConfig:
     # (default: as many as this model has, evenly spread, the first and the last among them)
     init_encoder_layers: tuple[int, ...] = ()
     init_decoder_layers: tuple[int, ...] = ()  # the same, for the decoder's layers
+    # fine-tune low-rank adapters beside the frozen weights of init_from instead of every weight
+    lora: LoraConfig = field(default_factory=LoraConfig)
     # take the tokenizer of this run directory instead of training one (runs that share a tokenizer can
     # be ensembled); the tokenizer sections must be equal; not with init_from, which brings its own
     tokenizer_from: str = ""
@@ -107,6 +110,7 @@ class TrainConfig:
             )
             + self.valid_augment.problems("train.valid_augment")
             + self.guided_alignment.problems(arch=arch, decoder_layers=decoder_layers)
+            + self.lora.problems(init_from=self.init_from, ema_decay=self.ema_decay)
         )
 
     def validated(self, directions: Sequence[str]) -> list[str]:

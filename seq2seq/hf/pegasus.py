@@ -1,4 +1,4 @@
-"""Export a trained run for Hugging Face `transformers` (`s2s export RUN OUT --format huggingface`).
+"""A pre-norm run as Hugging Face's Pegasus (`s2s export --format huggingface`, `seq2seq.hf.export`).
 
 A pre-norm encoder-decoder with one embedding matrix for both sides is, layer for layer, the layout
 of `PegasusForConditionalGeneration`: pre-norm layers with a final LayerNorm in each stack, token
@@ -7,7 +7,7 @@ Two differences are solved exactly rather than approximated:
 
 - **positions**: s2s interleaves sine and cosine, Pegasus concatenates them; Pegasus reads its
   position table from the weights file (`embed_positions.weight`), so the export stores s2s's own
-  table there (MarianMT, the post-norm layout, builds its table in code: post-norm runs are refused);
+  table there (MarianMT, the post-norm layout, builds its table in code: `seq2seq.hf.marian_export`);
 - **fused projections**: s2s's [q; k; v] and cross-attention [k; v] matrices are split into
   `q_proj`, `k_proj` and `v_proj`.
 
@@ -31,71 +31,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seq2seq.config import Config, DecodeConfig
-from seq2seq.data.tokenizer import Tokenizer, tokenizer_files
-from seq2seq.errors import Seq2SeqError
-from seq2seq.files import OutputError, atomic_directory
-from seq2seq.hf.card import model_card
+from seq2seq.config import DecodeConfig, ModelConfig
+from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
-from seq2seq.models.family import model_family
-from seq2seq.run.layout import RunDir
 from seq2seq.special import BOS, EOS, PAD, UNK
-from seq2seq.translate.weights import load_weights
 
 log = logging.getLogger(__name__)
-
-
-class HFExportError(Seq2SeqError):
-    """A run Hugging Face's classes cannot reproduce, or a missing package."""
-
-
-def check_exportable(config: Config, run_dir: Path) -> None:
-    """Refuse, saying why, a run whose layout no `transformers` class reproduces token for token."""
-    m, family = config.model, model_family(config.model)
-    if not family.exports:
-        raise HFExportError(
-            f"{run_dir} is a {family.name} model; --format huggingface exports encoder-decoder translation "
-            "models (pre-norm, one embedding matrix), as Pegasus's layout holds them"
-        )
-    if m.norm != "pre":
-        raise HFExportError(
-            f"{run_dir} is post-norm: its Hugging Face layout (MarianMT) builds its positions in code, "
-            "in another layout than s2s's, so no export of it can give s2s's output; train with "
-            "model.norm: pre (the recipes do), or export to ctranslate2"
-        )
-    if not m.share_all_embeddings:
-        raise HFExportError(
-            f"{run_dir} has one embedding matrix per side; Pegasus's layout shares one "
-            "(model.share_all_embeddings: true, as the recipes train), or export to ctranslate2"
-        )
-
-
-def export_huggingface(run_dir: Path, checkpoint: str, out_dir: Path) -> None:
-    """Write the run's `checkpoint` weights, tokenizer and model card to `out_dir` (new or empty) as
-    `AutoModelForSeq2SeqLM` and `AutoTokenizer` load them; never half-written."""
-    try:
-        import safetensors.torch  # noqa: F401
-    except ImportError:
-        raise HFExportError("safetensors is not installed; install it with: pip install 's2s[hf]'") from None
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
-    config = RunDir(run_dir).load_config()
-    check_exportable(config, run_dir)
-    weights = load_weights(run_dir, [checkpoint])
-    model = weights.first
-    assert isinstance(model, Seq2SeqTransformer)  # check_exportable's rule
-    if config.decode.length_norm != "power":
-        log.warning(
-            "this run scores beams by %s; Hugging Face divides by length ** alpha (s2s's power rule): "
-            "its beam search may choose other translations",
-            config.decode.length_norm,
-        )
-    with atomic_directory(out_dir) as scratch:
-        write_model(model, config.decode, scratch)
-        spm_model = tokenizer_files(Path(run_dir) / "tokenizer", config.tokenizer.joint)["joint"]
-        write_tokenizer(weights.tokenizers.src, spm_model, model.max_positions, scratch)
-        write_text(scratch / "README.md", model_card(config, run_dir, weights.paths[0]))
-    log.info("exported %s to %s for transformers", weights.paths[0], out_dir)
 
 
 def write_model(model: Seq2SeqTransformer, decode: DecodeConfig, directory: Path) -> None:
@@ -120,7 +61,17 @@ def pegasus_weights(model: Seq2SeqTransformer) -> dict[str, Tensor]:
     }
     if not model.cfg.tie_output:
         out["lm_head.weight"] = w["output.weight"]
-    for i in range(model.cfg.encoder_layers):
+    out |= layer_weights(w, model.cfg)
+    out |= _linear(w, "enc_norm", "model.encoder.layer_norm")
+    out |= _linear(w, "dec_norm", "model.decoder.layer_norm")
+    return {name: t.contiguous().clone() for name, t in out.items()}  # safetensors stores no shared memory
+
+
+def layer_weights(w: dict[str, Tensor], cfg: ModelConfig) -> dict[str, Tensor]:
+    """Each encoder and decoder layer's tensors (of s2s's state dict `w`) under the names Pegasus and
+    MarianMT share (BART's), the fused projections split."""
+    out: dict[str, Tensor] = {}
+    for i in range(cfg.encoder_layers):
         s2s, hf = f"encoder.{i}.", f"model.encoder.layers.{i}."
         out |= _split(
             w, s2s + "attn.qkv", [hf + "self_attn.q_proj", hf + "self_attn.k_proj", hf + "self_attn.v_proj"]
@@ -128,7 +79,7 @@ def pegasus_weights(model: Seq2SeqTransformer) -> dict[str, Tensor]:
         out |= _linear(w, s2s + "attn.out", hf + "self_attn.out_proj")
         out |= _linear(w, s2s + "res_attn.norm", hf + "self_attn_layer_norm")
         out |= _ffn(w, s2s, hf)
-    for i in range(model.cfg.decoder_layers):
+    for i in range(cfg.decoder_layers):
         s2s, hf = f"decoder.{i}.", f"model.decoder.layers.{i}."
         out |= _split(
             w,
@@ -142,9 +93,7 @@ def pegasus_weights(model: Seq2SeqTransformer) -> dict[str, Tensor]:
         out |= _linear(w, s2s + "cross_attn.out", hf + "encoder_attn.out_proj")
         out |= _linear(w, s2s + "res_cross.norm", hf + "encoder_attn_layer_norm")
         out |= _ffn(w, s2s, hf)
-    out |= _linear(w, "enc_norm", "model.encoder.layer_norm")
-    out |= _linear(w, "dec_norm", "model.decoder.layer_norm")
-    return {name: t.contiguous().clone() for name, t in out.items()}  # safetensors stores no shared memory
+    return out
 
 
 def _linear(w: dict[str, Tensor], s2s: str, hf: str) -> dict[str, Tensor]:
@@ -172,11 +121,18 @@ def _ffn(w: dict[str, Tensor], s2s: str, hf: str) -> dict[str, Tensor]:
 
 def pegasus_config(model: Seq2SeqTransformer) -> dict[str, Any]:
     """`config.json`: Pegasus with s2s's sizes, ids and dropouts (for fine-tuning in transformers)."""
-    m = model.cfg
     return {
         "architectures": ["PegasusForConditionalGeneration"],
         "model_type": "pegasus",
         "vocab_size": model.output.weight.size(0),
+        **layer_config(model),
+    }
+
+
+def layer_config(model: Seq2SeqTransformer) -> dict[str, Any]:
+    """What Pegasus's and MarianMT's `config.json` say alike: sizes, dropouts, ids, embedding rules."""
+    m = model.cfg
+    return {
         "d_model": m.d_model,
         "encoder_layers": m.encoder_layers,
         "decoder_layers": m.decoder_layers,
@@ -198,7 +154,7 @@ def pegasus_config(model: Seq2SeqTransformer) -> dict[str, Any]:
         "bos_token_id": BOS,
         "eos_token_id": EOS,
         "decoder_start_token_id": BOS,  # s2s's decoder reads <s> first
-        "forced_eos_token_id": None,  # Pegasus's default forces id 1 (s2s's <unk>) at max_length
+        "forced_eos_token_id": None,  # the default forces id 1 or 0 (s2s's <unk>, <pad>) at max_length
         "use_cache": True,
         "dtype": "float32",
     }
@@ -233,13 +189,22 @@ def generation_config(decode: DecodeConfig, max_positions: int) -> dict[str, Any
     return config
 
 
-def write_tokenizer(tokenizer: Tokenizer, spm_model: Path, max_positions: int, directory: Path) -> None:
-    """MarianTokenizer's files: the SentencePiece model for both sides, s2s's ids, the special tokens."""
-    shutil.copyfile(spm_model, directory / "source.spm")
-    shutil.copyfile(spm_model, directory / "target.spm")
-    sp = tokenizer.sp
-    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
-    write_json(directory / "vocab.json", {piece: i for i, piece in enumerate(pieces)})
+def write_tokenizer(
+    tokenizers: TokenizerPair, tokenizer_dir: Path, max_positions: int, directory: Path
+) -> None:
+    """MarianTokenizer's files: each side's SentencePiece model (`source.spm`, `target.spm`: the one
+    model twice for a joint vocabulary), s2s's ids (`vocab.json`, and `target_vocab.json` when the
+    sides have their own), the special tokens."""
+    joint = tokenizers.joint
+    files = tokenizer_files(tokenizer_dir, joint)
+    shutil.copyfile(files["joint" if joint else "src"], directory / "source.spm")
+    shutil.copyfile(files["joint" if joint else "tgt"], directory / "target.spm")
+    sides = {"vocab.json": tokenizers.src} | (
+        {} if joint else {"target_vocab.json": tokenizers.tgt_tokenizer}
+    )
+    for name, tokenizer in sides.items():
+        write_json(directory / name, {piece: i for i, piece in enumerate(pieces_of(tokenizer))})
+    pieces, sp = pieces_of(tokenizers.src), tokenizers.src.sp
     # the run's control tokens (`<sep>`, `<cls>`, tags, `<2de>`): one id each, never SentencePiece text
     controls = [p for i, p in enumerate(pieces) if sp.is_control(i) and i not in (PAD, BOS, EOS)]
     special = {"unk_token": pieces[UNK], "eos_token": pieces[EOS], "pad_token": pieces[PAD]}
@@ -248,12 +213,17 @@ def write_tokenizer(tokenizer: Tokenizer, spm_model: Path, max_positions: int, d
         {
             "tokenizer_class": "MarianTokenizer",
             "model_max_length": max_positions,
-            "separate_vocabs": False,
+            "separate_vocabs": not joint,
             **special,
             "additional_special_tokens": controls,
         },
     )
     write_json(directory / "special_tokens_map.json", {**special, "additional_special_tokens": controls})
+
+
+def pieces_of(tokenizer: Tokenizer) -> list[str]:
+    """Every piece of the tokenizer's model, by id."""
+    return [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.sp.get_piece_size())]
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -128,6 +128,6 @@ def _parameters(one: Scored) -> int:
     several names share (tied embeddings) counted once."""
     total = 0
     for path in one.decoder.checkpoints:
-        weights = inference_weights(load_checkpoint(Path(path)))
+        weights = inference_weights(load_checkpoint(Path(path)), Path(path))
         total += sum({t.untyped_storage().data_ptr(): t.numel() for t in weights.values()}.values())
     return total

@@ -8,6 +8,7 @@
       checkpoints/last.pt    latest state (resume from here)
       checkpoints/best.pt    best by train.best_metric
       checkpoints/step_N.pt  the last train.keep_checkpoints numbered states
+      checkpoints/base.pt    a LoRA run's frozen weights, written once (its checkpoints hold adapters)
       train.log              the training log
       metrics.jsonl          one JSON object per log interval and per validation
       finished.json          how the training finished, while it has (`seq2seq.run.finished`)
@@ -42,7 +43,7 @@ from seq2seq.files import write_text
 from seq2seq.flags import Flag, declared
 from seq2seq.run.journal import check_not_replaced
 
-CHECKPOINT_NAMES = ("best", "last")
+CHECKPOINT_NAMES = ("best", "last", "base")  # base: a LoRA run's frozen weights
 RUN_FORMAT = 1  # the run-directory format this code writes, and the newest it reads
 MARKER = ".s2s-run"
 PREVIOUS = ".s2s-previous"  # what a command set aside, to undo its changes from (`seq2seq.run.change`)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.checkpoint import RESUME_ONLY, check_fits_run, load_checkpoint
-from seq2seq.config import Config, save_config
+from seq2seq.config import Config, config_differences, config_to_dict, save_config
 from seq2seq.config.data import language_token
 from seq2seq.config.schema import is_training_file
 from seq2seq.data.control import source_prefix
@@ -272,6 +272,7 @@ def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str
         last = load_checkpoint(path, mmap=True)  # Trainer.resume reads the tensors
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
         check_fits_run(last, path, cfg, tokenizer)  # what it records of its model and tokenizer
+        check_same_adapters(last, path, cfg)
         if missing := [key for key in (*RESUME_ONLY, "progress") if key not in last]:
             raise RunDirError(
                 f"{path} holds no {', '.join(missing)}: it is weights only, not a state training can "
@@ -288,3 +289,20 @@ def check_run_inputs(cfg: Config, run: RunDir, resume: bool, data: dict[str, str
         tokenizer = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
         check_same_inputs("tokenizer", stage, tokenizer, "the tokenizer stage")
     return tokenizer
+
+
+def check_same_adapters(last: dict[str, Any], path: Path, cfg: Config) -> None:
+    """A resumed run trains what it trained: train.lora may not change (nor be switched on or off), for
+    last.pt holds either every weight or the adapters train.lora described."""
+    recorded = last.get("config", {})
+    changed = [
+        f"{key}: {old!r} in {path}, {new!r} now"
+        for key, old, new in config_differences(recorded, config_to_dict(cfg), ("train",))
+        if key == "train.lora"
+    ]
+    if changed:
+        raise RunDirError(
+            "train.lora cannot change when a run resumes (its checkpoints hold what it trained):\n  "
+            + "\n  ".join(changed)
+            + "\nput the run's setting back, or start a new run with train.init_from"
+        )

@@ -22,9 +22,12 @@ from seq2seq.checkpoint import inference_weights
 from seq2seq.config import ModelConfig, TrainConfig
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.device import grad_scaler
+from seq2seq.errors import RunDirError
 from seq2seq.models.build import Model, build_model
 from seq2seq.models.encoder_decoder import count_parameters
 from seq2seq.models.family import model_family
+from seq2seq.models.lora import adapter_weights
+from seq2seq.training.adapters import Adapters
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.optim import WeightAverage, build_optimizer, build_scheduler
 from seq2seq.training.random_state import gather_rng_states, set_rng_state
@@ -69,12 +72,20 @@ class TrainingState:
     scaler: torch.amp.GradScaler
     ema: WeightAverage | None  # the moving average of the weights (train.ema_decay > 0)
     progress: Progress
+    adapters: Adapters | None = None  # train.lora: the model's adapters are what it trains and saves
 
     @classmethod
     def start(
-        cls, model: Model, cfg: TrainConfig, device: torch.device, dtype: torch.dtype | None, batching: str
+        cls,
+        model: Model,
+        cfg: TrainConfig,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        batching: str,
+        adapters: Adapters | None = None,
     ) -> TrainingState:
-        """The state of a run at step 0; `batching` describes the batch order (`BatchOrder.describe`)."""
+        """The state of a run at step 0; `batching` describes the batch order (`BatchOrder.describe`);
+        `adapters` those `adapt` put in `model` (train.lora)."""
         optimizer = build_optimizer(model, cfg)
         return cls(
             model=model,
@@ -83,6 +94,7 @@ class TrainingState:
             scaler=grad_scaler(device, dtype),
             ema=WeightAverage(model, cfg.ema_decay) if cfg.ema_decay > 0 else None,
             progress=Progress(best_metric=cfg.best_key, batching=batching),
+            adapters=adapters,
         )
 
     def to_checkpoint(self, info: DistInfo, device: torch.device, origin: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +103,7 @@ class TrainingState:
         Every rank takes part (the random states are gathered); rank 0 writes the result.
         """
         state = {
-            "model": self.model.state_dict(),
+            "model": self.model.state_dict() if self.adapters is None else adapter_weights(self.model),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
@@ -100,6 +112,8 @@ class TrainingState:
             "world": info.world,
             **origin,
         }
+        if self.adapters is not None:
+            state["adapters"] = self.adapters.record()
         if self.ema is not None:
             state["ema"] = self.ema.model_state(self.model)
             state["ema_updates"] = self.ema.updates
@@ -114,7 +128,7 @@ class TrainingState:
         The config's lr, weight decay and best metric win over the checkpoint's; `batching` is what
         the batch order is made for now (an epoch split another way restarts at the next epoch).
         """
-        self.model.load_state_dict(state["model"])
+        self._load_weights(state)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state["scaler"])
@@ -143,6 +157,21 @@ class TrainingState:
             )
             p.epoch, p.next_batch = p.epoch + 1, 0
         p.batching = batching
+
+    def _load_weights(self, state: dict[str, Any]) -> None:
+        """The checkpoint's weights into the model: all of them, or a LoRA run's adapters (the frozen
+        weights were loaded from base.pt, which `adapters` says these belong to)."""
+        if self.adapters is None:
+            self.model.load_state_dict(state["model"])
+            return
+        if state.get("adapters", {}).get("base_id") != self.adapters.base_id:
+            raise RunDirError(
+                "checkpoints/last.pt holds no LoRA adapters of this run's checkpoints/base.pt: restore "
+                "the run's files, or start over with --overwrite"
+            )
+        missing, unexpected = self.model.load_state_dict(state["model"], strict=False)
+        if unexpected or set(missing) & adapter_weights(self.model).keys():
+            raise RunDirError("checkpoints/last.pt does not hold the adapters train.lora describes")
 
     def _apply_train_config(self, cfg: TrainConfig) -> None:
         """A resumed run follows the config's peak lr and weight decay, not the checkpoint's."""
@@ -174,7 +203,7 @@ def initialize_from(model: Model, cfg: ModelConfig, init: InitWeights) -> None:
     """Fine-tuning: the weights of `train.init_from` (the run already has their tokenizer); a model
     with fewer layers takes the layers chosen (`seq2seq.training.shrink`)."""
     stacks = model_family(cfg).layer_stacks
-    model.load_state_dict(shrunk_weights(inference_weights(init.state), stacks, init.layers))
+    model.load_state_dict(shrunk_weights(inference_weights(init.state, init.path), stacks, init.layers))
     log.info(
         "initialized from %s (step %s)%s; optimizer, schedule and data order start afresh",
         init.path,

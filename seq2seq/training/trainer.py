@@ -20,16 +20,15 @@ from tqdm import tqdm
 
 from seq2seq.checkpoint import checkpoint_inputs, load_checkpoint, save_training_state
 from seq2seq.config import Config
-from seq2seq.data.augmented import Augmenter, corpus_augmenter
-from seq2seq.data.manifest import describe
+from seq2seq.data.augmented import Augmenter
 from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import Batch, JoinedCorpus, ParallelData
-from seq2seq.data.prepared import corpus_mixture, load_prepared, read_manifests
 from seq2seq.data.tokenizer import TokenizerPair
 from seq2seq.device import autocast, autocast_dtype, prefer_safe_attention_kernels
 from seq2seq.models.build import Model
-from seq2seq.run.finished import Ending, clear_finished, record_finished
+from seq2seq.run.finished import Ending
 from seq2seq.run.layout import RunDir
+from seq2seq.training.adapters import Adapters
 from seq2seq.training.distributed import (
     DistInfo,
     all_reduce_max,
@@ -46,10 +45,8 @@ from seq2seq.training.loss import training_objective
 from seq2seq.training.optim import WeightAverage
 from seq2seq.training.order import BatchOrder
 from seq2seq.training.precision import choose_cpu_precision
-from seq2seq.training.setup import RunInputs
-from seq2seq.training.state import Progress, TrainingState, initial_model
+from seq2seq.training.state import Progress, TrainingState
 from seq2seq.training.throughput import ThroughputMeter
-from seq2seq.training.training_plan import RunPlan
 from seq2seq.training.validation import ValidResult, ValidSet, validate_sets
 
 log = logging.getLogger(__name__)
@@ -76,10 +73,12 @@ class Trainer:
         device: torch.device,
         mixture: Mixture | None = None,
         augment: Augmenter | None = None,
+        adapters: Adapters | None = None,
     ) -> None:
         """`tokenizer_sums`: the sha256 of each tokenizer file (`RunInputs`), recorded in each checkpoint;
         `device`: where this process trains (`training_device`); `mixture`: what each epoch draws from
-        the corpora of `train_data` (None: every pair once); `augment`: which of them it modifies."""
+        the corpora of `train_data` (None: every pair once); `augment`: which of them it modifies;
+        `adapters`: what `adapt` added to `model` (train.lora), which then trains them alone."""
         self.cfg, self.tcfg, self.run, self.info, self.device = cfg, cfg.train, run, info, device
         self.dtype = autocast_dtype(self.device, self.tcfg.precision)  # `auto` on a CPU: see fit()
         if self.device.type == "cuda":
@@ -93,7 +92,7 @@ class Trainer:
         costs, targets = train_data.costs(), train_data.target_tokens()
         self.order = BatchOrder(costs, targets, self.tcfg, info, mixture, augment)
         batching = self.order.describe()
-        self.state = TrainingState.start(self.model, self.tcfg, self.device, self.dtype, batching)
+        self.state = TrainingState.start(self.model, self.tcfg, self.device, self.dtype, batching, adapters)
         self.records = TrainLog(run, self.tcfg, info)
         # the interval's loss, alignment cost, tokens and skipped steps, on the device until a log line
         # or checkpoint
@@ -318,33 +317,3 @@ class Trainer:
         if self.info.is_main:
             self.run.truncate_metrics(p.step)
         log.info("resumed from step %d (epoch %d)", p.step, p.epoch)
-
-
-def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device) -> tuple[Progress, bool]:
-    """Build the model and train it on the prepared inputs, on `device` (the plan's, `plan_training`);
-    a `resume` plan continues from last.pt.
-
-    Returns where training ended and whether it was interrupted (Ctrl-C) rather than finished: what
-    rank 0 records in the run (`seq2seq.run.finished`), whose record is removed first."""
-    cfg, run, tokenizers = plan.cfg, plan.run, inputs.tokenizers
-    if info.is_main:
-        clear_finished(run)
-    corpora = cfg.data.training_corpora()
-    train_data = load_prepared(inputs.corpus_dir, corpora, links=cfg.train.guided_alignment.active)
-    manifests = read_manifests(inputs.corpus_dir, corpora)
-    weights = {c.name: c.weight for c in corpora}
-    log.info("training corpus, memory-mapped from %s:\n%s", inputs.corpus_dir, describe(manifests, weights))
-    model = initial_model(cfg.model, cfg.train.seed, tokenizers, inputs.init)
-    mixture = corpus_mixture(manifests, corpora, cfg.data.temperature)
-    augment = corpus_augmenter(train_data, corpora, manifests, tokenizers, cfg.data.max_len)
-    sums, valid = inputs.tokenizer_sums, inputs.valid
-    trainer = Trainer(cfg, run, model, tokenizers, sums, train_data, valid, info, device, mixture, augment)
-    if plan.mode == "resume":
-        trainer.resume()
-    try:
-        progress = trainer.fit()
-    finally:
-        trainer.records.close()
-    if info.is_main and trainer.ending is not None:
-        record_finished(run, progress.step, progress.epoch, trainer.ending)
-    return progress, trainer.stop.requested

@@ -1,5 +1,5 @@
 """A run's weights as models: what every reader of a run's checkpoints shares, s2s's decoder
-(`Translator.load`) and the exports (`ct2.conversion`, `hf.pegasus`), which need the weights, not a
+(`Translator.load`) and the exports (`ct2.conversion`, `hf.export`), which need the weights, not a
 decoder.
 
 Each checkpoint named must have been trained with the run's model config and tokenizer files
@@ -54,7 +54,7 @@ def load_weights(run_dir: str | Path, checkpoints: Sequence[str] = ("best",)) ->
             cfg.model, tokenizers.src.vocab_size, tokenizers.tgt.vocab_size, tokenizers.src.word_starts()
         )
         try:
-            model.load_state_dict(inference_weights(state))
+            model.load_state_dict(inference_weights(state, path))
         except RuntimeError:
             raise RunDirError(f"{path} does not fit the model described in {run.config_file}") from None
         log.info("loaded %s", path)

@@ -24,8 +24,9 @@ from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.setup import claim, make_inputs
-from seq2seq.training.trainer import Trainer, train
+from seq2seq.training.trainer import Trainer
 from seq2seq.training.training_plan import plan_training
+from seq2seq.training.training_run import train
 from seq2seq.training.validation import ValidSet
 from tests.conftest import ROOT, tiny_config_dict, write_corpus
 from tests.helpers import count_checksums, run_cli

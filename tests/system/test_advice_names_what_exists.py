@@ -73,6 +73,8 @@ FOLLOWED = {
     "test_a_damaged_record_is_redone_as_advised",
     "nothing is written into: give --out": "tests/system/test_pipeline.py::"
     "test_an_export_is_evaluated_with_the_advised_out",
+    "restore the run's files, or start over with --overwrite": "tests/integration/test_lora.py::"
+    "test_resuming_beside_other_base_weights_is_refused_and_overwrite_starts_over",
 }
 CPU = ("--device", "cpu", "--precision", "fp32")
 

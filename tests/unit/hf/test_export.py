@@ -97,8 +97,7 @@ def under_trained(trained_run: Callable[[str], TrainedRun], tmp_path_factory) ->
                     model.output.weight[[PAD, BOS]] *= 2
                     model.output.weight[EOS] *= 4
             write_model(model, DecodeConfig(), directory)
-            spm = run / "tokenizer" / "spm.model"
-            write_tokenizer(ours.tokenizers.src, spm, model.max_positions, directory)
+            write_tokenizer(ours.tokenizers, run / "tokenizer", model.max_positions, directory)
             theirs = transformers.AutoModelForSeq2SeqLM.from_pretrained(directory).eval()
             made[kind] = model, theirs, ours.tokenizers
         return made[kind]
