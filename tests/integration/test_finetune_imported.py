@@ -21,7 +21,10 @@ from tests.unit.hf.marian_models import SOURCE_LINES, TARGET_LINES, MarianKind, 
 pytestmark = pytest.mark.slow
 
 
-def test_an_imported_run_fine_tunes_from_its_weights(tmp_path: Path):
+def tuned_config(tmp_path: Path, **train: object) -> tuple[Path, Path]:
+    """A tiny random MarianMT model imported into tmp_path/imported, and a config fine-tuning it on
+    its own lines into tmp_path/tuned (the imported run's config.yaml, data and train.init_from set):
+    (the imported run, the config)."""
     imported = tmp_path / "imported"
     import_model(ImportJob(make_marian(tmp_path / "hf", MarianKind()), imported))
     files = {"train_src": SOURCE_LINES * 8, "train_tgt": TARGET_LINES * 8}
@@ -31,10 +34,14 @@ def test_an_imported_run_fine_tunes_from_its_weights(tmp_path: Path):
         (tmp_path / key).write_text("\n".join(lines) + "\n", encoding="utf-8")
         cfg["data"][key] = str(tmp_path / key)
     cfg["run_dir"] = str(tmp_path / "tuned")
-    cfg["train"] |= {"init_from": str(imported), "max_steps": 6, "warmup_steps": 2, "valid_every": 6}
-    cfg["train"] |= {"device": "cpu", "precision": "fp32"}
+    cfg["train"] |= {"init_from": str(imported), "device": "cpu", "precision": "fp32", **train}
     (tmp_path / "tuned.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    result = run_cli("train", str(tmp_path / "tuned.yaml"))
+    return imported, tmp_path / "tuned.yaml"
+
+
+def test_an_imported_run_fine_tunes_from_its_weights(tmp_path: Path):
+    imported, config = tuned_config(tmp_path, max_steps=6, warmup_steps=2, valid_every=6)
+    result = run_cli("train", str(config))
     assert result.exit_code == 0, result.output
     before = load_checkpoint(imported / "checkpoints" / "best.pt")["model"]
     after = load_checkpoint(tmp_path / "tuned" / "checkpoints" / "last.pt")["model"]
@@ -47,19 +54,9 @@ def test_lora_on_an_imported_run_exports_merged_to_transformers(tmp_path: Path):
     """Adapters trained on an imported MarianMT model: the Hugging Face export holds the merged
     weights, and transformers computes from it the logits s2s computes from the run."""
     transformers = pytest.importorskip("transformers", reason="transformers is an optional extra: s2s[hf]")
-    imported = tmp_path / "imported"
-    import_model(ImportJob(make_marian(tmp_path / "hf", MarianKind()), imported))
-    files = {"train_src": SOURCE_LINES * 8, "train_tgt": TARGET_LINES * 8}
-    files |= {"valid_src": SOURCE_LINES, "valid_tgt": TARGET_LINES}
-    cfg = yaml.safe_load((imported / "config.yaml").read_text(encoding="utf-8"))
-    for key, lines in files.items():
-        (tmp_path / key).write_text("\n".join(lines) + "\n", encoding="utf-8")
-        cfg["data"][key] = str(tmp_path / key)
-    cfg["run_dir"] = str(tmp_path / "tuned")
-    cfg["train"] |= {"init_from": str(imported), "max_steps": 4, "warmup_steps": 1, "valid_every": 4}
-    cfg["train"] |= {"device": "cpu", "precision": "fp32", "lr": 0.05, "lora": {"rank": 2, "alpha": 4}}
-    (tmp_path / "tuned.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    assert run_cli("train", str(tmp_path / "tuned.yaml")).exit_code == 0
+    lora = {"rank": 2, "alpha": 4}
+    imported, config = tuned_config(tmp_path, max_steps=4, warmup_steps=1, valid_every=4, lr=0.05, lora=lora)
+    assert run_cli("train", str(config)).exit_code == 0
     export = tmp_path / "export"
     result = run_cli("export", str(tmp_path / "tuned"), str(export), "--format", "huggingface")
     assert result.exit_code == 0, result.output
