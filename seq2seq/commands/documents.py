@@ -4,7 +4,7 @@ translated, into a file (built aside and renamed over it when whole) or stdout.
 The document is read and split (`seq2seq.markup.formats`) before anything is loaded: a document
 that is not UTF-8 text, or an xml document that is not well formed, is refused and nothing is
 written. Its blocks are translated sentence by sentence with their tags put back
-(`seq2seq.translate.documents`), through the run's engine (and `--mbr`, where asked).
+(`seq2seq.translate.documents`), through the run's engine (and `--mbr` or `--rerank`, where asked).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from seq2seq.translate.aligned import AnnotatedEngine
 from seq2seq.translate.annotations import Annotations
 from seq2seq.translate.documents import BlockTranslator
 from seq2seq.translate.engine import Engine
-from seq2seq.translate.mbr import line_translator
+from seq2seq.translate.options import Rerank
 from seq2seq.translate.request import Request
+from seq2seq.translate.reranking import line_translator
 from seq2seq.translate.sentence_lines import SentenceLines
 from seq2seq.translate.sentences import Sentences
 from seq2seq.translate.streams import check_std_streams
@@ -50,8 +51,7 @@ def translate_document(
     engine = chosen.engine
     engine.source_tokens.prefix(job.direction)  # a language or tag it lacks fails now
     links = AnnotatedEngine(engine, Annotations()).word_links  # a reader, which draws none, fails here
-    mbr = chosen.options.mbr
-    lines = line_translator(engine, job.direction, mbr)  # --pivot is refused above
+    lines = line_translator(engine, job.direction, chosen.options.rerank)  # --pivot is refused above
     request = Request.of(chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=False)
     sentences = Sentences(job.src_lang or engine.config.data.src_lang)
     with tqdm(unit=" sentences", disable=output is None, file=sys.stderr) as bar:
@@ -101,15 +101,15 @@ def read_text(input: Path | None, stdin: BinaryIO | None = None) -> str:
     return text
 
 
-def sentence_lines(job: TranslateJob, engine: Engine, mbr: str | None) -> SentenceLines:
-    """`--sentences`: ENGINE (through a pivot, its beam ranked by `mbr`, as asked) translating each
+def sentence_lines(job: TranslateJob, engine: Engine, rerank: Rerank) -> SentenceLines:
+    """`--sentences`: ENGINE (through a pivot, its beam reranked, as asked) translating each
     line sentence by sentence, with its markup put back and its alignment as asked."""
     refused = {"--scores": job.scores, "--nbest": job.asked.nbest > 1, "--prefix": job.prefix is not None}
     if given := [name for name, on in refused.items() if on]:
         raise Seq2SeqError(
             f"--sentences joins one translation of each sentence: leave out {', '.join(given)}"
         )
-    lines = line_translator(engine, job.direction, mbr)
+    lines = line_translator(engine, job.direction, rerank)
     # the links place tags and make alignments: without either, none is drawn
     links = AnnotatedEngine(engine, Annotations()).word_links if job.annotations.wanted else _no_links
     blocks = BlockTranslator(lines, links, Sentences(job.src_lang or engine.config.data.src_lang))

@@ -25,9 +25,9 @@ from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.engine import Engine
-from seq2seq.translate.mbr import line_translator
-from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.options import NO_RERANK, DecodeOptions, DecodeOverrides, Rerank, decode_options
 from seq2seq.translate.request import Request
+from seq2seq.translate.reranking import line_translator
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +160,8 @@ def run_evaluation(
     translator = load()
     request = Request.of(plan.decoding, direction=plan.direction.direct, scores=False)
     translator.source_tokens.prefix(plan.direction)  # a language or tag it lacks fails now
-    mbr = plan.decoding.mbr
-    decode = translate_timed(translator, source, files.out, request, plan.direction, mbr)
+    rerank = plan.decoding.rerank
+    decode = translate_timed(translator, source, files.out, request, plan.direction, rerank)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
@@ -172,7 +172,7 @@ def run_evaluation(
             references,
             metrics,
             files.out,
-            lambda src, out: translate_timed(translator, src, out, request, plan.direction, mbr),
+            lambda src, out: translate_timed(translator, src, out, request, plan.direction, rerank),
         )
     # the report's attention maps show one direct translation; a pivoted one is two
     return result, None if plan.direction.pivot else Translated(translator, request)
@@ -184,12 +184,12 @@ def translate_timed(
     out: Path,
     request: Request,
     direction: Direction = STRAIGHT,
-    mbr: str | None = None,
+    rerank: Rerank = NO_RERANK,
 ) -> DecodeRun:
     """Translate every line of `source` into `out` (through `direction`'s pivot language, if it names
     one), timing the translation alone (for the record, which says what engine made it)."""
     pivot = direction.pivot
-    lines = line_translator(translator, direction, mbr)
+    lines = line_translator(translator, direction, rerank)
     start = time.perf_counter()
     texts = [t.texts[0] for t in lines.translate(source.lines, request)]
     seconds = time.perf_counter() - start
@@ -204,7 +204,7 @@ def translate_timed(
             # a multilingual run's target language
             **({"to": language} if (language := translator.source_tokens.language(direction.to)) else {}),
             **({"pivot": pivot} if pivot else {}),
-            **({"mbr": mbr} if mbr else {}),
+            **rerank.record(),
         },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from seq2seq.config.bounds import MAX_BEAM, MAX_BODY_BYTES, MAX_SECONDS, MAX_SERVE_CHARS, MAX_SERVE_LINES
 from seq2seq.flags import group, option
 from seq2seq.translate.direction import STRAIGHT, Direction
-from seq2seq.translate.options import RUN_DEFAULTS, SEARCH_ONLY, DecodeOverrides
+from seq2seq.translate.options import RERANKING, RUN_DEFAULTS, SEARCH_ONLY, DecodeOverrides
 from seq2seq.translate.placement import ENGINE
 
 
@@ -40,7 +40,7 @@ class ServerSettings:
     """How `s2s serve` decodes: the command line's decode options, the batching window, the limits."""
 
     # over the run's decode config; a request may ask for another beam and n-best
-    asked: DecodeOverrides = group(RUN_DEFAULTS, omit=(*SEARCH_ONLY, "mbr"))
+    asked: DecodeOverrides = group(RUN_DEFAULTS, omit=(*SEARCH_ONLY, *RERANKING))
     batch_window_ms: float = option(  # how long the batcher waits for more requests before decoding
         5.0,
         "--batching static: decode once no request came for this long (10 such windows at most).",

@@ -15,11 +15,9 @@ import math
 from collections.abc import Callable, Sequence
 
 from seq2seq.errors import Seq2SeqError
-from seq2seq.translate.direction import Direction
-from seq2seq.translate.engine import Engine, LineTranslator
+from seq2seq.translate.engine import LineTranslator
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import MBR_UTILITIES
-from seq2seq.translate.pivot import Pivoted
 from seq2seq.translate.request import Request
 
 Utility = Callable[[str, str], float]  # (hypothesis, pseudo-reference) -> a score, higher is better
@@ -77,10 +75,3 @@ class MinimumBayesRisk:
         expected = expected_utilities(texts, given, self.score)
         order = sorted(range(len(texts)), key=lambda i: -expected[i])[:nbest]
         return Translation([texts[i] for i in order], [given[i] for i in order])
-
-
-def line_translator(engine: Engine, direction: Direction, mbr: str | None = None) -> LineTranslator:
-    """ENGINE's lines into `direction`: through its pivot if it names one, the beam ranked by `mbr`
-    (a utility's name) if one is asked."""
-    lines: LineTranslator = Pivoted(engine, direction) if direction.pivot else engine
-    return MinimumBayesRisk(lines, mbr) if mbr is not None else lines

@@ -33,6 +33,7 @@ T = TypeVar("T")
 
 
 LONGEST = f"no output is longer than {MAX_POSITIONS} tokens"
+MAX_RERANK_WEIGHT = 100.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,19 @@ class DecodeOverrides:
         "Minimum Bayes risk: of the beam, keep the hypothesis that agrees most with the others by "
         "chrf or bleu, each weighted by its probability (the beam is searched whole).",
     )
+    rerank: str | None = option(
+        None,
+        "Noisy channel: rerank the beam by this run's log-probability of the source given each "
+        "translation (a run trained the other way; the beam is searched whole).",
+        "--rerank",
+    )
+    rerank_weight: float = option(
+        1.0,
+        "With --rerank: the weight of the reverse run's mean log-probability per source token, added to "
+        "the search's score.",
+        between=(0.0, MAX_RERANK_WEIGHT),
+        why="past it the search's score no longer counts",
+    )
     checkpoints: tuple[str, ...] = option(  # several: an ensemble
         (),
         "best, last, a name in checkpoints/, or a path; repeat for an ensemble [default: best].",
@@ -110,8 +124,31 @@ class DecodeOverrides:
 
 MBR_UTILITIES = ("chrf", "bleu")  # what --mbr ranks a beam by (`seq2seq.translate.mbr`)
 SEARCH_ONLY = ("nbest", "sampling", "temperature", "top_k", "top_p", "seed")  # one best translation
+RERANKING = ("mbr", "rerank", "rerank_weight")  # what chooses from a whole beam once it is searched
 BATCH_ONLY = ("max_tokens", "checkpoints")  # what scoring a given text asks of decoding
 RUN_DEFAULTS = DecodeOverrides()  # nothing asked: the run's decode config as it is
+
+
+@dataclass(frozen=True)
+class Rerank:
+    """How each line's beam is chosen from once searched whole: by expected utility (`mbr`, a utility's
+    name: `seq2seq.translate.mbr`), by a reverse run (`reverse`, its directory: the noisy channel,
+    `seq2seq.translate.channel`), or not at all (the search's order)."""
+
+    mbr: str | None = None
+    reverse: str | None = None
+    weight: float = 1.0  # of the reverse run's score
+
+    @property
+    def wanted(self) -> bool:
+        return self.mbr is not None or self.reverse is not None
+
+    def record(self) -> dict[str, object]:
+        """What a resumable output's and an evaluation's record say of it ({} when nothing reranks: as
+        records made before reranking existed)."""
+        if self.reverse is not None:
+            return {"rerank": self.reverse, "rerank_weight": self.weight}
+        return {"mbr": self.mbr} if self.mbr is not None else {}
 
 
 @dataclass(frozen=True)
@@ -121,7 +158,10 @@ class DecodeOptions:
     search: SearchSettings
     max_tokens: int  # source tokens per batch (before the beam's expansion)
     checkpoints: tuple[str, ...]  # at least one
-    mbr: str | None = None  # the utility the beam is ranked by (`seq2seq.translate.mbr`), or none
+    rerank: Rerank = Rerank()  # how a line's beam is chosen from once searched (default: not at all)
+
+
+NO_RERANK = Rerank()  # the search's order
 
 
 def decode_options(
@@ -156,22 +196,30 @@ def decode_options(
         seed=asked.seed,
     )
     budget, checkpoints = given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",)
-    return DecodeOptions(search, budget, checkpoints, asked.mbr)
+    rerank = Rerank(asked.mbr, asked.rerank, asked.rerank_weight)
+    return DecodeOptions(search, budget, checkpoints, rerank)
 
 
 def check_length_norm(asked: DecodeOverrides) -> None:
-    """--length-norm names one of the rules `decode.length_norm` takes, --mbr one of the utilities."""
+    """--length-norm names one of the rules `decode.length_norm` takes, --mbr one of the utilities; one
+    reranking at most."""
     if asked.length_norm is not None and asked.length_norm not in LENGTH_NORMS:
         raise Seq2SeqError(f"--length-norm {asked.length_norm!r}: choose one of {', '.join(LENGTH_NORMS)}")
     if asked.mbr is not None and asked.mbr not in MBR_UTILITIES:
         raise Seq2SeqError(f"--mbr {asked.mbr!r}: choose one of {', '.join(MBR_UTILITIES)}")
+    if asked.mbr is not None and asked.rerank is not None:
+        raise Seq2SeqError("--mbr and --rerank each choose from the beam: give one of them")
+    if asked.rerank is None and asked.rerank_weight != 1.0:
+        raise Seq2SeqError("--rerank-weight weighs the reverse run of --rerank RUN: add it")
 
 
 def check_sampling(asked: DecodeOverrides) -> None:
     """Sampling draws one hypothesis per line; its knobs mean nothing without it."""
     if asked.sampling:
-        if asked.mbr is not None:
-            raise Seq2SeqError("--mbr chooses among a beam's hypotheses; --sampling draws one: leave one out")
+        if asked.mbr is not None or asked.rerank is not None:
+            raise Seq2SeqError(
+                "--mbr and --rerank choose among a beam's hypotheses; --sampling draws one: leave one out"
+            )
         if (asked.beam or 1) > 1 or asked.nbest > 1:
             raise Seq2SeqError(
                 "--sampling draws one translation per line: use it without --beam N or --nbest N"

@@ -202,6 +202,7 @@ OPTION_CASES: dict[str, tuple[str, ...]] = {
     "--temperature": ("inf", "--sampling"),
     "--top-k": (BIG, "--sampling"),
     "--top-p": ("nan", "--sampling"),
+    "--rerank-weight": ("inf", "--rerank", "."),  # the range is read before the reverse run
     "--seed": (BIG,),  # translate's (for --sampling) and evaluate's (for --augment)
     "--max-tokens": (BIG,),
     "--bootstrap": (BIG,),

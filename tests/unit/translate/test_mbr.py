@@ -72,10 +72,10 @@ def test_a_likelier_hypothesis_weighs_more():
 
 
 def test_the_option_is_checked_with_the_decode_options():
-    assert decode_options(DecodeOverrides(beam=4, mbr="bleu"), DecodeConfig()).mbr == "bleu"
+    assert decode_options(DecodeOverrides(beam=4, mbr="bleu"), DecodeConfig()).rerank.mbr == "bleu"
     with pytest.raises(Seq2SeqError, match="--mbr 'ter': choose one of chrf, bleu"):
         decode_options(DecodeOverrides(mbr="ter"), DecodeConfig())
-    with pytest.raises(Seq2SeqError, match="--mbr chooses among a beam"):
+    with pytest.raises(Seq2SeqError, match="--mbr and --rerank choose among a beam"):
         decode_options(DecodeOverrides(mbr="chrf", sampling=True), DecodeConfig())
 
 
@@ -102,4 +102,4 @@ def test_translate_with_mbr_gives_one_line_per_input_line(tiny_run, tmp_path):
         src.read_text(encoding="utf-8").splitlines()
     )
     refused = run_cli("translate", str(tiny_run.run), "--mbr", "chrf", "--alignments", input="a b\n")
-    assert refused.exit_code == 2 and "error: --mbr ranks whole translations" in refused.output
+    assert refused.exit_code == 2 and "error: --mbr and --rerank rank whole translations" in refused.output

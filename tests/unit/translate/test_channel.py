@@ -1,0 +1,118 @@
+"""The noisy channel reranks a beam by the search's score plus the weighted reverse score: a hypothesis
+the reverse run finds likely overtakes the search's best, weight 0 keeps the search's order, a blank
+hypothesis ranks last, n-best lists are the beam reranked, and the option is checked where the decode
+options are; through the command line it gives one line per input line and refuses what it cannot do
+before writing anything."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from seq2seq.config import DecodeConfig
+from seq2seq.decoding.settings import SearchSettings
+from seq2seq.errors import Seq2SeqError
+from seq2seq.translate import channel
+from seq2seq.translate.channel import NoisyChannel
+from seq2seq.translate.lines import BLANK, Translation
+from seq2seq.translate.options import DecodeOverrides, Rerank, decode_options
+from seq2seq.translate.request import Request
+from seq2seq.translate.scoring import PairScore
+from tests.helpers import run_cli
+from tests.unit.translate.test_mbr import BEAM, Scripted
+
+# the reverse run's log-probabilities of the source per token, given each hypothesis of BEAM
+REVERSE = {
+    "a cat sits on a red mat": [-3.0, -3.0],  # the search's best explains the source badly
+    "the dog sits on the green mat": [-0.5, -0.5],
+    "the dog sits on a green mat": [-1.0, -1.0],
+    "the dog is sitting on the green mat": [-2.0, -2.0],
+}
+
+
+@pytest.fixture
+def reverse_scores(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], list[str]]]:
+    """The reverse run replaced by REVERSE; returns the (hypotheses, sources) it was asked to score."""
+    asked: list[tuple[list[str], list[str]]] = []
+
+    def scored(reverse: object, hypotheses: Sequence[str], sources: Sequence[str], *_: object) -> list:
+        asked.append((list(hypotheses), list(sources)))
+        return [
+            PairScore(REVERSE[h]) if h.strip() and s.strip() else PairScore([], BLANK)
+            for h, s in zip(hypotheses, sources, strict=True)
+        ]
+
+    monkeypatch.setattr(channel, "score_pairs", scored)
+    return asked
+
+
+class Budget:
+    """What NoisyChannel reads of the reverse run besides its scores: its batch budget."""
+
+    class config:  # noqa: N801 - the shape of Translator.config
+        class decode:  # noqa: N801
+            max_tokens = 100
+
+
+def test_what_the_reverse_run_finds_likely_overtakes_the_searchs_best(reverse_scores):
+    scripted = Scripted()
+    request = Request(SearchSettings(beam=4, nbest=2), 100)
+    found = NoisyChannel(scripted, Budget(), 1.0).translate(["ein Hund", ""], request)  # type: ignore[arg-type]
+    assert scripted.asked[0].search.nbest == 4  # the whole beam
+    # -1.2 + 1 x -0.5 = -1.7 beats -1.3 - 1.0 = -2.3 and the search's best, -1.0 - 3.0 = -4.0
+    assert found[0].texts == ["the dog sits on the green mat", "the dog sits on a green mat"]
+    assert found[0].scores == [-1.2, -1.3]  # each keeps the search's score
+    assert found[1].texts == []
+    hypotheses, sources = reverse_scores[0]
+    assert hypotheses == [t for t, _ in BEAM] and sources == ["ein Hund"] * 4  # scored the other way
+
+
+def test_weight_zero_keeps_the_searchs_order_and_a_blank_hypothesis_ranks_last(reverse_scores):
+    class WithBlank(Scripted):
+        def translate(self, lines, request, first_line=1, prefixes=None):
+            found = super().translate(lines, request, first_line, prefixes)
+            return [Translation(["", *t.texts[1:]], [None, *t.scores[1:]]) for t in found]
+
+    request = Request(SearchSettings(beam=4, nbest=4), 100)
+    found = NoisyChannel(Scripted(), Budget(), 0.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    assert found[0].texts == [t for t, _ in BEAM]
+    blank = NoisyChannel(WithBlank(), Budget(), 1.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    assert blank[0].texts[-1] == ""
+
+
+def test_the_option_is_checked_with_the_decode_options():
+    options = decode_options(DecodeOverrides(beam=4, rerank="runs/en_de", rerank_weight=0.5), DecodeConfig())
+    assert options.rerank == Rerank(reverse="runs/en_de", weight=0.5)
+    assert options.rerank.record() == {"rerank": "runs/en_de", "rerank_weight": 0.5}
+    for asked, message in [
+        (DecodeOverrides(rerank="r", mbr="chrf"), "--mbr and --rerank each choose from the beam"),
+        (DecodeOverrides(rerank="r", sampling=True), "--sampling draws one"),
+        (
+            DecodeOverrides(rerank_weight=0.5),
+            "--rerank-weight weighs the reverse run of --rerank RUN: add it",
+        ),
+    ]:
+        with pytest.raises(Seq2SeqError, match=message):
+            decode_options(asked, DecodeConfig())
+
+
+def test_translate_with_a_reverse_run_gives_one_line_per_input_line(tiny_run, tmp_path):
+    """The tiny run stands in for its own reverse run (its vocabulary is joint): the plumbing, not
+    the quality. Each n-best list is the beam reranked, with the search's scores."""
+    src, out = tiny_run.data / "valid.src", tmp_path / "out.txt"
+    run = str(tiny_run.run)
+    common = ["-i", str(src), "--beam", "3", "--engine", "s2s", "--device", "cpu"]
+    result = run_cli("translate", run, *common, "-o", str(out), "--rerank", run, "--nbest", "2", "--scores")
+    assert result.exit_code == 0, result.output
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(src.read_text(encoding="utf-8").splitlines())
+    plain = run_cli("translate", run, *common, "--nbest", "3", "--scores")
+    assert plain.exit_code == 0, plain.output
+    for reranked, beam in zip(lines, plain.stdout.splitlines(), strict=True):
+        assert set(reranked.split("\t")) <= set(beam.split("\t"))  # the same hypotheses and scores
+    missing = run_cli(
+        "translate", run, *common, "-o", str(tmp_path / "no.txt"), "--rerank", str(tmp_path / "x")
+    )
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
+    assert not (tmp_path / "no.txt").exists()
