@@ -15,45 +15,35 @@ the engine is not changed.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from seq2seq.translate.engine import LineTranslator
 from seq2seq.translate.lines import Translation
-from seq2seq.translate.request import Request
 from seq2seq.translate.scoring import PairScore, score_pairs
 from seq2seq.translate.translator import Translator
+from seq2seq.translate.whole_beam import WholeBeam
 
 
-class NoisyChannel:
+class NoisyChannel(WholeBeam):
     """LINES's translations chosen from the beam with a reverse run's help (`LineTranslator`)."""
 
     def __init__(self, lines: LineTranslator, reverse: Translator, weight: float) -> None:
-        self.lines, self.reverse, self.weight = lines, reverse, weight
+        super().__init__(lines)
+        self.reverse, self.weight = reverse, weight
 
     @classmethod
     def load(cls, lines: LineTranslator, reverse_dir: str | Path, weight: float) -> NoisyChannel:
         """The reverse run's best checkpoint, read by s2s's decoder where it runs by default."""
         return cls(lines, Translator.load(reverse_dir), weight)
 
-    def translate(
-        self,
-        lines: Sequence[str],
-        request: Request,
-        first_line: int = 1,
-        prefixes: Sequence[str] | None = None,
-    ) -> list[Translation]:
-        """One `Translation` per line: the beam reranked, the first n-best kept."""
-        search = request.search
-        whole = request.replace(search=dataclasses.replace(search, nbest=search.beam), scores=True)
-        found = self.lines.translate(lines, whole, first_line, prefixes)
-        hypotheses = [text for t in found for text in t.texts]
-        sources = [line for line, t in zip(lines, found, strict=True) for _ in t.texts]
+    def reranked(self, lines: Sequence[str], beams: list[Translation], nbest: int) -> list[Translation]:
+        hypotheses = [text for t in beams for text in t.texts]
+        sources = [line for line, t in zip(lines, beams, strict=True) for _ in t.texts]
         budget = self.reverse.config.decode.max_tokens
         reverse = iter(score_pairs(self.reverse, hypotheses, sources, budget))
-        return [self.ranked(t, [next(reverse) for _ in t.texts], search.nbest) for t in found]
+        return [self.ranked(t, [next(reverse) for _ in t.texts], nbest) for t in beams]
 
     def ranked(self, translation: Translation, reverse: Sequence[PairScore], nbest: int) -> Translation:
         """`translation`'s hypotheses by their combined scores, the first `nbest` kept."""

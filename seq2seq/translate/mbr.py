@@ -10,7 +10,6 @@ the score the search gave it. A pure wrapper, as a pivot is: the engine is not c
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
@@ -18,7 +17,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.translate.engine import LineTranslator
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import MBR_UTILITIES
-from seq2seq.translate.request import Request
+from seq2seq.translate.whole_beam import WholeBeam
 
 Utility = Callable[[str, str], float]  # (hypothesis, pseudo-reference) -> a score, higher is better
 
@@ -49,24 +48,15 @@ def expected_utilities(texts: Sequence[str], scores: Sequence[float | None], sco
     ]
 
 
-class MinimumBayesRisk:
+class MinimumBayesRisk(WholeBeam):
     """LINES's translations chosen from the beam by expected utility (`LineTranslator`)."""
 
     def __init__(self, lines: LineTranslator, name: str) -> None:
-        self.lines, self.score = lines, utility(name)
+        super().__init__(lines)
+        self.score = utility(name)
 
-    def translate(
-        self,
-        lines: Sequence[str],
-        request: Request,
-        first_line: int = 1,
-        prefixes: Sequence[str] | None = None,
-    ) -> list[Translation]:
-        """One `Translation` per line: the beam ranked by expected utility, the first n-best kept."""
-        search = request.search
-        whole = request.replace(search=dataclasses.replace(search, nbest=search.beam), scores=True)
-        found = self.lines.translate(lines, whole, first_line, prefixes)
-        return [self.ranked(t, search.nbest) for t in found]
+    def reranked(self, lines: Sequence[str], beams: list[Translation], nbest: int) -> list[Translation]:
+        return [self.ranked(t, nbest) for t in beams]
 
     def ranked(self, translation: Translation, nbest: int) -> Translation:
         texts, given = translation.texts, translation.scores
