@@ -6,6 +6,7 @@ before writing anything."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -116,3 +117,13 @@ def test_translate_with_a_reverse_run_gives_one_line_per_input_line(tiny_run, tm
     )
     assert missing.exit_code == 2 and "Traceback" not in missing.output
     assert not (tmp_path / "no.txt").exists()
+
+
+def test_evaluate_records_the_reverse_run_it_reranked_with(tiny_run, tmp_path):
+    run, report = str(tiny_run.run), tmp_path / "val.json"
+    src, ref = tiny_run.data / "valid.src", tiny_run.data / "valid.tgt"
+    args = ["--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "hyp.txt"), "--json", str(report)]
+    result = run_cli("evaluate", run, *args, "--beam", "2", "--rerank", run, "--rerank-weight", "0.5")
+    assert result.exit_code == 0, result.output
+    decode = json.loads(report.read_text(encoding="utf-8"))["decode"]
+    assert decode["rerank"] == run and decode["rerank_weight"] == 0.5 and "mbr" not in decode
