@@ -24,7 +24,7 @@ from seq2seq.files import check_outputs, write_text
 from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
-from seq2seq.translate.engine import Engine
+from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.options import NO_RERANK, DecodeOptions, DecodeOverrides, Rerank, decode_options
 from seq2seq.translate.request import Request
 from seq2seq.translate.reranking import line_translator
@@ -161,7 +161,8 @@ def run_evaluation(
     request = Request.of(plan.decoding, direction=plan.direction.direct, scores=False)
     translator.source_tokens.prefix(plan.direction)  # a language or tag it lacks fails now
     rerank = plan.decoding.rerank
-    decode = translate_timed(translator, source, files.out, request, plan.direction, rerank)
+    lines = line_translator(translator, plan.direction, rerank)  # once: a reverse run is loaded here
+    decode = translate_timed(translator, lines, source, files.out, request, plan.direction, rerank)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
@@ -172,7 +173,7 @@ def run_evaluation(
             references,
             metrics,
             files.out,
-            lambda src, out: translate_timed(translator, src, out, request, plan.direction, rerank),
+            lambda src, out: translate_timed(translator, lines, src, out, request, plan.direction, rerank),
         )
     # the report's attention maps show one direct translation; a pivoted one is two
     return result, None if plan.direction.pivot else Translated(translator, request)
@@ -180,16 +181,17 @@ def run_evaluation(
 
 def translate_timed(
     translator: Engine,
+    lines: LineTranslator,
     source: TextFile,
     out: Path,
     request: Request,
     direction: Direction = STRAIGHT,
     rerank: Rerank = NO_RERANK,
 ) -> DecodeRun:
-    """Translate every line of `source` into `out` (through `direction`'s pivot language, if it names
-    one), timing the translation alone (for the record, which says what engine made it)."""
+    """Translate every line of `source` into `out` with `lines` (`translator`, through `direction`'s
+    pivot language if it names one, each beam reranked by `rerank`: `line_translator`), timing the
+    translation alone (for the record, which says what engine made it)."""
     pivot = direction.pivot
-    lines = line_translator(translator, direction, rerank)
     start = time.perf_counter()
     texts = [t.texts[0] for t in lines.translate(source.lines, request)]
     seconds = time.perf_counter() - start

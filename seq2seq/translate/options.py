@@ -151,6 +151,9 @@ class Rerank:
         return {"mbr": self.mbr} if self.mbr is not None else {}
 
 
+NO_RERANK = Rerank()  # the search's order
+
+
 @dataclass(frozen=True)
 class DecodeOptions:
     """How one command decodes, every rule applied: the search's settings, the batch budget, the weights."""
@@ -158,10 +161,7 @@ class DecodeOptions:
     search: SearchSettings
     max_tokens: int  # source tokens per batch (before the beam's expansion)
     checkpoints: tuple[str, ...]  # at least one
-    rerank: Rerank = Rerank()  # how a line's beam is chosen from once searched (default: not at all)
-
-
-NO_RERANK = Rerank()  # the search's order
+    rerank: Rerank = NO_RERANK  # how a line's beam is chosen from once searched
 
 
 def decode_options(

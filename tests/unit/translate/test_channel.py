@@ -119,11 +119,17 @@ def test_translate_with_a_reverse_run_gives_one_line_per_input_line(tiny_run, tm
     assert not (tmp_path / "no.txt").exists()
 
 
-def test_evaluate_records_the_reverse_run_it_reranked_with(tiny_run, tmp_path):
+def test_evaluate_records_the_reverse_run_and_loads_it_once(tiny_run, tmp_path, monkeypatch):
+    """The set as given and its modified copies (--augment) are reranked by one loaded reverse run."""
+    loaded = []
+    load = NoisyChannel.load.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(NoisyChannel, "load", classmethod(lambda cls, *a: loaded.append(a) or load(cls, *a)))
     run, report = str(tiny_run.run), tmp_path / "val.json"
     src, ref = tiny_run.data / "valid.src", tiny_run.data / "valid.tgt"
     args = ["--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "hyp.txt"), "--json", str(report)]
+    args += ["--augment", "upper,typos", "--engine", "s2s"]
     result = run_cli("evaluate", run, *args, "--beam", "2", "--rerank", run, "--rerank-weight", "0.5")
     assert result.exit_code == 0, result.output
     decode = json.loads(report.read_text(encoding="utf-8"))["decode"]
     assert decode["rerank"] == run and decode["rerank_weight"] == 0.5 and "mbr" not in decode
+    assert len(loaded) == 1
