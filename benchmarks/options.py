@@ -44,6 +44,9 @@ class Options:
     threads: int
     warmup: int
     steps: int
+    shape_multiple: (
+        int  # train: also s2s compiled at fixed batch shapes, lengths a multiple of this (0 = not)
+    )
     matmul_size: int
     device: str
     pairs: tuple[int, ...]  # data: corpus sizes
@@ -93,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     p.add_argument("--warmup", type=int, default=3, help="train: steps before the timed window")
     p.add_argument("--steps", type=int, default=10, help="train: timed training steps")
+    p.add_argument("--shape-multiple", type=int, default=0, help="train: also s2s at fixed shapes, compiled")
     p.add_argument("--matmul-size", type=int, default=2048, help="train: square matmul for peak FLOP/s")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     p.add_argument("--pairs", default="507500,2030000", help="data: corpus sizes (pairs, comma-separated)")
@@ -147,6 +151,7 @@ NUMBERS: dict[str, tuple[str, float, float, str]] = {
     "--threads": ("threads", 0, MAX_THREADS, "0 = torch's default"),
     "--warmup": ("warmup", 0, 1_000_000, "steps"),
     "--steps": ("steps", 1, 1_000_000, "steps"),
+    "--shape-multiple": ("shape_multiple", 0, 1024, "0 = not; lengths a multiple of this"),
     "--matmul-size": ("matmul_size", 1, 32_768, "three n x n fp32 matrices: 12 GiB at the most"),
     "--pairs": ("pairs", 1, 100_000_000, "a corpus written to disk and trained on"),
     "--clients": ("clients", 1, MAX_CLIENTS, "a thread and a connection each"),
@@ -198,6 +203,7 @@ def parse(argv: list[str] | None) -> Options:
         threads=a.threads,
         warmup=a.warmup,
         steps=a.steps,
+        shape_multiple=a.shape_multiple,
         matmul_size=a.matmul_size,
         device=a.device,
         pairs=_numbers(a.pairs, "--pairs", int),

@@ -42,6 +42,7 @@ from seq2seq.models.encoder_decoder import count_parameters
 from seq2seq.run.checks import data_checksums
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.shapes import BatchShapes
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.validation import ValidSet
 
@@ -51,6 +52,7 @@ Pairs = ParallelData | JoinedCorpus  # the prepared corpus: one, or several join
 
 BASE_SIZES: dict[str, Any] = {"d_model": 512, "heads": 8, "ffn_dim": 2048}
 BASE_SIZES |= {"encoder_layers": 6, "decoder_layers": 6}
+REFERENCE, FIXED = "nn.Transformer", "s2s fixed shapes"  # the baseline, and s2s compiled at fixed shapes
 DTYPE_NAMES = {None: "fp32", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 FLOP_FORMULA = (
     "6 x [(N_enc + N_kv) x S + (N_dec + D x V) x T]"
@@ -63,7 +65,7 @@ class TrainResult:
     """Throughput of one model over the timed window (warm-up steps excluded)."""
 
     model: str  # recipe | base
-    impl: str  # s2s | nn.Transformer
+    impl: str  # s2s | nn.Transformer | s2s fixed shapes
     dtype: str
     params: int
     steps: int
@@ -95,9 +97,12 @@ def model_config(cfg: ModelConfig, name: str) -> ModelConfig:
     return cfg if name == "recipe" else dataclasses.replace(cfg, **BASE_SIZES)
 
 
-def bucketed_batches(data: Pairs, max_tokens: int, seed: int, count: int) -> list[np.ndarray]:
-    """The first `count` batches the trainer takes: `token_batches`, epoch after epoch."""
-    costs = data.costs()
+def bucketed_batches(
+    data: Pairs, max_tokens: int, seed: int, count: int, shapes: BatchShapes | None = None
+) -> list[np.ndarray]:
+    """The first `count` batches the trainer takes: `token_batches`, epoch after epoch (of the lengths
+    rounded as `shapes` rounds them)."""
+    costs = data.costs() if shapes is None else shapes.costs(data.costs())
     batches: list[np.ndarray] = []
     epoch = 0
     while len(batches) < count:
@@ -178,7 +183,14 @@ def _sync(device: torch.device) -> None:
 
 
 def time_steps(trainer: Trainer, batches: list[Batch], warmup: int) -> float:
-    """Seconds the trainer takes for the optimizer steps after the first `warmup`, one batch each."""
+    """Seconds the trainer takes for the optimizer steps after the first `warmup`, one batch each.
+
+    A compiled trainer at fixed shapes first takes one step of each shape the timed window holds, so
+    the window times steps, not compilations."""
+    if trainer.tcfg.compile and trainer.tcfg.shape_multiple:
+        firsts = {tuple(b.src.shape): b for b in batches[warmup:]}
+        batches = list(firsts.values()) + batches
+        warmup += len(firsts)
     start = time.perf_counter()
     for i, batch in enumerate(batches):
         if i == warmup:
@@ -214,7 +226,7 @@ def bench_model(cfg: Config, name: str, impl: str, batches: list[Batch], setup: 
     """Train implementation `impl` of `cfg.model` on `batches`; measure the steps after the warm-up."""
     vocab = (setup.tokenizers.src.vocab_size, setup.tokenizers.tgt.vocab_size)
     torch.manual_seed(cfg.train.seed)
-    model = build_model(cfg.model, *vocab) if impl == "s2s" else ReferenceTransformer(cfg.model, *vocab)
+    model = build_model(cfg.model, *vocab) if impl != REFERENCE else ReferenceTransformer(cfg.model, *vocab)
     trainer = make_trainer(cfg, model, setup.tokenizers, setup.device, setup.scratch)
     seconds = time_steps(trainer, batches, setup.warmup)
     timed = batches[setup.warmup :]
@@ -265,15 +277,24 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
         tokenizers, data = load_corpus(cfg, opts.run_dir, Path(scratch) / "tokenizer")
         batch_sets: dict[str, list[np.ndarray] | list[list[int]]] = {
             "s2s": bucketed_batches(data, t.max_tokens, t.seed, count),
-            "nn.Transformer": sentence_batches(data, t.max_tokens, t.seed, count),
+            REFERENCE: sentence_batches(data, t.max_tokens, t.seed, count),
         }
+        fixed = BatchShapes(opts.shape_multiple, t.max_tokens)
+        if fixed.multiple:
+            batch_sets[FIXED] = bucketed_batches(data, t.max_tokens, t.seed, count, fixed)
         setup = Setup(tokenizers, opts.warmup, device, peaks, Path(scratch))
         for name in opts.models:
             model_cfg = dataclasses.replace(cfg, model=model_config(cfg.model, name))
             for impl, indices in batch_sets.items():
                 log.info("training the %s model with %s for %d steps", name, impl, count)
                 batches = [data.batch(b) for b in indices]
-                results.append(bench_model(model_cfg, name, impl, batches, setup))
+                impl_cfg = model_cfg
+                if impl == FIXED:  # compiled, one graph (a CUDA graph on a GPU) per shape
+                    batches = [fixed.fit(b) for b in batches]
+                    impl_cfg = dataclasses.replace(
+                        model_cfg, train=dataclasses.replace(t, compile=True, shape_multiple=fixed.multiple)
+                    )
+                results.append(bench_model(impl_cfg, name, impl, batches, setup))
     return {
         "sentences": len(data),
         "matmul_size": opts.matmul_size,
@@ -288,7 +309,7 @@ def _ratios(results: list[TrainResult]) -> dict[str, float]:
     """s2s / nn.Transformer target tokens per second, per model."""
     rate = {(r.model, r.impl): r.tgt_tokens_per_s for r in results}
     models = dict.fromkeys(r.model for r in results)
-    return {m: round(rate[m, "s2s"] / rate[m, "nn.Transformer"], 3) for m in models}
+    return {m: round(rate[m, "s2s"] / rate[m, REFERENCE], 3) for m in models}
 
 
 def _row(r: dict[str, Any]) -> list[str]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check for a CUDA machine, at most 5 minutes: the machine, the CUDA tests, a short bf16
+# GPU check for a CUDA machine, at most 6.5 minutes: the machine, the CUDA tests, a short bf16
 # training run of the Multi30k recipe, bf16 training throughput and MFU of the recipe and 6+6 base
 # models against the matmul peak of the same run, beam-5 decoding of the test set, and a 2-GPU
 # torchrun step when two GPUs are visible. Each step has its own time budget; a failing step is

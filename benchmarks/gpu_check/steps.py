@@ -25,6 +25,7 @@ TRAIN_RUN = {
 TEST_TIMEOUT_S = 60  # one CUDA test at most (pytest-timeout): a hung test fails alone
 TORCHRUN = {"max_steps": (100, 2), "log_every": (25, 1), "max_tokens": (8192, 256), "max_minutes": (0.5, 0.5)}
 BENCH_TRAIN = {"warmup": (10, 1), "steps": (40, 1), "matmul-size": (8192, 64)}
+FIXED_SHAPES = 16  # bench_fixed: train.shape_multiple of the compiled base model (Multi30k: about 4 shapes)
 DRY_MAX_TOKENS = 256  # the training benchmark's batches in the dry run (on the GPU: the recipe's)
 RECIPE_MAX_TOKENS = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))["train"]["max_tokens"]
 
@@ -85,6 +86,19 @@ def bench_train_command(check: Check, done: dict[str, StepResult]) -> Command:
     command += ["--models", "recipe,base", "--device", check.device]
     command += [f"--{key}={check.size(*value)}" for key, value in BENCH_TRAIN.items()]
     return command + ["--json", str(check.out / "bench_train.json")]
+
+
+def bench_fixed_command(check: Check, done: dict[str, StepResult]) -> Command:
+    """The base model again beside itself compiled at fixed shapes (CUDA graphs on the GPU). The dry
+    run leaves out the compiler (minutes of code generation on a CPU), not the batches or the tables."""
+    command = python("-m", "benchmarks", "--config", str(check.config), "--sections", "train")
+    if check.dry_run:
+        command = ["env", "TORCHDYNAMO_DISABLE=1", *command]
+    if (check.work / "run" / "tokenizer").is_dir():
+        command += ["--run-dir", str(check.work / "run")]
+    command += ["--models", "base", "--device", check.device, f"--shape-multiple={FIXED_SHAPES}"]
+    command += [f"--{key}={check.size(*value)}" for key, value in BENCH_TRAIN.items()]
+    return command + ["--json", str(check.out / "bench_fixed.json")]
 
 
 def bench_decode_command(check: Check, done: dict[str, StepResult]) -> Command:
@@ -222,11 +236,12 @@ class Step:
     read: Callable[[Check, str], dict[str, Any]]
 
 
-STEPS = (  # the GPU budgets add up to the five minutes; torchrun (two GPUs only) gets what is left
+STEPS = (  # the GPU budgets add up to the 6.5 minutes; torchrun (two GPUs only) gets what is left
     Step("machine", 20, 30, machine_command, read_machine),
     Step("cuda_tests", 95, 120, tests_command, read_tests),
     Step("train_run", 65, 60, train_run_command, read_run("run", "train_metrics.jsonl")),
     Step("bench_train", 45, 60, bench_train_command, read_json("bench_train.json")),
+    Step("bench_fixed", 90, 90, bench_fixed_command, read_json("bench_fixed.json")),
     Step("bench_decode", 45, 40, bench_decode_command, read_json("bench_decode.json")),
     Step("engines", 30, 40, engines_command, read_engines),
     Step("torchrun", 60, 60, torchrun_command, read_run("run_ddp", "torchrun_metrics.jsonl")),

@@ -176,6 +176,12 @@ SECTIONS: tuple[tuple[str, str, Callable[[Check, StepResult], list[str]]], ...] 
         "Training throughput and MFU (`python3 -m benchmarks --sections train`)",
         bench_train_section,
     ),
+    (
+        "bench_fixed",
+        "The base model compiled at fixed shapes (`python3 -m benchmarks --sections train "
+        "--shape-multiple 16`)",
+        bench_train_section,
+    ),
     ("train_run", "Short training run", train_run_section),
     ("bench_decode", "Beam-5 decoding (`python3 -m benchmarks --sections decode`)", decode_section),
     ("engines", "Both engines, beam 5 (`python3 -m benchmarks.gpu_check.engines`)", engines_section),

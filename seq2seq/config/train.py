@@ -88,6 +88,10 @@ class TrainConfig:
     ema_decay: float = 0.0
     num_threads: int = 0  # CPU threads for torch (0 = torch's default)
     compile: bool = False  # torch.compile the model (dynamic shapes: compiled once, not per shape)
+    # 0: each batch as long as its longest pair. N: lengths padded up to a multiple of N and rows to
+    # max_tokens // length, so an epoch's batches take at most max_len / N shapes: with train.compile
+    # each shape gets its own graph (and on one GPU a CUDA graph) once; costs padding (e.g. 8 or 16)
+    shape_multiple: int = 0
     tensorboard: bool = False  # also write the metrics as TensorBoard curves to RUN_DIR/tensorboard/
 
     @property
@@ -95,15 +99,19 @@ class TrainConfig:
         """What `best.pt` is chosen by, as a checkpoint records it: `bleu`, or `bleu de-en`."""
         return f"{self.best_metric} {self.best_direction}" if self.best_direction else self.best_metric
 
-    def problems(self, *, directions: Sequence[str] = (), arch: str, decoder_layers: int) -> list[str]:
+    def problems(
+        self, *, directions: Sequence[str] = (), arch: str, decoder_layers: int, task: str = "translate"
+    ) -> list[str]:
         """Every broken rule of this section (those the libraries would refuse mid-run included);
         `directions` are those of data.valid, whose `validated` names train.best_direction must be one of;
-        `arch` and `decoder_layers` are model.arch and model.decoder_layers (guided alignment's)."""
+        `arch` and `decoder_layers` are model.arch and model.decoder_layers (guided alignment's); `task`
+        model.task (fixed shapes pad targets as long as sources, which a classifier's one label is not)."""
         return (
             broken(
                 [
                     *self._init_rules(),
                     *self._optimizer_rules(),
+                    *self._shape_rules(task),
                     *self._stopping_rules(),
                     *self._validation_rules(self.validated(directions)),
                 ]
@@ -178,6 +186,21 @@ class TrainConfig:
             (not 0 <= self.min_lr <= self.lr, "train.min_lr: must be in [0, train.lr]"),
             (self.clip_norm < 0, "train.clip_norm: must be >= 0"),
             (not 0 <= self.label_smoothing < 1, "train.label_smoothing: must be in [0, 1)"),
+        ]
+
+    def _shape_rules(self, task: str) -> list[Rule]:
+        """Fixed batch shapes: a length multiple no batch outgrows, for models whose targets are sequences."""
+        return [
+            (
+                not 0 <= self.shape_multiple <= self.max_tokens,
+                "train.shape_multiple: must be in [0, train.max_tokens] (0: each batch as long as its "
+                "longest pair)",
+            ),
+            (
+                bool(self.shape_multiple) and task == "classify",
+                "train.shape_multiple: a classifier's target is one label, not a sequence to pad: leave "
+                "shape_multiple out",
+            ),
         ]
 
     def _stopping_rules(self) -> list[Rule]:

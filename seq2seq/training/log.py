@@ -60,6 +60,11 @@ class TrainLog:
             self.info.world,
             batches_per_epoch,
         )
+        if t.shape_multiple:
+            log.info(
+                "fixed shapes: lengths in multiples of %d, rows max_tokens // length (train.shape_multiple)",
+                t.shape_multiple,
+            )
 
     def interval(
         self,

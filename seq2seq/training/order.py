@@ -21,6 +21,7 @@ from seq2seq.data.augmented import Augmenter, Corpus, EpochVariants
 from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import Batch
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.shapes import BatchShapes
 
 
 class Position(Protocol):
@@ -37,11 +38,13 @@ class Step:
     batches: list[np.ndarray]  # example indices, one array per accumulation step
     total_tokens: int
     variants: EpochVariants | None = None  # the epoch's modified pairs, which some indices name
+    shapes: BatchShapes | None = None  # what the batches are padded to (None: their longest pair)
 
     def build(self, data: Corpus) -> list[Batch]:
         """The step's padded batches: of pairs of `data`, and of the epoch's modified pairs."""
         source = data if self.variants is None else self.variants
-        return [source.batch(indices) for indices in self.batches]
+        batches = [source.batch(indices) for indices in self.batches]
+        return batches if self.shapes is None else [self.shapes.fit(b) for b in batches]
 
 
 class BatchOrder:
@@ -63,6 +66,7 @@ class BatchOrder:
         self.costs, self.targets, self.cfg, self.info = costs, targets, cfg, info
         self.mixture = mixture  # None or plain: each epoch is every example once
         self.augment = augment  # None: every example as prepared
+        self.shapes = BatchShapes.of(cfg)
         self._cache: tuple[int, list[np.ndarray], np.ndarray, EpochVariants | None] | None = None
 
     def batches(self, epoch: int) -> list[np.ndarray]:
@@ -81,7 +85,8 @@ class BatchOrder:
                 examples, costs, targets = variants.examples, variants.costs, variants.targets
             elif examples is not None:
                 costs, targets = costs[examples], targets[examples]
-            batches = even_batches(token_batches(costs, self.cfg.max_tokens, self.cfg.seed, epoch), world)
+            padded = self.shapes.costs(costs)
+            batches = even_batches(token_batches(padded, self.cfg.max_tokens, self.cfg.seed, epoch), world)
             tokens = _tokens(batches, targets).reshape(-1, world).sum(1)  # batch i is rank i % world's
             if examples is not None:  # positions in the epoch -> examples
                 batches = [examples[batch] for batch in batches]
@@ -92,7 +97,8 @@ class BatchOrder:
         """The batches of the next optimizer step (one per accumulation step); advances `at`."""
         batches, tokens, variants = self._epoch(at.epoch)
         end = at.next_batch + self.cfg.accum_steps
-        step = Step(batches[at.next_batch : end], int(tokens[at.next_batch : end].sum()), variants)
+        shapes = self.shapes if self.shapes.multiple else None
+        step = Step(batches[at.next_batch : end], int(tokens[at.next_batch : end].sum()), variants, shapes)
         at.next_batch += len(step.batches)
         if at.next_batch >= len(batches):
             at.epoch, at.next_batch = at.epoch + 1, 0
@@ -102,9 +108,10 @@ class BatchOrder:
         """What the order of an epoch's batches depends on, besides the data."""
         mixed = self.mixture.describe() if self.mixture is not None else ""
         augmented = self.augment.describe() if self.augment is not None else ""
+        shaped = f"lengths in multiples of {self.shapes.multiple}" if self.shapes.multiple else ""
         return (
             f"seed {self.cfg.seed}, max_tokens {self.cfg.max_tokens}, {self.info.world} process(es)"
-            + "".join(f", {part}" for part in (mixed, augmented) if part)
+            + "".join(f", {part}" for part in (mixed, augmented, shaped) if part)
         )
 
 

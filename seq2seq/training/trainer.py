@@ -45,6 +45,7 @@ from seq2seq.training.loss import training_objective
 from seq2seq.training.optim import WeightAverage
 from seq2seq.training.order import BatchOrder
 from seq2seq.training.precision import choose_cpu_precision
+from seq2seq.training.shapes import compiled, uses_cuda_graphs
 from seq2seq.training.state import Progress, TrainingState
 from seq2seq.training.throughput import ThroughputMeter
 from seq2seq.training.validation import ValidResult, ValidSet, validate_sets
@@ -87,7 +88,8 @@ class Trainer:
         self.objective = training_objective(self.model, self.tcfg)  # what DDP/compile wrap
         self.ddp = data_parallel(self.objective, self.device) if info.enabled else None
         net: nn.Module = self.objective if self.ddp is None else self.ddp
-        self.net: Callable[..., torch.Tensor] = torch.compile(net, dynamic=True) if self.tcfg.compile else net
+        self.net: Callable[..., torch.Tensor] = compiled(net, self.tcfg, self.device, info.enabled)
+        self.graphs = uses_cuda_graphs(self.tcfg, self.device, info.enabled)  # each step: a new replay
         self.tokenizers, self.data, self.valid = tokenizers, train_data, valid
         costs, targets = train_data.costs(), train_data.target_tokens()
         self.order = BatchOrder(costs, targets, self.tcfg, info, mixture, augment)
@@ -127,6 +129,8 @@ class Trainer:
             batch = batch.to(self.device)
             last = i == len(batches) - 1
             sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
+            if self.graphs:
+                torch.compiler.cudagraph_mark_step_begin()
             with sync:
                 with autocast(self.device, self.dtype):
                     loss = self.net(batch.src, batch.tgt_in, batch.tgt_out, batch.links)  # (2,)

@@ -179,6 +179,18 @@ def test_ctrl_c_saves_and_resume_continues_exactly(tmp_path):
     assert train_losses(tmp_path / "interrupted") == train_losses(tmp_path / "reference")
 
 
+def test_a_run_at_fixed_shapes_trains_and_resumes_exactly(tmp_path):
+    """train.shape_multiple: the order of padded batches is a function of the seed like any other."""
+    settings = {"valid_every": 1000, "valid_bleu": False, "log_every": 1, "shape_multiple": 8}
+    invoke("train", str(write_config(tmp_path, "reference", max_steps=6, **settings)))
+    invoke("train", str(write_config(tmp_path, "resumed", max_steps=3, **settings)))
+    invoke("train", str(write_config(tmp_path, "resumed", max_steps=6, **settings)), "--resume")
+    assert train_losses(tmp_path / "resumed") == train_losses(tmp_path / "reference")
+    assert len(train_losses(tmp_path / "reference")) == 6
+    log = (tmp_path / "reference" / "train.log").read_text(encoding="utf-8")
+    assert "lengths in multiples of 8" in log
+
+
 def test_checkpoint_holds_everything_needed_to_resume(tmp_path):
     config = write_config(tmp_path, "run", max_steps=3, valid_every=3)
     invoke("train", str(config))

@@ -94,6 +94,8 @@ CONFIG_CASES = [
     ("train.lora.dropout", "1"),
     ("train.guided_alignment.layer", "100"),
     ("train.num_threads", "100000"),
+    ("train.shape_multiple", "-1"),
+    ("train.shape_multiple", "100000"),
     ("decode.beam", "100000"),
     ("decode.length_penalty", "1e300"),
     ("decode.patience", "0.5"),
@@ -334,6 +336,7 @@ BENCH_CASES = [
     ("--fairseq-steps", BIG),
     ("--warmup", BIG),
     ("--steps", BIG),
+    ("--shape-multiple", "-8"),
     ("--rounds", BIG),
 ]
 
