@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,27 @@ def test_a_module_without_dataclasses_is_left_as_it_is():
     assert fairseq_patch.factory_defaults(
         CONFIGS.replace("dataclass, field", "dataclass")
     ) == CONFIGS.replace("dataclass, field", "dataclass")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "message"),
+    [
+        ("fairseq_venv.sh", ["{new}", "--wheelhouse", "{empty}"], "holds no fairseq-0.12.2.tar.gz"),
+        ("fairseq_venv.sh", ["{new}", "--wheels", "{empty}"], "usage: bash benchmarks/fairseq_venv.sh"),
+        ("fairseq_venv.sh", ["{empty}"], "exists; give a new directory"),
+        ("fairseq_wheelhouse.sh", ["{empty}"], "exists; give a new directory"),
+        ("fairseq_wheelhouse.sh", ["{new}", "312"], "PYTHON_VERSION: like 3.12, not 312"),
+        ("fairseq_wheelhouse.sh", [], "usage: bash benchmarks/fairseq_wheelhouse.sh"),
+    ],
+)
+def test_the_install_scripts_refuse_a_mistake_before_any_work(tmp_path: Path, script, args, message):
+    """A wrong call says why with exit 2 and leaves nothing behind: no environment, no wheel house."""
+    empty, new = tmp_path / "empty", tmp_path / "new"
+    empty.mkdir()
+    argv = [a.format(empty=empty, new=new) for a in args]
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / script), *argv], capture_output=True, text=True)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not new.exists() and not any(empty.iterdir())
