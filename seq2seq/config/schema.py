@@ -47,7 +47,7 @@ class Config:
                 directions=[v.direction for v in self.data.validation_sets()],
                 arch=self.model.arch,
                 decoder_layers=self.model.decoder_layers,
-                task=self.model.task,
+                sequence_targets=self.model.task.sequence_targets,
             ),
             *self.decode.problems(max_positions=self.model.max_positions),
         ]

@@ -21,3 +21,8 @@ class Task(str, Enum):
     def __str__(self) -> str:
         """The plain name, as YAML, JSON and messages write it."""
         return self.value
+
+    @property
+    def sequence_targets(self) -> bool:
+        """Whether its targets are a sequence (pieces or one tag per word), not one label."""
+        return self is not Task.CLASSIFY

@@ -100,18 +100,18 @@ class TrainConfig:
         return f"{self.best_metric} {self.best_direction}" if self.best_direction else self.best_metric
 
     def problems(
-        self, *, directions: Sequence[str] = (), arch: str, decoder_layers: int, task: str = "translate"
+        self, *, directions: Sequence[str] = (), arch: str, decoder_layers: int, sequence_targets: bool = True
     ) -> list[str]:
         """Every broken rule of this section (those the libraries would refuse mid-run included);
         `directions` are those of data.valid, whose `validated` names train.best_direction must be one of;
-        `arch` and `decoder_layers` are model.arch and model.decoder_layers (guided alignment's); `task`
-        model.task (fixed shapes pad targets as long as sources, which a classifier's one label is not)."""
+        `arch` and `decoder_layers` are model.arch and model.decoder_layers (guided alignment's);
+        `sequence_targets` whether model.task's targets are a sequence (fixed shapes pad them)."""
         return (
             broken(
                 [
                     *self._init_rules(),
                     *self._optimizer_rules(),
-                    *self._shape_rules(task),
+                    *self._shape_rules(sequence_targets),
                     *self._stopping_rules(),
                     *self._validation_rules(self.validated(directions)),
                 ]
@@ -188,7 +188,7 @@ class TrainConfig:
             (not 0 <= self.label_smoothing < 1, "train.label_smoothing: must be in [0, 1)"),
         ]
 
-    def _shape_rules(self, task: str) -> list[Rule]:
+    def _shape_rules(self, sequence_targets: bool) -> list[Rule]:
         """Fixed batch shapes: a length multiple no batch outgrows, for models whose targets are sequences."""
         return [
             (
@@ -197,7 +197,7 @@ class TrainConfig:
                 "longest pair)",
             ),
             (
-                bool(self.shape_multiple) and task == "classify",
+                bool(self.shape_multiple) and not sequence_targets,
                 "train.shape_multiple: a classifier's target is one label, not a sequence to pad: leave "
                 "shape_multiple out",
             ),

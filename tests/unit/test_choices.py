@@ -29,6 +29,7 @@ FAMILY_NAMES = set(typing.get_args(typing.get_type_hints(ModelConfig)["arch"]))
 # where a task may be named: the declaration, then each wing's chooser
 TASK_CHOOSERS = {
     ("config/task.py", "Task"),  # the declaration
+    ("config/task.py", "Task.sequence_targets"),  # a fact the declaration gives (fixed batch shapes')
     ("config/model.py", "ModelConfig"),  # model.task's default
     ("config/model.py", "ModelConfig._task_rules"),  # the rules each task brings
     ("config/data.py", "DataConfig.problems"),  # the data section checked alone: a translation's
