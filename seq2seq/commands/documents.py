@@ -26,7 +26,7 @@ from seq2seq.translate.aligned import AnnotatedEngine
 from seq2seq.translate.annotations import Annotations
 from seq2seq.translate.documents import BlockTranslator
 from seq2seq.translate.engine import Engine
-from seq2seq.translate.options import Rerank
+from seq2seq.translate.options import DecodeOptions
 from seq2seq.translate.request import Request
 from seq2seq.translate.reranking import line_translator
 from seq2seq.translate.sentence_lines import SentenceLines
@@ -51,7 +51,8 @@ def translate_document(
     engine = chosen.engine
     engine.source_tokens.prefix(job.direction)  # a language or tag it lacks fails now
     links = AnnotatedEngine(engine, Annotations()).word_links  # a reader, which draws none, fails here
-    lines = line_translator(engine, job.direction, chosen.options.rerank)  # --pivot is refused above
+    options = chosen.options
+    lines = line_translator(engine, job.direction, options.rerank, options.restore_case)  # no --pivot here
     request = Request.of(chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=False)
     sentences = Sentences(job.src_lang or engine.config.data.src_lang)
     with tqdm(unit=" sentences", disable=output is None, file=sys.stderr) as bar:
@@ -101,15 +102,15 @@ def read_text(input: Path | None, stdin: BinaryIO | None = None) -> str:
     return text
 
 
-def sentence_lines(job: TranslateJob, engine: Engine, rerank: Rerank) -> SentenceLines:
-    """`--sentences`: ENGINE (through a pivot, its beam reranked, as asked) translating each
-    line sentence by sentence, with its markup put back and its alignment as asked."""
+def sentence_lines(job: TranslateJob, engine: Engine, options: DecodeOptions) -> SentenceLines:
+    """`--sentences`: ENGINE (through a pivot, its beam reranked, its lines recased, as asked)
+    translating each line sentence by sentence, with its markup put back and its alignment as asked."""
     refused = {"--scores": job.scores, "--nbest": job.asked.nbest > 1, "--prefix": job.prefix is not None}
     if given := [name for name, on in refused.items() if on]:
         raise Seq2SeqError(
             f"--sentences joins one translation of each sentence: leave out {', '.join(given)}"
         )
-    lines = line_translator(engine, job.direction, rerank)
+    lines = line_translator(engine, job.direction, options.rerank, options.restore_case)
     # the links place tags and make alignments: without either, none is drawn
     links = AnnotatedEngine(engine, Annotations()).word_links if job.annotations.wanted else _no_links
     blocks = BlockTranslator(lines, links, Sentences(job.src_lang or engine.config.data.src_lang))

@@ -23,7 +23,7 @@ from seq2seq.translate import resume
 from seq2seq.translate.aligned import AnnotatedEngine, check_markup
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.lines import file_stamps
-from seq2seq.translate.options import Rerank
+from seq2seq.translate.options import DecodeOptions
 from seq2seq.translate.request import Request
 from seq2seq.translate.reranking import line_translator
 from seq2seq.translate.streams import check_std_streams, translate_stream
@@ -69,7 +69,7 @@ def translate(
     request = Request.of(
         chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=job.with_scores
     )
-    lines = _line_translator(job, translator, chosen.options.rerank)
+    lines = _line_translator(job, translator, chosen.options)
     if resumes:
         assert input is not None and output is not None
         _resume_file(job, chosen, lines, request, input, output, prefixes)
@@ -104,7 +104,7 @@ def _resume_file(
         scores=job.with_scores,
         prefix=file_stamps([job.prefix]) if job.prefix else None,  # None: as before --prefix
         pivot=job.direction.pivot or None,  # None: as before --pivot
-        **chosen.options.rerank.record(),  # none: as before --mbr and --rerank
+        **chosen.options.record(),  # none: as before --mbr, --rerank and --restore-case
         **job.annotations.record(),
         **({"sentences": True, "src_lang": job.src_lang} if job.sentences else {}),  # none: as before
     )
@@ -112,23 +112,26 @@ def _resume_file(
         resume.translate_file(lines, request, input, output, settings, job.restart, bar.update, prefixes)
 
 
-def _line_translator(job: TranslateJob, engine: Engine, rerank: Rerank) -> LineTranslator:
+def _line_translator(job: TranslateJob, engine: Engine, options: DecodeOptions) -> LineTranslator:
     """The engine, or the engine through a pivot, or with its output annotated (not both: a pivot's
-    last leg reads the pivot language, whose words are not the line's); its beam reranked as asked;
-    with `--sentences`, any of these a sentence at a time."""
+    last leg reads the pivot language, whose words are not the line's); its beam reranked and its
+    lines recased as asked; with `--sentences`, any of these a sentence at a time."""
+    rerank = options.rerank
     if job.direction.pivot and job.annotations.wanted:
         raise Seq2SeqError("--alignments and --markup link the output to the line given: leave --pivot out")
     if job.sentences:
         from seq2seq.commands.documents import sentence_lines  # sentencex: for sentences only
 
-        return sentence_lines(job, engine, rerank)
+        return sentence_lines(job, engine, options)
     if job.annotations.wanted:
         if rerank.wanted:
             raise Seq2SeqError(
                 "--mbr and --rerank rank whole translations: leave out --alignments and --markup"
             )
+        if options.restore_case:
+            raise Seq2SeqError("--restore-case rewrites the line the links are drawn on: leave it out")
         return AnnotatedEngine(engine, job.annotations)
-    return line_translator(engine, job.direction, rerank)
+    return line_translator(engine, job.direction, rerank, options.restore_case)
 
 
 def prefix_lines(

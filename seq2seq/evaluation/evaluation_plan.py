@@ -25,7 +25,7 @@ from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.engine import Engine, LineTranslator
-from seq2seq.translate.options import NO_RERANK, DecodeOptions, DecodeOverrides, Rerank, decode_options
+from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
 from seq2seq.translate.request import Request
 from seq2seq.translate.reranking import line_translator
 
@@ -160,9 +160,11 @@ def run_evaluation(
     translator = load()
     request = Request.of(plan.decoding, direction=plan.direction.direct, scores=False)
     translator.source_tokens.prefix(plan.direction)  # a language or tag it lacks fails now
-    rerank = plan.decoding.rerank
-    lines = line_translator(translator, plan.direction, rerank)  # once: a reverse run is loaded here
-    decode = translate_timed(translator, lines, source, files.out, request, plan.direction, rerank)
+    path = plan.decoding  # the line path: reranking and recasing
+    lines = line_translator(
+        translator, plan.direction, path.rerank, path.restore_case
+    )  # a reverse run loads here
+    decode = translate_timed(translator, lines, source, files.out, request, plan.direction, path.record())
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
@@ -173,7 +175,9 @@ def run_evaluation(
             references,
             metrics,
             files.out,
-            lambda src, out: translate_timed(translator, lines, src, out, request, plan.direction, rerank),
+            lambda src, out: translate_timed(
+                translator, lines, src, out, request, plan.direction, path.record()
+            ),
         )
     # the report's attention maps show one direct translation; a pivoted one is two
     return result, None if plan.direction.pivot else Translated(translator, request)
@@ -186,11 +190,11 @@ def translate_timed(
     out: Path,
     request: Request,
     direction: Direction = STRAIGHT,
-    rerank: Rerank = NO_RERANK,
+    path: dict[str, object] | None = None,
 ) -> DecodeRun:
     """Translate every line of `source` into `out` with `lines` (`translator`, through `direction`'s
-    pivot language if it names one, each beam reranked by `rerank`: `line_translator`), timing the
-    translation alone (for the record, which says what engine made it)."""
+    pivot language if it names one, reranked and recased as `path` records: `line_translator`),
+    timing the translation alone (for the record, which says what engine made it)."""
     pivot = direction.pivot
     start = time.perf_counter()
     texts = [t.texts[0] for t in lines.translate(source.lines, request)]
@@ -206,7 +210,7 @@ def translate_timed(
             # a multilingual run's target language
             **({"to": language} if (language := translator.source_tokens.language(direction.to)) else {}),
             **({"pivot": pivot} if pivot else {}),
-            **rerank.record(),
+            **(path or {}),
         },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),

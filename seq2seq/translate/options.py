@@ -118,6 +118,11 @@ class DecodeOverrides:
         between=(0.0, MAX_RERANK_WEIGHT),
         why="past it the search's score no longer counts",
     )
+    restore_case: bool = option(
+        False,
+        "Translate a line in ALL CAPS or Title Case recased as ordinary text, then give the translation "
+        "its case back (other lines are translated as given).",
+    )
     checkpoints: tuple[str, ...] = option(  # several: an ensemble
         (),
         "best, last, a name in checkpoints/, or a path; repeat for an ensemble [default: best].",
@@ -165,6 +170,12 @@ class DecodeOptions:
     max_tokens: int  # source tokens per batch (before the beam's expansion)
     checkpoints: tuple[str, ...]  # at least one
     rerank: Rerank = NO_RERANK  # how a line's beam is chosen from once searched
+    restore_case: bool = False  # lines in ALL CAPS or Title Case recased, then restored (`translate.casing`)
+
+    def record(self) -> dict[str, object]:
+        """What a resumable output's and an evaluation's record say of the line path ({} by default: as
+        records made before reranking and recasing existed)."""
+        return self.rerank.record() | ({"restore_case": True} if self.restore_case else {})
 
 
 def decode_options(
@@ -200,7 +211,7 @@ def decode_options(
     )
     budget, checkpoints = given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",)
     rerank = Rerank(asked.mbr, asked.rerank, asked.rerank_weight)
-    return DecodeOptions(search, budget, checkpoints, rerank)
+    return DecodeOptions(search, budget, checkpoints, rerank, asked.restore_case)
 
 
 def check_length_norm(asked: DecodeOverrides) -> None:

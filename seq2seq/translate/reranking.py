@@ -1,12 +1,14 @@
 """What a line's translation passes through besides the engine, chosen once from the decode options:
 a pivot language (`--pivot`), then a reranking of each line's whole beam, by expected utility
 (`--mbr`, `seq2seq.translate.mbr`) or by a reverse run (`--rerank`, the noisy channel,
-`seq2seq.translate.channel`). `s2s translate` (lines, `--sentences` and documents) and `s2s evaluate`
-take their line translator here.
+`seq2seq.translate.channel`), and the recasing of lines in ALL CAPS or Title Case around all of it
+(`--restore-case`, `seq2seq.translate.casing`). `s2s translate` (lines, `--sentences` and documents)
+and `s2s evaluate` take their line translator here.
 """
 
 from __future__ import annotations
 
+from seq2seq.translate.casing import CaseRestored, Recaser
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.mbr import MinimumBayesRisk
@@ -14,14 +16,19 @@ from seq2seq.translate.options import NO_RERANK, Rerank
 from seq2seq.translate.pivot import Pivoted
 
 
-def line_translator(engine: Engine, direction: Direction, rerank: Rerank = NO_RERANK) -> LineTranslator:
+def line_translator(
+    engine: Engine, direction: Direction, rerank: Rerank = NO_RERANK, restore_case: bool = False
+) -> LineTranslator:
     """ENGINE's lines into `direction`: through its pivot if it names one, each beam reranked as
-    `rerank` asks."""
+    `rerank` asks, lines in ALL CAPS or Title Case recased and restored around all of it where
+    `restore_case`."""
     lines: LineTranslator = Pivoted(engine, direction) if direction.pivot else engine
     if rerank.mbr is not None:
-        return MinimumBayesRisk(lines, rerank.mbr)
-    if rerank.reverse is not None:
+        lines = MinimumBayesRisk(lines, rerank.mbr)
+    elif rerank.reverse is not None:
         from seq2seq.translate.channel import NoisyChannel  # s2s's decoder: torch, only when asked
 
-        return NoisyChannel.load(lines, rerank.reverse, rerank.weight)
+        lines = NoisyChannel.load(lines, rerank.reverse, rerank.weight)
+    if restore_case:
+        lines = CaseRestored(lines, Recaser(engine.tokenizers.src.pieces))
     return lines

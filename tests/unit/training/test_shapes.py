@@ -87,6 +87,7 @@ def test_padding_and_filler_rows_change_neither_the_loss_nor_the_gradients(arch)
         torch.testing.assert_close(grads[1][name], grad, rtol=1e-4, atol=1e-6, msg=name)
 
 
+@pytest.mark.slow  # dynamo traces each shape's graph: about 10 s on 2 cores
 def test_a_compiled_step_compiles_each_shape_once_over_an_epoch():
     """Specialized graphs (`dynamic=False`, what `compiled` asks for with fixed shapes), counted by
     dynamo over an epoch's batches: graphs are added only at a shape's first batch."""

@@ -1,0 +1,92 @@
+"""Lines in ALL CAPS or Title Case, translated in the case the model learnt, then given that case back
+(`--restore-case`).
+
+A model trained on ordinary text has almost no upper-case pieces: an ALL-CAPS line reaches it as a
+string of letters, and it writes nonsense. Here such a line is first recased word by word, each word
+taking the casing its own tokenizer cuts into fewer pieces (lower case, or a capital first letter: a
+German noun's; the line's first word is capitalized), which needs nothing besides the run's
+SentencePiece model. The translation is then written in the line's case: ALL CAPS again, or each
+word capitalized (`seq2seq.data.augment.title`, as Title Case references are). A line the recasing
+leaves as it was (ordinary text whose words all begin with a capital, such as "Zwei Hunde.") is
+translated as given, untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from seq2seq.data.augment import title
+from seq2seq.translate.engine import LineTranslator
+from seq2seq.translate.lines import Translation
+from seq2seq.translate.request import Request
+
+WORD = re.compile(r"[^\W\d_]+")  # a run of letters
+MIN_LETTERS = 2  # an ALL-CAPS line has at least this many cased letters ("A." is not shouting)
+
+
+@dataclass(frozen=True)
+class Recased:
+    """What a line is translated as, and how its translations get the line's case back."""
+
+    text: str
+    restore: Callable[[str], str]
+
+
+def unchanged(text: str) -> str:
+    return text
+
+
+def upper(text: str) -> str:
+    return text.upper()
+
+
+class Recaser:
+    """Recases lines by the piece counts of `pieces` (a tokenizer's: a word with a leading space)."""
+
+    def __init__(self, pieces: Callable[[str], list[str]]) -> None:
+        self._pieces = lru_cache(maxsize=1 << 16)(lambda word: len(pieces(" " + word)))
+
+    def word(self, word: str, first: bool) -> str:
+        """`word` in lower case, or capitalized where that is the first word or cuts into fewer pieces."""
+        lower, capital = word.lower(), word[:1].upper() + word[1:].lower()
+        if first or self._pieces(capital) < self._pieces(lower):
+            return capital
+        return lower
+
+    def line(self, line: str) -> Recased:
+        """How to translate `line`: recased and restored if it is ALL CAPS or Title Case, else as given."""
+        cased = [c for c in line if c.isupper() or c.islower()]
+        if len(cased) >= MIN_LETTERS and all(c.isupper() for c in cased):
+            restore = upper
+        elif cased and title(line) == line:
+            restore = title
+        else:
+            return Recased(line, unchanged)
+        first = next(WORD.finditer(line)).start()  # a cased letter is a letter: there is a word
+        text = WORD.sub(lambda m: self.word(m.group(), m.start() == first), line)
+        return Recased(text, restore) if text != line else Recased(line, unchanged)
+
+
+class CaseRestored:
+    """LINES translated as `Recaser.line` recases them, each hypothesis given its line's case back."""
+
+    def __init__(self, lines: LineTranslator, recaser: Recaser) -> None:
+        self.lines, self.recaser = lines, recaser
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        request: Request,
+        first_line: int = 1,
+        prefixes: Sequence[str] | None = None,
+    ) -> list[Translation]:
+        """One `Translation` per line, in order (`LineTranslator`)."""
+        recased = [self.recaser.line(line) for line in lines]
+        out = self.lines.translate([r.text for r in recased], request, first_line, prefixes)
+        return [
+            Translation([r.restore(text) for text in t.texts], t.scores)
+            for r, t in zip(recased, out, strict=True)
+        ]

@@ -1,0 +1,120 @@
+"""--restore-case: a line in ALL CAPS or Title Case is translated recased as ordinary text and its
+translations get the line's case back; every other line is translated exactly as given."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import cast
+
+import pytest
+import yaml
+
+from seq2seq.data.augment import title
+from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.translate.casing import CaseRestored, Recaser
+from seq2seq.translate.lines import Translation
+from seq2seq.translate.request import Request
+from tests.helpers import run_cli
+
+# a tokenizer that knows these words whole in this casing; anything else costs a piece per letter
+KNOWN = {"Ein", "ein", "Mann", "mit", "Hut", "Hunde", "Zwei", "spielt", "Gitarre", "der"}
+
+
+def pieces(text: str) -> list[str]:
+    word = text.strip()
+    return [word] if word in KNOWN else list(word)
+
+
+RECASER = Recaser(pieces)
+
+
+@pytest.mark.parametrize(
+    ("line", "recased", "case"),
+    [
+        ("EIN MANN MIT HUT SPIELT GITARRE.", "Ein Mann mit Hut spielt Gitarre.", "upper"),
+        ("Ein Mann Mit Hut Spielt Gitarre.", "Ein Mann mit Hut spielt Gitarre.", "title"),
+        ("„DER MANN“ MIT 2 HUNDE!", "„Der Mann“ mit 2 Hunde!", "upper"),
+        ("ÄPFEL UND BIRNEN", "Äpfel und birnen", "upper"),  # unknown words: lower case
+    ],
+)
+def test_a_shouted_or_titled_line_is_recased_and_its_case_restored(line, recased, case):
+    got = RECASER.line(line)
+    assert got.text == recased
+    assert got.text.lower() == line.lower()  # only the case changes
+    assert (
+        got.restore("a man plays guitar.")
+        == {"upper": "A MAN PLAYS GUITAR.", "title": "A Man Plays Guitar."}[case]
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Ein Mann spielt Gitarre.",
+        "Zwei Hunde.",
+        "A.",
+        "",
+        "123 !",
+        "Der",
+        "ein Mann MIT Hut",
+        "NATO-Gipfel in Rom",
+    ],
+)
+def test_every_other_line_is_translated_as_given(line):
+    got = RECASER.line(line)
+    assert got.text == line and got.restore("Two dogs.") == "Two dogs."
+
+
+class Echo:
+    """A line translator whose translations are its lines (two hypotheses each, scored)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def translate(self, lines: Sequence[str], request: Request, first_line: int = 1, prefixes=None):
+        self.seen += lines
+        return [Translation([line, line + " x"], [-1.0, -2.0]) for line in lines]
+
+
+def test_each_line_keeps_its_place_its_hypotheses_and_their_scores():
+    inner = Echo()
+    lines = ["EIN MANN.", "Ein Mann spielt.", "", "Zwei Mit Hut"]
+    out = CaseRestored(inner, RECASER).translate(lines, cast(Request, None))  # Echo reads no request
+    assert inner.seen == ["Ein Mann.", "Ein Mann spielt.", "", "Zwei mit Hut"]
+    assert [t.texts for t in out] == [
+        ["EIN MANN.", "EIN MANN. X"],
+        ["Ein Mann spielt.", "Ein Mann spielt. x"],
+        ["", " x"],
+        ["Zwei Mit Hut", title("Zwei mit Hut x")],
+    ]
+    assert all(t.scores == [-1.0, -2.0] for t in out)
+
+
+def test_translate_gives_a_shouted_line_the_translation_of_its_recased_text_in_capitals(tiny_run, tmp_path):
+    """The tiny run's own tokenizer recases; the engine translates the recased line as it would have
+    been given; only the case of the output differs."""
+    run = str(tiny_run.run)
+    joint = yaml.safe_load((tiny_run.run / "config.yaml").read_text(encoding="utf-8"))["tokenizer"]["joint"]
+    tokenizers = load_tokenizers(tiny_run.run / "tokenizer", joint)
+    lines = (tiny_run.data / "valid.src").read_text(encoding="utf-8").splitlines()[:6]
+    recased = [Recaser(tokenizers.src.pieces).line(line.upper()).text for line in lines]
+    common = ["--beam", "2", "--engine", "s2s", "--device", "cpu"]
+    (tmp_path / "upper.txt").write_text("".join(line.upper() + "\n" for line in lines), encoding="utf-8")
+    (tmp_path / "recased.txt").write_text("".join(line + "\n" for line in recased), encoding="utf-8")
+    shouted = run_cli("translate", run, "-i", str(tmp_path / "upper.txt"), "--restore-case", *common)
+    plain = run_cli("translate", run, "-i", str(tmp_path / "recased.txt"), *common)
+    assert shouted.exit_code == 0 and plain.exit_code == 0, shouted.output + plain.output
+    assert shouted.stdout.splitlines() == [t.upper() for t in plain.stdout.splitlines()]
+    report = tmp_path / "val.json"
+    args = ["--src", str(tmp_path / "upper.txt"), "--ref", str(tmp_path / "upper.txt"), "--json", str(report)]
+    result = run_cli("evaluate", run, *args, "--out", str(tmp_path / "hyp.txt"), "--restore-case", *common)
+    assert result.exit_code == 0, result.output
+    assert json.loads(report.read_text(encoding="utf-8"))["decode"]["restore_case"] is True
+
+
+def test_the_links_of_alignments_are_drawn_on_the_line_given(tiny_run):
+    result = run_cli("translate", str(tiny_run.run), "--restore-case", "--alignments", input="ein mann\n")
+    assert (
+        result.exit_code == 2 and "--restore-case rewrites the line the links are drawn on" in result.output
+    )
