@@ -161,9 +161,8 @@ def run_evaluation(
     request = Request.of(plan.decoding, direction=plan.direction.direct, scores=False)
     translator.source_tokens.prefix(plan.direction)  # a language or tag it lacks fails now
     path = plan.decoding  # the line path: reranking and recasing
-    lines = line_translator(
-        translator, plan.direction, path.rerank, path.restore_case
-    )  # a reverse run loads here
+    recase = files.run_dir if path.restore_case else None  # its training text teaches the casing
+    lines = line_translator(translator, plan.direction, path.rerank, recase)  # a reverse run loads here
     decode = translate_timed(translator, lines, source, files.out, request, plan.direction, path.record())
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)

@@ -2,21 +2,24 @@
 (`--restore-case`).
 
 A model trained on ordinary text has almost no upper-case pieces: an ALL-CAPS line reaches it as a
-string of letters, and it writes nonsense. Here such a line is first recased word by word, each word
-taking the casing its own tokenizer cuts into fewer pieces (lower case, or a capital first letter: a
-German noun's; the line's first word is capitalized), which needs nothing besides the run's
-SentencePiece model. The translation is then written in the line's case: ALL CAPS again, or each
-word capitalized (`seq2seq.data.augment.title`, as Title Case references are). A line the recasing
-leaves as it was (ordinary text whose words all begin with a capital, such as "Zwei Hunde.") is
-translated as given, untouched.
+string of letters, and it writes nonsense. Here such a line is first recased word by word, as a
+truecaser does: each word takes the form it has most often inside a sentence of the run's own
+training source (read from the prepared corpus in the run directory: `STRASSE` becomes `Straße`),
+and a word that text lacks takes the casing the run's SentencePiece model cuts into fewer pieces
+(lower case, or a capital first letter); the line's first word is capitalized. The translation is
+then written in the line's case: ALL CAPS again, or each word capitalized
+(`seq2seq.data.augment.title`, as Title Case references are). A line the recasing leaves as it was
+(ordinary text whose words all begin with a capital, such as "Zwei Hunde.") is translated as given.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from seq2seq.data.augment import title
 from seq2seq.translate.engine import LineTranslator
@@ -25,6 +28,7 @@ from seq2seq.translate.request import Request
 
 WORD = re.compile(r"[^\W\d_]+")  # a run of letters
 MIN_LETTERS = 2  # an ALL-CAPS line has at least this many cased letters ("A." is not shouting)
+TRUECASE_LINES = 200_000  # training source lines read for the table of word forms (about a second)
 
 
 @dataclass(frozen=True)
@@ -43,14 +47,43 @@ def upper(text: str) -> str:
     return text.upper()
 
 
-class Recaser:
-    """Recases lines by the piece counts of `pieces` (a tokenizer's: a word with a leading space)."""
+def word_forms(lines: Iterable[str]) -> dict[str, str]:
+    """Each word's most frequent form inside a sentence (its first word left out), by its upper case."""
+    seen: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for line in lines:
+        for word in WORD.findall(line)[1:]:
+            seen[word.upper()][word] += 1
+    return {key: forms.most_common(1)[0][0] for key, forms in seen.items()}
 
-    def __init__(self, pieces: Callable[[str], list[str]]) -> None:
+
+def training_source(run_dir: Path, decode: Callable[[list[list[int]]], list[str]]) -> list[str]:
+    """Up to TRUECASE_LINES source lines of the run's prepared training corpora (none if it has none)."""
+    from seq2seq.data.prepared import load_prepared_part  # numpy and memory maps, only when asked
+
+    lines: list[str] = []
+    top = run_dir / "prepared"
+    for directory in sorted(p for p in top.iterdir() if p.is_dir()) if top.is_dir() else []:
+        src = load_prepared_part(directory).src
+        lines += decode(src.sequences(range(min(len(src), TRUECASE_LINES - len(lines)))))
+        if len(lines) >= TRUECASE_LINES:
+            break
+    return lines
+
+
+class Recaser:
+    """Recases lines: by `forms` (upper case -> the form to use), else by the piece counts of
+    `pieces` (a tokenizer's: a word with a leading space)."""
+
+    def __init__(self, pieces: Callable[[str], list[str]], forms: Mapping[str, str] | None = None) -> None:
         self._pieces = lru_cache(maxsize=1 << 16)(lambda word: len(pieces(" " + word)))
+        self._forms = forms or {}
 
     def word(self, word: str, first: bool) -> str:
-        """`word` in lower case, or capitalized where that is the first word or cuts into fewer pieces."""
+        """`word` as the table has it, else in lower case or capitalized (whichever cuts into fewer
+        pieces); capitalized where it is the line's first word."""
+        known = self._forms.get(word.upper())
+        if known is not None:
+            return known[:1].upper() + known[1:] if first else known
         lower, capital = word.lower(), word[:1].upper() + word[1:].lower()
         if first or self._pieces(capital) < self._pieces(lower):
             return capital

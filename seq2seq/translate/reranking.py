@@ -8,7 +8,9 @@ and `s2s evaluate` take their line translator here.
 
 from __future__ import annotations
 
-from seq2seq.translate.casing import CaseRestored, Recaser
+from pathlib import Path
+
+from seq2seq.translate.casing import CaseRestored, Recaser, training_source, word_forms
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.mbr import MinimumBayesRisk
@@ -17,11 +19,11 @@ from seq2seq.translate.pivot import Pivoted
 
 
 def line_translator(
-    engine: Engine, direction: Direction, rerank: Rerank = NO_RERANK, restore_case: bool = False
+    engine: Engine, direction: Direction, rerank: Rerank = NO_RERANK, recase_from: Path | None = None
 ) -> LineTranslator:
     """ENGINE's lines into `direction`: through its pivot if it names one, each beam reranked as
-    `rerank` asks, lines in ALL CAPS or Title Case recased and restored around all of it where
-    `restore_case`."""
+    `rerank` asks, and around all of it lines in ALL CAPS or Title Case recased as the training
+    source of the run in `recase_from` writes its words (None: as given)."""
     lines: LineTranslator = Pivoted(engine, direction) if direction.pivot else engine
     if rerank.mbr is not None:
         lines = MinimumBayesRisk(lines, rerank.mbr)
@@ -29,6 +31,8 @@ def line_translator(
         from seq2seq.translate.channel import NoisyChannel  # s2s's decoder: torch, only when asked
 
         lines = NoisyChannel.load(lines, rerank.reverse, rerank.weight)
-    if restore_case:
-        lines = CaseRestored(lines, Recaser(engine.tokenizers.src.pieces))
+    if recase_from is not None:
+        source = engine.tokenizers.src
+        forms = word_forms(training_source(recase_from, source.decode))
+        lines = CaseRestored(lines, Recaser(source.pieces, forms))
     return lines

@@ -12,7 +12,7 @@ import yaml
 
 from seq2seq.data.augment import title
 from seq2seq.data.tokenizer import load_tokenizers
-from seq2seq.translate.casing import CaseRestored, Recaser
+from seq2seq.translate.casing import CaseRestored, Recaser, training_source, word_forms
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
 from tests.helpers import run_cli
@@ -66,6 +66,18 @@ def test_every_other_line_is_translated_as_given(line):
     assert got.text == line and got.restore("Two dogs.") == "Two dogs."
 
 
+def test_the_training_text_decides_each_words_form_before_the_tokenizer_does():
+    training = ["Ein Mann geht über die Straße.", "Zwei Männer in weißen T-Shirts.", "Der Mann isst."]
+    forms = word_forms(training)
+    assert forms["STRASSE"] == "Straße" and forms["MANN"] == "Mann" and "EIN" not in forms  # first words
+    recaser = Recaser(pieces, forms)
+    assert (
+        recaser.line("DIE STRASSE, WEISSEN T-SHIRTS UND BIRNEN.").text
+        == "Die Straße, weißen T-Shirts und birnen."
+    )
+    assert recaser.line("MANN ÜBER MANN").text == "Mann über Mann"
+
+
 class Echo:
     """A line translator whose translations are its lines (two hypotheses each, scored)."""
 
@@ -98,7 +110,9 @@ def test_translate_gives_a_shouted_line_the_translation_of_its_recased_text_in_c
     joint = yaml.safe_load((tiny_run.run / "config.yaml").read_text(encoding="utf-8"))["tokenizer"]["joint"]
     tokenizers = load_tokenizers(tiny_run.run / "tokenizer", joint)
     lines = (tiny_run.data / "valid.src").read_text(encoding="utf-8").splitlines()[:6]
-    recased = [Recaser(tokenizers.src.pieces).line(line.upper()).text for line in lines]
+    forms = word_forms(training_source(tiny_run.run, tokenizers.src.decode))
+    assert forms  # the run's prepared training source was read
+    recased = [Recaser(tokenizers.src.pieces, forms).line(line.upper()).text for line in lines]
     common = ["--beam", "2", "--engine", "s2s", "--device", "cpu"]
     (tmp_path / "upper.txt").write_text("".join(line.upper() + "\n" for line in lines), encoding="utf-8")
     (tmp_path / "recased.txt").write_text("".join(line + "\n" for line in recased), encoding="utf-8")
