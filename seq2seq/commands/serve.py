@@ -9,6 +9,7 @@ import logging
 from seq2seq.commands.engines import choose_engine
 from seq2seq.commands.jobs import ServeJob
 from seq2seq.errors import ServeError
+from seq2seq.translate.casing import Recaser
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,8 @@ def serve(job: ServeJob) -> None:
         )
     chosen = choose_engine(job.run_dir, s.engine, s.asked, job.placement)
     name = job.run_dir.resolve().name
-    application = create_app(chosen.engine, s, name, decode_thread=False, running=chosen.own)
+    recaser = Recaser.of_run(job.run_dir, chosen.engine.tokenizers.src) if s.asked.restore_case else None
+    application = create_app(chosen.engine, s, name, decode_thread=False, running=chosen.own, recaser=recaser)
     sock = listen(job.host, job.port)
     log.info("serving %s on %s (Ctrl-C stops)", job.run_dir, url(sock))
     run_server(application, sock, job.access_log, s.limits.timeout_s)

@@ -35,6 +35,7 @@ from seq2seq.serve.limits import (
 )
 from seq2seq.serve.server_settings import Limits, ServerSettings
 from seq2seq.translate.aligned import AnnotatedEngine, Annotations
+from seq2seq.translate.casing import Recaser, restored
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.lines import Translation
@@ -109,6 +110,7 @@ def create_app(
     run_name: str,
     decode_thread: bool = True,
     running: Translator | None = None,
+    recaser: Recaser | None = None,
 ) -> FastAPI:
     """The application; its batcher is `app.state.batcher`, drained when the app shuts down.
 
@@ -189,8 +191,7 @@ def create_app(
         asked = Request(search, defaults.max_tokens, language(request.to))
         if request.alignments or request.markup:
             return await annotated_answer(translator, batcher, answer, request, asked)
-        results = await answer(batcher.translate(request.text, asked, request.prefix))
-        return translate_response(results, request.scores, request.nbest)
+        return await plain_answer(batcher, answer, request, asked, recaser)
 
     @app.post("/attention", response_model=AttentionResponse)
     async def attention(request: AttentionRequest) -> AttentionResponse:
@@ -224,6 +225,25 @@ def check_prefixes(prefixes: list[str], text: list[str], translator: Engine, lim
     if len(prefixes) != len(text):
         raise ApiError(422, f"prefix: {len(prefixes)} for {len(text)} lines of text; give one per line")
     check_lines(prefixes, limits, field="prefix")
+
+
+async def plain_answer(
+    batcher: Batcher,
+    answer: Callable[[Future], Awaitable[Any]],
+    request: TranslateRequest,
+    asked: Request,
+    recaser: Recaser | None,
+) -> TranslateResponse:
+    """The answer to a /translate request without alignments or markup; with `recaser`
+    (`--restore-case`), its lines in ALL CAPS or Title Case translated recased and given their case
+    back, as `s2s translate --restore-case` does (a request with annotations reads its lines as given:
+    their links are drawn on them)."""
+    if recaser is None:
+        results = await answer(batcher.translate(request.text, asked, request.prefix))
+        return translate_response(results, request.scores, request.nbest)
+    recased = [recaser.line(line) for line in request.text]
+    found = await answer(batcher.translate([r.text for r in recased], asked, request.prefix))
+    return translate_response(restored(recased, found), request.scores, request.nbest)
 
 
 async def annotated_answer(

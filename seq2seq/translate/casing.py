@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from seq2seq.data.augment import title
 from seq2seq.translate.engine import LineTranslator
@@ -29,6 +30,14 @@ from seq2seq.translate.request import Request
 WORD = re.compile(r"[^\W\d_]+")  # a run of letters
 MIN_LETTERS = 2  # an ALL-CAPS line has at least this many cased letters ("A." is not shouting)
 TRUECASE_LINES = 200_000  # training source lines read for the table of word forms (about a second)
+
+
+class SourceTokenizer(Protocol):
+    """What recasing reads of a run's source tokenizer (`seq2seq.data.tokenizer.Tokenizer`)."""
+
+    def pieces(self, line: str) -> list[str]: ...
+
+    def decode(self, ids: Sequence[Sequence[int]], keep_unk: bool = False) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,11 @@ class Recaser:
         self._pieces = lru_cache(maxsize=1 << 16)(lambda word: len(pieces(" " + word)))
         self._forms = forms or {}
 
+    @classmethod
+    def of_run(cls, run_dir: Path, tokenizer: SourceTokenizer) -> Recaser:
+        """The recaser of the run in `run_dir`: its training source's word forms, its source tokenizer."""
+        return cls(tokenizer.pieces, word_forms(training_source(run_dir, tokenizer.decode)))
+
     def word(self, word: str, first: bool) -> str:
         """`word` as the table has it, else in lower case or capitalized (whichever cuts into fewer
         pieces); capitalized where it is the line's first word."""
@@ -119,7 +133,12 @@ class CaseRestored:
         """One `Translation` per line, in order (`LineTranslator`)."""
         recased = [self.recaser.line(line) for line in lines]
         out = self.lines.translate([r.text for r in recased], request, first_line, prefixes)
-        return [
-            Translation([r.restore(text) for text in t.texts], t.scores)
-            for r, t in zip(recased, out, strict=True)
-        ]
+        return restored(recased, out)
+
+
+def restored(recased: Sequence[Recased], translations: Sequence[Translation]) -> list[Translation]:
+    """Each line's translations given its case back (`Recased.restore`), their scores as they were."""
+    return [
+        Translation([r.restore(text) for text in t.texts], t.scores)
+        for r, t in zip(recased, translations, strict=True)
+    ]

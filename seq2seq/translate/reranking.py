@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seq2seq.translate.casing import CaseRestored, Recaser, training_source, word_forms
+from seq2seq.translate.casing import CaseRestored, Recaser
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.mbr import MinimumBayesRisk
@@ -32,7 +32,5 @@ def line_translator(
 
         lines = NoisyChannel.load(lines, rerank.reverse, rerank.weight)
     if recase_from is not None:
-        source = engine.tokenizers.src
-        forms = word_forms(training_source(recase_from, source.decode))
-        lines = CaseRestored(lines, Recaser(source.pieces, forms))
+        lines = CaseRestored(lines, Recaser.of_run(recase_from, engine.tokenizers.src))
     return lines

@@ -15,10 +15,12 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
+from seq2seq.data.augment import title
 from seq2seq.decoding.running_search import RunningSearch
 from seq2seq.serve.app import create_app
 from seq2seq.serve.server import listen
 from seq2seq.serve.server_settings import Limits, ServerSettings
+from seq2seq.translate.casing import Recaser
 from seq2seq.translate.options import DecodeOverrides
 from seq2seq.translate.placement import Placement
 from seq2seq.translate.request import Request
@@ -341,3 +343,32 @@ def cli_free(client: TestClient, lines: list[str]) -> list[str]:
 def test_a_prefix_per_line_or_a_422(client, prefix, message):
     response = client.post("/translate", json={"text": ["red", "cat"], "prefix": prefix})
     assert response.status_code == 422 and message in response.json()["error"]
+
+
+def test_restore_case_reads_lines_as_translate_restore_case_does(translator, served_run, monkeypatch):
+    """`s2s serve --restore-case`: the model reads a shouted or titled line recased, as `s2s translate
+    --restore-case` has it read, and the others as given; the answers are the translations given the
+    lines' case back; a request for alignments reads the lines as given."""
+    lines = ["RED CAT RUNS", "The Big Dog Sleeps Under A Tree", "blue bird", ""]
+    recaser = Recaser.of_run(served_run, translator.tokenizers.src)
+    recased = ["Red cat runs", "The big dog sleeps under a tree", "blue bird", ""]
+    assert [recaser.line(line).text for line in lines] == recased
+    read: list[str] = []
+    translate = translator.translate
+    monkeypatch.setattr(
+        translator, "translate", lambda lines, *a, **k: read.extend(lines) or translate(lines, *a, **k)
+    )
+    settings = ServerSettings(
+        DecodeOverrides(max_tokens=200, restore_case=True), 20.0, LIMITS, (), batching="static"
+    )
+    with TestClient(create_app(translator, settings, "tiny", recaser=recaser)) as client:
+        body = client.post("/translate", json={"text": lines, "beam": 2, "nbest": 2}).json()
+        assert set(read) == set(recased)  # every line the model read, and no line as it came
+        read.clear()
+        client.post("/translate", json={"text": lines[:1], "alignments": True})
+        assert read == lines[:1]
+    plain = translate(recased, Request.of(translator.options(DecodeOverrides(beam=2, nbest=2))))
+    texts = [[h["text"] for h in hypotheses] for hypotheses in body["nbest"]]
+    assert texts[0] == [t.upper() for t in plain[0].texts]
+    assert texts[1] == [title(t) for t in plain[1].texts]
+    assert texts[2] == plain[2].texts
