@@ -68,7 +68,7 @@ def test_the_dry_run_goes_through_every_step_and_fills_every_section(tmp_path: P
         for impl in ("s2s", "nn.Transformer"):
             assert re.search(rf"^\| {model} \| {impl} \| {precision} \| .*% \|$", throughput, re.MULTILINE)
     fixed = found[next(h for h in found if h.startswith("The base model compiled at fixed shapes"))]
-    assert re.search(rf"^\| base \| s2s fixed shapes \| {precision} \| .*% \|$", fixed, re.MULTILINE)
+    assert re.search(rf"^\| recipe \| s2s fixed shapes \| {precision} \| .*% \|$", fixed, re.MULTILINE)
     assert "target tok/s" in found["Short training run (dry run)"]
     assert "validation at step 4" in found["Short training run (dry run)"]
     assert re.search(r"^\| beam5 \| no \|", found[next(h for h in found if h.startswith("Beam-5"))], re.M)
