@@ -51,9 +51,7 @@ def translate_document(
     engine = chosen.engine
     engine.source_tokens.prefix(job.direction)  # a language or tag it lacks fails now
     links = AnnotatedEngine(engine, Annotations()).word_links  # a reader, which draws none, fails here
-    options = chosen.options
-    recase = job.run_dir if options.restore_case else None
-    lines = line_translator(engine, job.direction, options.rerank, recase)  # --pivot is refused above
+    lines = line_translator(engine, job.direction, chosen.options, job.run_dir)  # --pivot is refused above
     request = Request.of(chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=False)
     sentences = Sentences(job.src_lang or engine.config.data.src_lang)
     with tqdm(unit=" sentences", disable=output is None, file=sys.stderr) as bar:
@@ -111,9 +109,7 @@ def sentence_lines(job: TranslateJob, engine: Engine, options: DecodeOptions) ->
         raise Seq2SeqError(
             f"--sentences joins one translation of each sentence: leave out {', '.join(given)}"
         )
-    lines = line_translator(
-        engine, job.direction, options.rerank, job.run_dir if options.restore_case else None
-    )
+    lines = line_translator(engine, job.direction, options, job.run_dir)
     # the links place tags and make alignments: without either, none is drawn
     links = AnnotatedEngine(engine, Annotations()).word_links if job.annotations.wanted else _no_links
     blocks = BlockTranslator(lines, links, Sentences(job.src_lang or engine.config.data.src_lang))

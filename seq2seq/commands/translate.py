@@ -131,7 +131,7 @@ def _line_translator(job: TranslateJob, engine: Engine, options: DecodeOptions) 
         if options.restore_case:
             raise Seq2SeqError("--restore-case rewrites the line the links are drawn on: leave it out")
         return AnnotatedEngine(engine, job.annotations)
-    return line_translator(engine, job.direction, rerank, job.run_dir if options.restore_case else None)
+    return line_translator(engine, job.direction, options, job.run_dir)
 
 
 def prefix_lines(

@@ -160,10 +160,10 @@ def run_evaluation(
     translator = load()
     request = Request.of(plan.decoding, direction=plan.direction.direct, scores=False)
     translator.source_tokens.prefix(plan.direction)  # a language or tag it lacks fails now
-    path = plan.decoding  # the line path: reranking and recasing
-    recase = files.run_dir if path.restore_case else None  # its training text teaches the casing
-    lines = line_translator(translator, plan.direction, path.rerank, recase)  # a reverse run loads here
-    decode = translate_timed(translator, lines, source, files.out, request, plan.direction, path.record())
+    # a reverse run and the training text for recasing are read here, once for every set
+    lines = line_translator(translator, plan.direction, plan.decoding, files.run_dir)
+    record = plan.decoding.record()  # the line path: reranking and recasing
+    decode = translate_timed(translator, lines, source, files.out, request, plan.direction, record)
     log.info("translations written to %s", files.out)
     made_by = MadeBy(files.run_dir, tuple(translator.checkpoints), decode)
     result = evaluate_files([files.out], references, options, source, samples, made_by)
@@ -174,9 +174,7 @@ def run_evaluation(
             references,
             metrics,
             files.out,
-            lambda src, out: translate_timed(
-                translator, lines, src, out, request, plan.direction, path.record()
-            ),
+            lambda src, out: translate_timed(translator, lines, src, out, request, plan.direction, record),
         )
     # the report's attention maps show one direct translation; a pivoted one is two
     return result, None if plan.direction.pivot else Translated(translator, request)
@@ -189,10 +187,10 @@ def translate_timed(
     out: Path,
     request: Request,
     direction: Direction = STRAIGHT,
-    path: dict[str, object] | None = None,
+    record: dict[str, object] | None = None,
 ) -> DecodeRun:
     """Translate every line of `source` into `out` with `lines` (`translator`, through `direction`'s
-    pivot language if it names one, reranked and recased as `path` records: `line_translator`),
+    pivot language if it names one, reranked and recased as `record` says: `line_translator`),
     timing the translation alone (for the record, which says what engine made it)."""
     pivot = direction.pivot
     start = time.perf_counter()
@@ -209,7 +207,7 @@ def translate_timed(
             # a multilingual run's target language
             **({"to": language} if (language := translator.source_tokens.language(direction.to)) else {}),
             **({"pivot": pivot} if pivot else {}),
-            **(path or {}),
+            **(record or {}),
         },
         sentences=len(texts),
         source_tokens=sum(map(len, translator.tokenizers.src.encode(source.lines))),

@@ -38,7 +38,7 @@ class Step:
     batches: list[np.ndarray]  # example indices, one array per accumulation step
     total_tokens: int
     variants: EpochVariants | None = None  # the epoch's modified pairs, which some indices name
-    shapes: BatchShapes | None = None  # what the batches are padded to (None: their longest pair)
+    shapes: BatchShapes | None = None  # what the batches are padded to (None: their longest pair's length)
 
     def build(self, data: Corpus) -> list[Batch]:
         """The step's padded batches: of pairs of `data`, and of the epoch's modified pairs."""
@@ -97,8 +97,9 @@ class BatchOrder:
         """The batches of the next optimizer step (one per accumulation step); advances `at`."""
         batches, tokens, variants = self._epoch(at.epoch)
         end = at.next_batch + self.cfg.accum_steps
-        shapes = self.shapes if self.shapes.multiple else None
-        step = Step(batches[at.next_batch : end], int(tokens[at.next_batch : end].sum()), variants, shapes)
+        step = Step(
+            batches[at.next_batch : end], int(tokens[at.next_batch : end].sum()), variants, self.shapes
+        )
         at.next_batch += len(step.batches)
         if at.next_batch >= len(batches):
             at.epoch, at.next_batch = at.epoch + 1, 0

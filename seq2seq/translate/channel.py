@@ -23,7 +23,7 @@ from seq2seq.translate.engine import LineTranslator
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.scoring import PairScore, score_pairs
 from seq2seq.translate.translator import Translator
-from seq2seq.translate.whole_beam import WholeBeam
+from seq2seq.translate.whole_beam import WholeBeam, best_first
 
 
 class NoisyChannel(WholeBeam):
@@ -47,10 +47,8 @@ class NoisyChannel(WholeBeam):
 
     def ranked(self, translation: Translation, reverse: Sequence[PairScore], nbest: int) -> Translation:
         """`translation`'s hypotheses by their combined scores, the first `nbest` kept."""
-        texts, given = translation.texts, translation.scores
         combined = [
             -math.inf if score is None or pair.missing else score - self.weight * pair.cross_entropy
-            for score, pair in zip(given, reverse, strict=True)
+            for score, pair in zip(translation.scores, reverse, strict=True)
         ]
-        order = sorted(range(len(texts)), key=lambda i: -combined[i])[:nbest]
-        return Translation([texts[i] for i in order], [given[i] for i in order])
+        return best_first(translation, combined, nbest)

@@ -17,7 +17,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.translate.engine import LineTranslator
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.options import MBR_UTILITIES
-from seq2seq.translate.whole_beam import WholeBeam
+from seq2seq.translate.whole_beam import WholeBeam, best_first
 
 Utility = Callable[[str, str], float]  # (hypothesis, pseudo-reference) -> a score, higher is better
 
@@ -62,6 +62,4 @@ class MinimumBayesRisk(WholeBeam):
         texts, given = translation.texts, translation.scores
         if not texts or not any(t.strip() for t in texts):  # an empty line, or nothing but blanks
             return Translation(texts[:nbest], given[:nbest])
-        expected = expected_utilities(texts, given, self.score)
-        order = sorted(range(len(texts)), key=lambda i: -expected[i])[:nbest]
-        return Translation([texts[i] for i in order], [given[i] for i in order])
+        return best_first(translation, expected_utilities(texts, given, self.score), nbest)

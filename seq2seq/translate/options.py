@@ -145,7 +145,7 @@ class Rerank:
 
     mbr: str | None = None
     reverse: str | None = None
-    weight: float = 1.0  # of the reverse run's score
+    weight: float = DEFAULT_RERANK_WEIGHT  # of the reverse run's score
 
     @property
     def wanted(self) -> bool:

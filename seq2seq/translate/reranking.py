@@ -14,16 +14,17 @@ from seq2seq.translate.casing import CaseRestored, Recaser
 from seq2seq.translate.direction import Direction
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.mbr import MinimumBayesRisk
-from seq2seq.translate.options import NO_RERANK, Rerank
+from seq2seq.translate.options import DecodeOptions
 from seq2seq.translate.pivot import Pivoted
 
 
 def line_translator(
-    engine: Engine, direction: Direction, rerank: Rerank = NO_RERANK, recase_from: Path | None = None
+    engine: Engine, direction: Direction, options: DecodeOptions, run_dir: Path
 ) -> LineTranslator:
     """ENGINE's lines into `direction`: through its pivot if it names one, each beam reranked as
-    `rerank` asks, and around all of it lines in ALL CAPS or Title Case recased as the training
-    source of the run in `recase_from` writes its words (None: as given)."""
+    `options.rerank` asks, and around all of it, with `options.restore_case`, lines in ALL CAPS or
+    Title Case recased as the training source of the run in `run_dir` writes its words."""
+    rerank = options.rerank
     lines: LineTranslator = Pivoted(engine, direction) if direction.pivot else engine
     if rerank.mbr is not None:
         lines = MinimumBayesRisk(lines, rerank.mbr)
@@ -31,6 +32,6 @@ def line_translator(
         from seq2seq.translate.channel import NoisyChannel  # s2s's decoder: torch, only when asked
 
         lines = NoisyChannel.load(lines, rerank.reverse, rerank.weight)
-    if recase_from is not None:
-        lines = CaseRestored(lines, Recaser.of_run(recase_from, engine.tokenizers.src))
+    if options.restore_case:
+        lines = CaseRestored(lines, Recaser.of_run(run_dir, engine.tokenizers.src))
     return lines

@@ -33,3 +33,10 @@ class WholeBeam:
     def reranked(self, lines: Sequence[str], beams: list[Translation], nbest: int) -> list[Translation]:
         """Each line's beam (`beams`, with the search's scores) in this reranker's order, `nbest` kept."""
         raise NotImplementedError
+
+
+def best_first(translation: Translation, keys: Sequence[float], nbest: int) -> Translation:
+    """`translation`'s hypotheses by `keys`, highest first (ties in the search's order), each with the
+    score the search gave it; the first `nbest` kept."""
+    order = sorted(range(len(translation.texts)), key=lambda i: -keys[i])[:nbest]
+    return Translation([translation.texts[i] for i in order], [translation.scores[i] for i in order])
