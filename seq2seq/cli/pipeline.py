@@ -60,11 +60,13 @@ def filter_lines(job: FilterJob) -> None:
 @verb(app)
 def select(job: SelectJob) -> None:
     """Choose decode settings on validation data: the best BLEU among the records (the mean over a
-    setting's records, one per direction). Prints `CHECKPOINT[,CHECKPOINT...] LENGTH_PENALTY VAL_BLEU`."""
+    setting's records, one per direction). Prints `CHECKPOINT[,CHECKPOINT...] LENGTH_PENALTY VAL_BLEU`,
+    then `RERANK_RUN RERANK_WEIGHT` when the best reranks its beam."""
     from seq2seq.evaluation.selection import choose
 
     ranked = choose(job.records, job.json_file)
     for candidate in ranked:
         typer.echo(candidate.describe(), err=True)
     best = ranked[0]
-    sys.stdout.write(f"{','.join(best.checkpoints)} {best.length_penalty:g} {best.val_bleu:.2f}\n")
+    reranked = f" {best.rerank} {best.rerank_weight:g}" if best.rerank else ""
+    sys.stdout.write(f"{','.join(best.checkpoints)} {best.length_penalty:g} {best.val_bleu:.2f}{reranked}\n")

@@ -1,11 +1,12 @@
 """Decode settings chosen on validation data: the best BLEU among `s2s evaluate --json` records.
 
-Each record says what it measured: the checkpoints that translated, the beam and the length penalty
-(`evaluation.record`). Records of the same settings (one per direction, for a model of several) are
-one candidate, scored by their mean BLEU; every candidate must have measured the same sets (their
-source and references, by sha256) with the same BLEU (its signature), and every score must be a
-finite number. The best mean wins; between equals, the one whose records came first. `s2s select`
-prints the choice and writes it as JSON (`selection_record`), never over a record, which
+Each record says what it measured: the checkpoints that translated, the beam, the length penalty and
+the reverse run that reranked the beam, with its weight, if one did (`evaluation.record`). Records of
+the same settings (one per direction, for a model of several) are one candidate, scored by their mean
+BLEU; every candidate must have measured the same sets (their source and references, by sha256) with
+the same BLEU (its signature), and every score must be a finite number. The best mean wins; between
+equals, the one whose records came first. `s2s select` prints the choice and writes it as JSON
+(`selection_record`), never over a record, which
 `read_selection` reads back (`s2s pipeline` does, to decode with it).
 """
 
@@ -37,12 +38,19 @@ class Candidate:
     val_bleu: float  # the mean over its records
     bleu_signature: str
     records: tuple[str, ...]  # the `s2s evaluate --json` files it was read from
+    rerank: str = ""  # the reverse run that reranked the beam (`--rerank`), "" when none did
+    rerank_weight: float = 0.0  # its weight (`--rerank-weight`), 0 when none reranked
 
     def describe(self) -> str:
-        """`VAL_BLEU  checkpoint(s) beam length penalty`, one line for people."""
+        """`VAL_BLEU  checkpoint(s) beam length penalty [reranked]`, one line for people."""
         names = ", ".join(Path(c).name for c in self.checkpoints)
         penalty = f"length penalty {self.length_penalty:g}"
-        return f"val BLEU {self.val_bleu:6.2f}  {names}  beam {self.beam}  {penalty}"
+        reranked = f"  reranked by {self.rerank} at {self.rerank_weight:g}" if self.rerank else ""
+        return f"val BLEU {self.val_bleu:6.2f}  {names}  beam {self.beam}  {penalty}{reranked}"
+
+
+# checkpoints, beam, length penalty, reverse run ("": none), its weight (0: none)
+Setting = tuple[tuple[str, ...], int, float, str, float]
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,7 @@ class Record:
     """What one `s2s evaluate --json` record of a run's translations says, of what choosing needs."""
 
     path: Path
-    setting: tuple[tuple[str, ...], int, float]  # checkpoints, beam, length penalty: one candidate
+    setting: Setting  # one candidate
     bleu: float
     signature: str  # how BLEU was computed (sacreBLEU's signature)
     files: tuple[tuple[str, str, int], ...]  # (path, sha256, lines) of the source, then each reference
@@ -81,9 +89,11 @@ def read_record(path: Path) -> Record:
             for f in [record["source"], *record["references"]]
         )
         checkpoints = tuple(str(c["path"]) for c in model["checkpoints"])
+        rerank = str(decode.get("rerank") or "")  # records of a plain beam do not name it
+        weight = float(decode["rerank_weight"]) if rerank else 0.0
         found = Record(
             path,
-            (checkpoints, int(decode["beam"]), float(decode["length_penalty"])),
+            (checkpoints, int(decode["beam"]), float(decode["length_penalty"]), rerank, weight),
             float(bleu["score"]),
             str(bleu["signature"]),
             files,
@@ -92,7 +102,8 @@ def read_record(path: Path) -> Record:
         raise SelectionError(
             f"{path} is not an `s2s evaluate --json` record with a BLEU score ({type(e).__name__}: {e})"
         ) from None
-    for what, value in (("BLEU score", found.bleu), ("length penalty", found.setting[2])):
+    numbers = (("BLEU score", found.bleu), ("length penalty", found.setting[2]), ("rerank weight", weight))
+    for what, value in numbers:
         if not math.isfinite(value):
             raise SelectionError(f"{path}: its {what} is {value}, not a finite number; nothing is chosen")
     return found
@@ -102,7 +113,7 @@ def candidates(records: Sequence[Path]) -> list[Candidate]:
     """Every setting the records measured, best mean BLEU first (first seen first among equals)."""
     if not records:
         raise SelectionError("no `s2s evaluate --json` records to choose from")
-    groups: dict[tuple[tuple[str, ...], int, float], list[Record]] = {}
+    groups: dict[Setting, list[Record]] = {}
     for path in records:
         record = read_record(path)
         groups.setdefault(record.setting, []).append(record)
@@ -116,12 +127,16 @@ def candidates(records: Sequence[Path]) -> list[Candidate]:
     check_comparable(list(groups.values()))
     found = [
         Candidate(
-            *setting,
+            checkpoints,
+            beam,
+            penalty,
             sum(r.bleu for r in rows) / len(rows),
             rows[0].signature,
             tuple(str(r.path) for r in rows),
+            rerank,
+            weight,
         )
-        for setting, rows in groups.items()
+        for (checkpoints, beam, penalty, rerank, weight), rows in groups.items()
     ]
     return sorted(found, key=lambda c: -c.val_bleu)
 
@@ -181,8 +196,11 @@ def read_selection(path: Path) -> Candidate:
             float(raw["val_bleu"]),
             str(raw["bleu_signature"]),
             tuple(str(r) for r in raw["records"]),
+            str(raw.get("rerank", "")),  # choices made before reranking was a candidate do not name it
+            float(raw.get("rerank_weight", 0.0)),
         )
-        if not (math.isfinite(choice.length_penalty) and math.isfinite(choice.val_bleu)):
+        numbers = (choice.length_penalty, choice.val_bleu, choice.rerank_weight)
+        if not all(math.isfinite(n) for n in numbers):
             raise ValueError("a length penalty or BLEU score that is not a finite number")
         return choice
     except (OSError, ValueError, TypeError, KeyError) as e:

@@ -18,35 +18,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from seq2seq.config.bounds import MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SEED, MAX_VOCAB
-from seq2seq.config.corpus import LANGUAGE, NAME, CorpusConfig
+from seq2seq.config.corpus import LANGUAGE
 from seq2seq.config.loading import dataclass_from_dict, read_yaml_mapping
 from seq2seq.config.rules import Rule, broken
 from seq2seq.errors import ConfigError
+from seq2seq.pipeline.data import PipelineData, data_rules
+from seq2seq.translate.options import MAX_RERANK_WEIGHT
 
 MAX_ENSEMBLE = 16  # teachers decoding together: each one's weights are in memory, each runs every step
 CHECKPOINTS = ("best", "last", "averaged")  # what the choice on val may try (averaged: `s2s average`)
 EXPORT_TYPES = ("int8", "int8_float32", "int16", "float16", "bfloat16")  # `s2s export --quantize`
 SOURCES = ("train", "mono")  # what a teacher translates for its student
-
-
-@dataclass(frozen=True)
-class TextSet:
-    """A validation or test set: two aligned files (and a test set's name, for the table)."""
-
-    name: str = ""
-    src: str = ""
-    tgt: str = ""
-
-
-@dataclass(frozen=True)
-class PipelineData:
-    """The text: parallel corpora, validation and test sets, monolingual text of either side."""
-
-    corpora: tuple[CorpusConfig, ...] = ()
-    valid: TextSet = field(default_factory=TextSet)
-    test: tuple[TextSet, ...] = ()
-    mono_src: tuple[str, ...] = ()  # source-side text: more for the teacher to translate (distillation)
-    mono_tgt: tuple[str, ...] = ()  # target-side text: back-translated into synthetic sources
 
 
 @dataclass(frozen=True)
@@ -89,11 +71,13 @@ class TeacherStep:
 
 @dataclass(frozen=True)
 class SelectStep:
-    """The checkpoint and length penalty each model decodes with, chosen on the validation set."""
+    """The checkpoint and length penalty each model decodes with, chosen on the validation set; for
+    the teacher, also whether the backward model reranks its beam (noisy channel) and at which weight."""
 
     checkpoints: tuple[str, ...] = ("best", "averaged")
     length_penalties: tuple[float, ...] = (0.6, 1.0, 1.4)
     beam: int = 5
+    rerank_weights: tuple[float, ...] = ()  # each also a candidate with `--rerank` backward (teacher)
 
 
 @dataclass(frozen=True)
@@ -168,42 +152,10 @@ class PipelineConfig:
                     bool(self.training.base) and not Path(self.training.base).is_file(),
                     f"training.base: file not found: {self.training.base}",
                 ),
-                *_data_rules(self.data),
+                *data_rules(self.data),
                 *_step_rules(self.steps, self.data),
             ]
         )
-
-
-def _data_rules(data: PipelineData) -> list[Rule]:
-    names = [c.name for c in data.corpora]
-    sets = [("data.valid", data.valid)] + [(f"data.test[{i}]", t) for i, t in enumerate(data.test)]
-    return [
-        (not data.corpora, "data.corpora: required: the parallel corpora ({name, src, tgt} each)"),
-        *(
-            (
-                bool(c.src_lang or c.tgt_lang),
-                f"data.corpora[{i}]: a pipeline is one language pair (src_lang, tgt_lang at the top): "
-                "leave out the corpus's own",
-            )
-            for i, c in enumerate(data.corpora)
-        ),
-        *(
-            (not NAME.fullmatch(c.name), f"data.corpora[{i}].name: required")
-            for i, c in enumerate(data.corpora)
-        ),
-        (len(set(names)) != len(names), "data.corpora: two corpora have the same name"),
-        (not data.test, "data.test: required: the sets the final table scores ({name, src, tgt} each)"),
-        *((not t.name, f"data.test[{i}].name: required") for i, t in enumerate(data.test)),
-        (len({t.name for t in data.test}) != len(data.test), "data.test: two test sets have the same name"),
-        *(
-            rule
-            for where, text in sets
-            for rule in (
-                (not text.src, f"{where}.src: required"),
-                (not text.tgt, f"{where}.tgt: required"),
-            )
-        ),
-    ]
 
 
 def _step_rules(steps: Steps, data: PipelineData) -> list[Rule]:
@@ -219,6 +171,10 @@ def _step_rules(steps: Steps, data: PipelineData) -> list[Rule]:
             f"steps.teacher.ensemble: must be in [1, {MAX_ENSEMBLE}]",
         ),
         *_select_rules(steps.select),
+        (
+            bool(steps.select.rerank_weights) and steps.backward is None,
+            "steps.select.rerank_weights: the backward model reranks the teacher's beam: give steps.backward",
+        ),
     ]
     if (bt := steps.back_translation) is not None:
         rules += [
@@ -261,6 +217,14 @@ def _select_rules(select: SelectStep) -> list[Rule]:
             "steps.select.length_penalties: one named twice",
         ),
         (not 1 <= select.beam <= MAX_BEAM, f"steps.select.beam: must be in [1, {MAX_BEAM}]"),
+        (
+            not all(0 < w <= MAX_RERANK_WEIGHT for w in select.rerank_weights),
+            f"steps.select.rerank_weights: each in (0, {MAX_RERANK_WEIGHT:g}] (the plain beam is one anyway)",
+        ),
+        (
+            len(set(select.rerank_weights)) != len(select.rerank_weights),
+            "steps.select.rerank_weights: one named twice",
+        ),
     ]
 
 

@@ -3,7 +3,8 @@
 A row per model and test set, read from the evaluation's `s2s evaluate --json` records: BLEU and chrF
 (their sacreBLEU signatures once, below the table), the sentences per second of that translation
 (every model timed in the one evaluation step, one after the other), the checkpoint and length
-penalty chosen on val with the val BLEU they had, and the model's parameters (an ensemble's: all its
+penalty chosen on val (and the weight of the backward model's reranking, if chosen) with the val BLEU
+they had, and the model's parameters (an ensemble's: all its
 members'). Then each step's time and the disk its folder holds, from the step records. Written as
 JSON and Markdown into the workspace (only when it changed) and printed.
 """
@@ -48,6 +49,7 @@ def table(plan: Plan) -> dict[str, Any]:
                 "engine": _engine(decode),
                 "checkpoints": [Path(c).name for c in one.decoder.checkpoints],
                 "length_penalty": one.decoder.length_penalty,  # chosen: the table follows the choices
+                "rerank_weight": one.decoder.rerank_weight if one.decoder.rerank else None,
                 "val_bleu": one.decoder.val_bleu,
                 "bleu": round(scores["bleu"]["score"], 2),
                 "chrf": round(scores["chrf"]["score"], 2),
@@ -72,7 +74,9 @@ def markdown(data: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
     for row in data["rows"]:
         val = f" ({row['val_bleu']:.2f})" if row["val_bleu"] is not None else ""
-        chosen = f"{', '.join(row['checkpoints'])}, {row['length_penalty']:g}{val}"
+        weight = row.get("rerank_weight")
+        reranked = f", reranked at {weight:g}" if weight is not None else ""
+        chosen = f"{', '.join(row['checkpoints'])}, {row['length_penalty']:g}{reranked}{val}"
         lines.append(
             f"| {row['model']} | {row['test']} | {row['engine']} | {chosen} | {row['bleu']:.2f} | "
             f"{row['chrf']:.2f} | {row['sentences_per_second']:,.1f} | {row['parameters']:,} |"

@@ -27,7 +27,8 @@ from seq2seq.config.loading import read_yaml_mapping
 from seq2seq.errors import ConfigError
 from seq2seq.flags import argv, switch
 from seq2seq.pipeline.command import Command, Verb
-from seq2seq.pipeline.config import PipelineConfig, TextSet
+from seq2seq.pipeline.config import PipelineConfig
+from seq2seq.pipeline.data import TextSet
 from seq2seq.pipeline.overrides import PIPELINE, RUN_DIR, Override, claimed, entries, given
 from seq2seq.pipeline.step import Step, Training
 from seq2seq.pipeline.workspace import Workspace

@@ -1,17 +1,21 @@
-"""The choice on val: which checkpoint and length penalty each model decodes with, and the model it
-makes (`Decoder`), which later steps translate, score, export and evaluate with.
+"""The choice on val: which checkpoint and length penalty each model decodes with (and whether the
+backward model reranks the teacher's beam), and the model it makes (`Decoder`), which later steps
+translate, score, export and evaluate with.
 
 A choice step (`select_teacher`, `select_student`) averages each run's kept checkpoints when asked
 (`s2s average`), translates the validation set with every candidate (`s2s evaluate`: each checkpoint
-named, the same for every member of an ensemble, with each length penalty, at the step's beam) and
-keeps the best BLEU (`s2s select`), recorded in its selection.json. Until that file is there, a
-model's checkpoints and length penalty are placeholders naming the step (`{select_teacher.checkpoint}`)
-and the steps that decode with it wait for it.
+named, the same for every member of an ensemble, with each length penalty, at the step's beam; for the
+teacher, each of those also with its beam reranked by the backward model at each of
+`select.rerank_weights`: the noisy channel, `--rerank`) and keeps the best BLEU (`s2s select`),
+recorded in its selection.json. Until that file is there, a model's checkpoints and length penalty are
+placeholders naming the step (`{select_teacher.checkpoint}`) and the steps that decode with it wait
+for it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +28,15 @@ from seq2seq.pipeline.config import PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.run.layout import RunDir
-from seq2seq.translate.options import DecodeOverrides
+from seq2seq.translate.options import DEFAULT_RERANK_WEIGHT, DecodeOverrides
 
 
 @dataclass(frozen=True)
 class Decoder:
-    """A model as a step decodes with it: its runs (several: an ensemble), checkpoint files, beam and
-    length penalty; `pending` names the choice step it waits for ("" once chosen), and until then its
-    checkpoints are placeholders and its length penalty None."""
+    """A model as a step decodes with it: its runs (several: an ensemble), checkpoint files, beam,
+    length penalty and the reverse run that reranks its beam ("": none); `pending` names the choice
+    step it waits for ("" once chosen), and until then its checkpoints are placeholders, its length
+    penalty None, and `rerank` the run it may rerank with."""
 
     name: str  # teacher, student: what the table calls it
     runs: tuple[Path, ...]
@@ -41,18 +46,25 @@ class Decoder:
     selection: Path  # where the choice is recorded
     pending: str = ""
     val_bleu: float | None = None
+    rerank: str = ""
+    rerank_weight: float = DEFAULT_RERANK_WEIGHT
 
     @property
     def asked(self) -> DecodeOverrides:
-        """How it decodes: its checkpoints, beam and length penalty."""
+        """How it decodes: its checkpoints, beam, length penalty and reranking."""
+        reranked = {"rerank": self.rerank, "rerank_weight": self.rerank_weight} if self.rerank else {}
         return DecodeOverrides(
-            beam=self.beam, length_penalty=self.length_penalty, checkpoints=self.checkpoints
+            beam=self.beam, length_penalty=self.length_penalty, checkpoints=self.checkpoints, **reranked
         )
 
     @property
     def holes(self) -> dict[str, str]:
-        """What its command lines show for what its choice has yet to say (`flags.argv`)."""
-        return {"length_penalty": f"{{{self.pending}.length_penalty}}"} if self.pending else {}
+        """What its command lines show for what its choice has yet to say (`flags.argv`): the
+        reranking's weight, where it may rerank (the flags are left out if the choice does not)."""
+        if not self.pending:
+            return {}
+        weight = {"rerank_weight": f"{{{self.pending}.rerank_weight}}"} if self.rerank else {}
+        return {"length_penalty": f"{{{self.pending}.length_penalty}}", **weight}
 
     def translating(self, engine: str, run: Path | None = None) -> TranslateJob:
         """Its translation with `engine` (of `run`, an export of it, if given)."""
@@ -61,7 +73,14 @@ class Decoder:
     @property
     def reads(self) -> tuple[Path, ...]:
         """What its translations follow from: the choice, and the trainings (their records)."""
-        return (self.selection, *(RunDir(r).finished_file for r in self.runs))
+        reverse = (RunDir(Path(self.rerank)).finished_file,) if self.rerank else ()
+        return (self.selection, *(RunDir(r).finished_file for r in self.runs), *reverse)
+
+
+def reranker(cfg: PipelineConfig, ws: Workspace, name: str) -> str:
+    """The run that may rerank the model `name`'s beam: the backward model, for the teacher when
+    `select.rerank_weights` asks ("": none)."""
+    return str(ws.folder("backward")) if name == "teacher" and cfg.steps.select.rerank_weights else ""
 
 
 def chosen(
@@ -74,35 +93,52 @@ def chosen(
     if not path.is_file() or select in unchosen:
         numbered = [f".{i + 1}" for i in range(len(runs))] if len(runs) > 1 else [""]
         holes = tuple(f"{{{select}.checkpoint{n}}}" for n in numbered)
-        return Decoder(name, runs, holes, cfg.steps.select.beam, None, path, select)
+        return Decoder(
+            name, runs, holes, cfg.steps.select.beam, None, path, select, rerank=reranker(cfg, ws, name)
+        )
     choice = read_selection(path)
+    reranked = {"rerank": choice.rerank, "rerank_weight": choice.rerank_weight} if choice.rerank else {}
     return Decoder(
-        name, runs, choice.checkpoints, choice.beam, choice.length_penalty, path, "", choice.val_bleu
+        name,
+        runs,
+        choice.checkpoints,
+        choice.beam,
+        choice.length_penalty,
+        path,
+        "",
+        choice.val_bleu,
+        **reranked,
     )
 
 
 def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path, ...]) -> Step:
     """`select_NAME`: every candidate of the runs translated and scored on val, the best chosen."""
     step, select, valid = f"select_{name}", cfg.steps.select, cfg.data.valid
+    reverse = reranker(cfg, ws, name)
     commands: list[Command] = []
     if "averaged" in select.checkpoints:
         commands += [Command(Verb.AVERAGE, argv(AverageJob(run, output="averaged"))) for run in runs]
     records: list[Path] = []
     for checkpoint in select.checkpoints:
         files = tuple(str(RunDir(run).checkpoint_file(checkpoint)) for run in runs)
-        for penalty in select.length_penalties:
-            record = ws.candidate(step, checkpoint, penalty)
+        for penalty, weight in itertools.product(
+            select.length_penalties, (0, *(select.rerank_weights if reverse else ()))
+        ):
+            record = ws.candidate(step, checkpoint, penalty, weight)
             records.append(record)
             scored = EvaluateFiles(runs[0], src=Path(valid.src), refs=(Path(valid.tgt),))
+            reranked = {"rerank": reverse, "rerank_weight": weight} if weight else {}
+            asked = DecodeOverrides(beam=select.beam, length_penalty=penalty, checkpoints=files, **reranked)
             job = EvaluateJob(
                 dataclasses.replace(scored, out=record.with_suffix(".hyp"), json_file=record),
-                asked=DecodeOverrides(beam=select.beam, length_penalty=penalty, checkpoints=files),
+                asked=asked,
                 engine=cfg.engine,
             )
             commands.append(Command(Verb.EVALUATE, argv(job)))
     commands.append(Command(Verb.SELECT, argv(SelectJob(tuple(records), ws.selection(step)))))
-    reads = (Path(valid.src), Path(valid.tgt), *(RunDir(r).finished_file for r in runs))
+    backward = (RunDir(Path(reverse)).finished_file,) if reverse else ()
+    reads = (Path(valid.src), Path(valid.tgt), *(RunDir(r).finished_file for r in runs), *backward)
     averaged = tuple(RunDir(r).checkpoint_file("averaged") for r in runs if "averaged" in select.checkpoints)
-    what = f"choose the {name}'s checkpoint and length penalty on {valid.src}"
+    what = f"choose the {name}'s checkpoint, length penalty{' and reranking' * bool(reverse)} on {valid.src}"
     folder = ws.folder(step)
     return Step(step, what, tuple(commands), reads, (folder, *averaged), Outputs(), folder)

@@ -91,9 +91,13 @@ class Workspace:
 
     # ---- choices, export, evaluation ------------------------------------------------------------------
 
-    def candidate(self, select: str, checkpoint: str, length_penalty: float) -> Path:
-        """A candidate's val record (its translations beside it, `.hyp`)."""
-        return self.folder(select) / f"{checkpoint}_lp{length_penalty:g}.json"
+    def candidate(
+        self, select: str, checkpoint: str, length_penalty: float, rerank_weight: float = 0
+    ) -> Path:
+        """A candidate's val record (its translations beside it, `.hyp`); `rerank_weight`: its beam
+        reranked by the backward model at that weight (0: not reranked)."""
+        reranked = f"_rerank{rerank_weight:g}" if rerank_weight else ""
+        return self.folder(select) / f"{checkpoint}_lp{length_penalty:g}{reranked}.json"
 
     def selection(self, select: str) -> Path:
         return self.folder(select) / "selection.json"

@@ -59,6 +59,8 @@ def test_the_table_has_every_model_with_signed_scores_speed_and_size(here: Pipel
     assert (
         rows[1]["parameters"] < rows[0]["parameters"]
     )  # the student keeps one of the teacher's decoder layers
+    choice = json.loads((here.workspace / "select_teacher" / "selection.json").read_text(encoding="utf-8"))
+    assert sorted(c["rerank_weight"] for c in choice["candidates"]) == [0, 0, 0.5, 0.5]  # val chose
     signatures = here.table["signatures"]
     assert signatures["bleu"].startswith("nrefs:1|") and signatures["chrf"].startswith("nrefs:1|")
     markdown = (here.workspace / "table.md").read_text(encoding="utf-8")

@@ -28,6 +28,7 @@ def record(
     bleu: float,
     sets: tuple[str, str] = ("val.de", "val.en"),
     signature: str = SIGNATURE,
+    rerank: dict[str, object] | None = None,
 ) -> Path:
     """What `s2s evaluate --json` writes of a run's translations, reduced to what is chosen from: the
     set (its source and reference, named by `sets`) by the sha256 of the files, as the record has it."""
@@ -39,7 +40,7 @@ def record(
         "references": [ref],
         "source": src,
         "systems": [{"scores": {"bleu": {"score": bleu, "signature": signature}}}],
-        "decode": {"beam": 5, "length_penalty": penalty},
+        "decode": {"beam": 5, "length_penalty": penalty, **(rerank or {})},
         "model": {"checkpoints": [{"path": f"/runs/a/checkpoints/{checkpoint}.pt"}]},
     }
     path.write_text(json.dumps(raw), encoding="utf-8")
@@ -62,6 +63,34 @@ def test_the_best_val_bleu_wins_in_any_order_and_reads_back(tmp_path: Path, winn
         )
     write_selection(tmp_path / "choice" / "selection.json", ranked)
     assert read_selection(tmp_path / "choice" / "selection.json") == ranked[0]
+
+
+@pytest.mark.parametrize("winner", [0.0, 0.1, 0.3])
+def test_a_reranked_beam_is_a_candidate_of_its_own_and_reads_back(tmp_path: Path, winner: float) -> None:
+    paths = [
+        record(
+            tmp_path,
+            f"best_{w}",
+            "best",
+            1.0,
+            40.0 if w == winner else 35.0 + w,
+            rerank={"rerank": "/runs/back", "rerank_weight": w} if w else None,
+        )
+        for w in (0.0, 0.1, 0.3)
+    ]
+    ranked = candidates(paths)
+    assert len(ranked) == 3 and ranked[0].val_bleu == 40.0
+    assert (ranked[0].rerank, ranked[0].rerank_weight) == (("/runs/back", winner) if winner else ("", 0.0))
+    choice = tmp_path / "selection.json"
+    result = run_cli("select", *map(str, paths), "--json", str(choice))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split()[3:] == (["/runs/back", f"{winner:g}"] if winner else [])
+    assert read_selection(choice) == ranked[0]
+    raw = json.loads(choice.read_text(encoding="utf-8"))
+    for key in ("rerank", "rerank_weight"):  # a choice written before reranking was a candidate
+        del raw[key]
+    choice.write_text(json.dumps(raw), encoding="utf-8")
+    assert (read_selection(choice).rerank, read_selection(choice).rerank_weight) == ("", 0.0)
 
 
 def test_several_sets_choose_by_their_mean_not_by_the_best_of_one(tmp_path: Path) -> None:

@@ -77,6 +77,25 @@ def test_every_broken_rule_is_reported_at_once(tmp_path: Path) -> None:
         assert expected in message
 
 
+@pytest.mark.parametrize(
+    ("weights", "backward", "expected"),
+    [
+        ([0.2], False, "steps.select.rerank_weights: the backward model reranks the teacher's beam"),
+        ([0], True, "steps.select.rerank_weights: each in (0, 100]"),
+        ([-0.5, 0.2], True, "steps.select.rerank_weights: each in (0, 100]"),
+        ([101], True, "steps.select.rerank_weights: each in (0, 100]"),
+        ([0.2, 0.2], True, "steps.select.rerank_weights: one named twice"),
+    ],
+)
+def test_rerank_weights_need_the_backward_model_and_each_a_new_positive_weight(
+    tmp_path: Path, weights: list[float], backward: bool, expected: str
+) -> None:
+    steps = {"backward": {}} if backward else {}
+    assert expected in problems(pipeline(tmp_path, steps=steps | {"select": {"rerank_weights": weights}}))
+    good = pipeline(tmp_path, steps={"backward": {}, "select": {"rerank_weights": [0.1, 0.2]}})
+    check_pipeline(read_pipeline(good))
+
+
 def test_the_corpora_are_checked_as_a_run_config_checks_them(tmp_path: Path) -> None:
     data = yaml.safe_load(pipeline(tmp_path).read_text())["data"]
     data["corpora"][0] |= {"weight": 0, "tag": "<x>"}

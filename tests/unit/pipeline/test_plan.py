@@ -31,10 +31,12 @@ def example(tmp_path: Path, **steps: object) -> Path:
     return path
 
 
-def choose(ws: Path, select: str, runs: list[str]) -> None:
-    """What `s2s select` would record: each run's best.pt, length penalty 0.6."""
+def choose(ws: Path, select: str, runs: list[str], rerank: str = "", weight: float = 0.0) -> None:
+    """What `s2s select` would record: each run's best.pt, length penalty 0.6 (its beam reranked by
+    `rerank` at `weight`, if given)."""
     files = tuple(str(ws / run / "checkpoints" / "best.pt") for run in runs)
-    write_selection(ws / select / "selection.json", [Candidate(files, 2, 0.6, 12.5, "sig", ("r.json",))])
+    chosen = Candidate(files, 2, 0.6, 12.5, "sig", ("r.json",), rerank, weight)
+    write_selection(ws / select / "selection.json", [chosen])
 
 
 def test_the_steps_come_in_order_and_wait_for_the_choices(tmp_path: Path) -> None:
@@ -111,3 +113,32 @@ def test_a_shrunk_student_is_its_teacher_but_for_the_layers(tmp_path: Path, shri
     assert student.train.init_from == (
         str(tmp_path / "ws" / "teacher" / "checkpoints" / "best.pt") if shrink else ""
     )
+
+
+@pytest.mark.parametrize("reranked", [True, False])
+def test_the_teacher_alone_may_be_reranked_by_the_backward_model_as_val_chose(
+    tmp_path: Path, reranked: bool
+) -> None:
+    ws = tmp_path / "ws"
+    select = {"checkpoints": ["best", "averaged"], "length_penalties": [1.0], "beam": 2}
+    path = example(tmp_path, select=select | {"rerank_weights": [0.3, 0.6]})
+    steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
+    evaluations = [c.args for c in steps["select_teacher"].commands if c.verb.value == "evaluate"]
+    weights = [a[a.index("--rerank-weight") + 1] if "--rerank" in a else None for a in evaluations]
+    assert weights == [None, "0.3", "0.6"] * 2  # each checkpoint and penalty: the beam, then reranked
+    assert all(a[a.index("--rerank") + 1] == str(ws / "backward") for a in evaluations if "--rerank" in a)
+    assert ws / "backward" / "finished.json" in steps["select_teacher"].reads
+    assert not any("--rerank" in c.args for c in steps["select_student"].commands)
+    backward, weight = (str(ws / "backward"), 0.6) if reranked else ("", 0.0)
+    choose(ws, "select_teacher", ["teacher"], backward, weight)
+    choose(ws, "select_student", ["student"])
+    steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
+    verbs = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    flags = ["--rerank", str(ws / "backward"), "--rerank-weight", "0.6"]
+    for name, command in [("distillation", 1), ("evaluate", 0)]:  # the teacher's translations
+        verb, args = steps[name].commands[command].verb.value, list(steps[name].commands[command].args)
+        verbs[verb].make_context(verb, list(args))  # a command line the CLI takes
+        assert ("--rerank" in args) == reranked
+        assert not reranked or args[args.index("--rerank") :][:4] == flags
+    for command in steps["evaluate"].commands[1:]:  # the student and its export decode alone
+        assert "--rerank" not in command.args
