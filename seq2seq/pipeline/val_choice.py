@@ -52,9 +52,12 @@ class Decoder:
     @property
     def asked(self) -> DecodeOverrides:
         """How it decodes: its checkpoints, beam, length penalty and reranking."""
-        reranked = {"rerank": self.rerank, "rerank_weight": self.rerank_weight} if self.rerank else {}
         return DecodeOverrides(
-            beam=self.beam, length_penalty=self.length_penalty, checkpoints=self.checkpoints, **reranked
+            beam=self.beam,
+            length_penalty=self.length_penalty,
+            checkpoints=self.checkpoints,
+            rerank=self.rerank or None,
+            rerank_weight=self.rerank_weight,
         )
 
     @property
@@ -97,7 +100,6 @@ def chosen(
             name, runs, holes, cfg.steps.select.beam, None, path, select, rerank=reranker(cfg, ws, name)
         )
     choice = read_selection(path)
-    reranked = {"rerank": choice.rerank, "rerank_weight": choice.rerank_weight} if choice.rerank else {}
     return Decoder(
         name,
         runs,
@@ -107,7 +109,8 @@ def chosen(
         path,
         "",
         choice.val_bleu,
-        **reranked,
+        choice.rerank,
+        choice.rerank_weight if choice.rerank else DEFAULT_RERANK_WEIGHT,
     )
 
 
@@ -127,8 +130,13 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
             record = ws.candidate(step, checkpoint, penalty, weight)
             records.append(record)
             scored = EvaluateFiles(runs[0], src=Path(valid.src), refs=(Path(valid.tgt),))
-            reranked = {"rerank": reverse, "rerank_weight": weight} if weight else {}
-            asked = DecodeOverrides(beam=select.beam, length_penalty=penalty, checkpoints=files, **reranked)
+            asked = DecodeOverrides(
+                beam=select.beam,
+                length_penalty=penalty,
+                checkpoints=files,
+                rerank=reverse if weight else None,
+                rerank_weight=weight or DEFAULT_RERANK_WEIGHT,
+            )
             job = EvaluateJob(
                 dataclasses.replace(scored, out=record.with_suffix(".hyp"), json_file=record),
                 asked=asked,
