@@ -6,8 +6,8 @@ the same settings (one per direction, for a model of several) are one candidate,
 BLEU; every candidate must have measured the same sets (their source and references, by sha256) with
 the same BLEU (its signature), and every score must be a finite number. The best mean wins; between
 equals, the one whose records came first. `s2s select` prints the choice and writes it as JSON
-(`selection_record`), never over a record, which
-`read_selection` reads back (`s2s pipeline` does, to decode with it).
+(`selection_record`), never over a record, which `read_selection` reads back (`s2s pipeline` does,
+to decode with it).
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def read_selection(path: Path) -> Candidate:
         )
         numbers = (choice.length_penalty, choice.val_bleu, choice.rerank_weight)
         if not all(math.isfinite(n) for n in numbers):
-            raise ValueError("a length penalty or BLEU score that is not a finite number")
+            raise ValueError("a length penalty, BLEU score or rerank weight that is not a finite number")
         return choice
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise SelectionError(

@@ -4,9 +4,9 @@ A row per model and test set, read from the evaluation's `s2s evaluate --json` r
 (their sacreBLEU signatures once, below the table), the sentences per second of that translation
 (every model timed in the one evaluation step, one after the other), the checkpoint and length
 penalty chosen on val (and the weight of the backward model's reranking, if chosen) with the val BLEU
-they had, and the model's parameters (an ensemble's: all its
-members'). Then each step's time and the disk its folder holds, from the step records. Written as
-JSON and Markdown into the workspace (only when it changed) and printed.
+they had, and the model's parameters (an ensemble's: all its members'). Then each step's time and the
+disk its folder holds, from the step records. Written as JSON and Markdown into the workspace (only
+when it changed) and printed.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
     for row in data["rows"]:
         val = f" ({row['val_bleu']:.2f})" if row["val_bleu"] is not None else ""
-        weight = row.get("rerank_weight")
+        weight = row["rerank_weight"]
         reranked = f", reranked at {weight:g}" if weight is not None else ""
         chosen = f"{', '.join(row['checkpoints'])}, {row['length_penalty']:g}{reranked}{val}"
         lines.append(
