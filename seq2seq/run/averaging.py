@@ -42,13 +42,23 @@ def check_same_tensors(weights: Sequence[tuple[Path, dict[str, Tensor]]]) -> Non
 
 @torch.no_grad()
 def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """Element-wise mean of model state dicts with identical keys (checkpoint averaging)."""
+    """Element-wise mean of model state dicts with identical keys (checkpoint averaging). Names that
+    share one tensor in the first state (tied embeddings) share their mean too, as in the model."""
     keys = states[0].keys()
     if any(s.keys() != keys for s in states):
         raise ValueError("state dicts have different keys")
-    return {
-        k: _mean([s[k] for s in states]) if states[0][k].is_floating_point() else states[0][k] for k in keys
-    }
+    means: dict[tuple[int, tuple[int, ...], tuple[int, ...]], Tensor] = {}
+    averaged = {}
+    for k in keys:
+        first = states[0][k]
+        if not first.is_floating_point():
+            averaged[k] = first
+            continue
+        same = (first.data_ptr(), tuple(first.shape), first.stride())
+        if same not in means:
+            means[same] = _mean([s[k] for s in states])
+        averaged[k] = means[same]
+    return averaged
 
 
 def _mean(tensors: list[Tensor]) -> Tensor:

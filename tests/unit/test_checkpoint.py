@@ -68,3 +68,18 @@ def test_tensors_to_average_must_have_one_set_of_names_and_shapes():
         check_same_tensors([(Path("a.pt"), a), (Path("c.pt"), {"w": torch.zeros(3, 2), "b": a["b"]})])
     with pytest.raises(RunDirError, match=r"b: \(3,\) in a.pt, missing in d.pt"):
         check_same_tensors([(Path("a.pt"), a), (Path("d.pt"), {"w": a["w"]})])
+
+
+def test_names_that_share_a_tensor_share_its_average():
+    """Tied embeddings stay one tensor: the model's parameter count and file size do not grow."""
+    from seq2seq.run.averaging import average_state_dicts
+
+    states = []
+    for value in (1.0, 3.0):
+        embedding = torch.full((4, 2), value)
+        states.append({"embed": embedding, "output": embedding, "bias": torch.full((2,), value)})
+    averaged = average_state_dicts(states)
+    assert averaged["embed"] is averaged["output"]
+    assert torch.equal(averaged["embed"], torch.full((4, 2), 2.0))
+    assert torch.equal(averaged["bias"], torch.full((2,), 2.0))
+    assert averaged["bias"] is not averaged["embed"]
