@@ -5,7 +5,8 @@ what the step's state is (`Status`):
 
 - `Training` (an `s2s train`): done when its run directory records that it finished
   (`seq2seq.run.finished`) with the settings asked now and the data it trained on still the same;
-  continued (`--resume`) when it stopped after a checkpoint.
+  continued (`--resume`) when it stopped after a checkpoint, or when the settings asked now differ
+  only by more steps or epochs.
 - `Outputs` (anything else): done when its record (`seq2seq.pipeline.records`) holds the same
   commands and the same checksums of what it read, and its results are there as it made them; run
   when it has no record (a command that was interrupted continues by itself: `s2s translate -i -o`)
@@ -31,7 +32,7 @@ from seq2seq.config import Config
 from seq2seq.files import lies_in
 from seq2seq.pipeline.command import Command, Start, differences
 from seq2seq.pipeline.records import Record, changed_reads, changed_writes, checksums
-from seq2seq.run.finished import changed_data, read_finished, settings_differences
+from seq2seq.run.finished import changed_data, longer_budget, read_finished, settings_differences
 from seq2seq.run.layout import MARKER, RunDir
 
 
@@ -146,7 +147,15 @@ class Training:
                 ]
             if remade:  # what an earlier step made is new: so are the choices in its config
                 return made_again(remade)
-            if found := settings_differences(run, self.asked) + changed:
+            found = settings_differences(run, self.asked) + changed
+            if (
+                found
+                and not changed
+                and longer_budget(run, self.asked)
+                and run.checkpoint_file("last").is_file()
+            ):
+                return Status(Action.RUN, "given a longer budget: continues (--resume)", Start.CONTINUE)
+            if found:
                 return refused(found)
             if read_finished(run) is not None:
                 return Status(Action.SKIP, "finished as asked")

@@ -86,6 +86,17 @@ def settings_differences(run: RunDir, asked: Config) -> list[str]:
     ]
 
 
+BUDGETS = ("train.max_steps", "train.max_epochs")  # where a training stops (0: no limit)
+
+
+def longer_budget(run: RunDir, asked: Config) -> bool:
+    """Whether the training `asked` is the one in `run` given more steps or epochs and nothing else (a
+    limit raised or removed): `s2s train --resume` takes it on from its last checkpoint to the new one."""
+    saved = config_to_dict(run.load_config())
+    found = config_differences(saved, config_to_dict(asked), TRAINING_SECTIONS)
+    return bool(found) and all(key in BUDGETS and (new == 0 or 0 < old < new) for key, old, new in found)
+
+
 def changed_data(run: RunDir, asked: Config) -> dict[str, str]:
     """The data files `asked` names whose content is not what the run recorded it trained on (or that
     it did not read), by their `data_files` key: {key: path}. Every one of them must exist."""

@@ -101,21 +101,34 @@ def test_a_dry_run_prints_each_step_and_writes_nothing(here: PipelineRun, tmp_pa
 
 
 def test_a_changed_setting_refuses_its_step_and_the_ones_after_it(here: PipelineRun) -> None:
-    def longer_student(raw: dict) -> None:
-        raw["steps"]["student"]["set"] = ["model.decoder_layers=1", "train.max_steps=25"]
+    def other_student(raw: dict) -> None:
+        raw["steps"]["student"]["set"] = ["model.decoder_layers=1", "train.lr=0.001"]
 
     before = tree_digest(here.workspace)
-    path = changed(here, "longer_student.yaml", longer_student)
+    path = changed(here, "other_student.yaml", other_student)
     result = run_cli("pipeline", str(path))
     assert result.exit_code == 2
     message = result.output[result.output.index("error: ") :]
     assert message.startswith(
-        f"error: step student was done otherwise than {path} asks now:\n  train.max_steps: 12 -> 25"
+        f"error: step student was done otherwise than {path} asks now:\n  train.lr: 0.005 -> 0.001"
     )
     assert "the steps after it depend on it: select_student, export, evaluate" in message
     assert "--redo student" in message and "Traceback" not in result.output
     shown = run_cli("pipeline", str(path), "--dry-run").stdout.splitlines()
     assert [line.split()[1] for line in shown if not line.startswith(" ")] == ["skip"] * 6 + ["refused"] * 4
+    assert tree_digest(here.workspace) == before
+
+
+def test_a_student_given_more_steps_continues_where_it_finished(here: PipelineRun) -> None:
+    def longer_student(raw: dict) -> None:
+        raw["steps"]["student"]["set"] = ["model.decoder_layers=1", "train.max_steps=25"]
+
+    before = tree_digest(here.workspace)
+    path = changed(here, "longer_student.yaml", longer_student)
+    shown = run_cli("pipeline", str(path), "--dry-run").stdout.splitlines()
+    student = next(line for line in shown if line.startswith("student "))
+    assert "to run" in student and "continues (--resume)" in student
+    assert any(line.strip().endswith("train.max_steps=25 --resume") for line in shown)
     assert tree_digest(here.workspace) == before
 
 

@@ -129,3 +129,17 @@ def test_a_training_done_otherwise_is_refused_and_one_whose_made_data_changed_is
     ) and "train.src was made again" in status.why
     status = step.decide(None, False, run_copy.run)  # the same file outside the workspace: the user's data
     assert status.action is Action.REFUSE and "changed since the run trained on it" in status.differences[0]
+
+
+def test_a_finished_training_given_more_steps_continues_and_fewer_is_refused(run_copy) -> None:
+    steps = load_config(run_copy.config).train.max_steps
+    workspace = run_copy.run.parent
+    step = training(run_copy, f"train.max_steps={steps * 2}")
+    status = step.decide(None, False, workspace)
+    assert (status.action, status.start) == (Action.RUN, Start.CONTINUE)
+    assert step.commands[0].starting(status.start).shown().endswith(" --resume")
+    for other in (
+        (f"train.max_steps={steps - 1}",),
+        (f"train.max_steps={steps * 2}", "train.lr=0.5"),
+    ):
+        assert training(run_copy, *other).decide(None, False, workspace).action is Action.REFUSE, other
