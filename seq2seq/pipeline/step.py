@@ -32,7 +32,7 @@ from seq2seq.config import Config
 from seq2seq.files import lies_in
 from seq2seq.pipeline.command import Command, Start, differences
 from seq2seq.pipeline.records import Record, changed_reads, changed_writes, checksums
-from seq2seq.run.finished import changed_data, longer_budget, read_finished, settings_differences
+from seq2seq.run.finished import change_lines, changed_data, longer_budget, read_finished, setting_changes
 from seq2seq.run.layout import MARKER, RunDir
 
 
@@ -147,15 +147,10 @@ class Training:
                 ]
             if remade:  # what an earlier step made is new: so are the choices in its config
                 return made_again(remade)
-            found = settings_differences(run, self.asked) + changed
-            if (
-                found
-                and not changed
-                and longer_budget(run, self.asked)
-                and run.checkpoint_file("last").is_file()
-            ):
+            changes = setting_changes(run, self.asked)
+            if not changed and longer_budget(changes) and run.checkpoint_file("last").is_file():
                 return Status(Action.RUN, "given a longer budget: continues (--resume)", Start.CONTINUE)
-            if found:
+            if found := change_lines(changes) + changed:
                 return refused(found)
             if read_finished(run) is not None:
                 return Status(Action.SKIP, "finished as asked")

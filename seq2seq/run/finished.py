@@ -5,7 +5,7 @@ max_minutes reached) and removes it when a training starts or resumes, so a trai
 stopped, crashed or is still going has none. The record names the checkpoint and the config it
 finished with (their sha256): a last.pt or config.yaml written since, by a command that did not
 remove it, shows the record out of date, and it then says nothing. Whatever asks whether a run
-finished (`s2s pipeline`, the tables) reads this record, never the log; `settings_differences` and
+finished (`s2s pipeline`, the tables) reads this record, never the log; `setting_changes` and
 `changed_data` say whether it is the training asked for now.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from seq2seq.config import Config, config_differences, config_to_dict, data_files
 from seq2seq.errors import RunDirError
@@ -75,26 +75,26 @@ def read_finished(run: RunDir) -> Finished | None:
     return finished if now == (finished.checkpoint_sha256, finished.config_sha256) else None
 
 
-def settings_differences(run: RunDir, asked: Config) -> list[str]:
+def setting_changes(run: RunDir, asked: Config) -> list[tuple[str, Any, Any]]:
     """How the training in `run` (finished or not) was configured otherwise than the one `asked` (paths
-    absolute, as `s2s train` saves them): each setting of `TRAINING_SECTIONS`, `key: RUN's -> asked`;
-    none: it is that training, if its data is too (`changed_data`)."""
+    absolute, as `s2s train` saves them): (key, RUN's value, asked value) for each setting of
+    `TRAINING_SECTIONS` that differs; none: it is that training, if its data is too (`changed_data`)."""
     saved = config_to_dict(run.load_config())
-    return [
-        f"{key}: {old!r} -> {new!r}"
-        for key, old, new in config_differences(saved, config_to_dict(asked), TRAINING_SECTIONS)
-    ]
+    return config_differences(saved, config_to_dict(asked), TRAINING_SECTIONS)
+
+
+def change_lines(changes: list[tuple[str, Any, Any]]) -> list[str]:
+    """Each setting change for people: `key: RUN's -> asked`."""
+    return [f"{key}: {old!r} -> {new!r}" for key, old, new in changes]
 
 
 BUDGETS = ("train.max_steps", "train.max_epochs")  # where a training stops (0: no limit)
 
 
-def longer_budget(run: RunDir, asked: Config) -> bool:
-    """Whether the training `asked` is the one in `run` given more steps or epochs and nothing else (a
-    limit raised or removed): `s2s train --resume` takes it on from its last checkpoint to the new one."""
-    saved = config_to_dict(run.load_config())
-    found = config_differences(saved, config_to_dict(asked), TRAINING_SECTIONS)
-    return bool(found) and all(key in BUDGETS and (new == 0 or 0 < old < new) for key, old, new in found)
+def longer_budget(changes: list[tuple[str, Any, Any]]) -> bool:
+    """Whether `setting_changes` give the training more steps or epochs and nothing else (a limit
+    raised or removed): `s2s train --resume` takes it on from its last checkpoint to the new one."""
+    return bool(changes) and all(key in BUDGETS and (new == 0 or 0 < old < new) for key, old, new in changes)
 
 
 def changed_data(run: RunDir, asked: Config) -> dict[str, str]:

@@ -11,11 +11,12 @@ import pytest
 
 from seq2seq.errors import RunDirError
 from seq2seq.run.finished import (
+    change_lines,
     changed_data,
     clear_finished,
     read_finished,
     record_finished,
-    settings_differences,
+    setting_changes,
 )
 from seq2seq.run.layout import RunDir
 
@@ -66,7 +67,7 @@ def test_a_damaged_record_is_an_error_naming_it(run: RunDir, damage) -> None:
         read_finished(run)
 
 
-# whether a finished run is the training asked for now (`settings_differences`, `changed_data`)
+# whether a finished run is the training asked for now (`setting_changes`, `changed_data`)
 
 
 def asked(config: Path, *overrides: str):
@@ -80,7 +81,7 @@ def asked(config: Path, *overrides: str):
 def test_a_run_finished_as_asked_has_no_differences(tiny_run) -> None:
     run = RunDir(tiny_run.run)
     assert read_finished(run) is not None
-    assert settings_differences(run, asked(tiny_run.config)) == []
+    assert setting_changes(run, asked(tiny_run.config)) == []
     assert changed_data(run, asked(tiny_run.config)) == {}
 
 
@@ -89,7 +90,7 @@ def test_each_other_setting_is_named_but_not_the_run_directory_or_decoding(tiny_
     other = asked(
         tiny_run.config, "train.lr=0.5", "model.dropout=0.25", "decode.beam=7", f"run_dir={tmp_path}"
     )
-    found = settings_differences(run, other)
+    found = change_lines(setting_changes(run, other))
     assert len(found) == 2
     assert found[0].startswith("model.dropout: 0.1 -> 0.25") and found[1].startswith("train.lr: ")
 
