@@ -1,8 +1,9 @@
 """Export a trained run to CTranslate2, the inference engine many deployments already run.
 
 An export directory is self-contained: CTranslate2's `model.bin`, vocabularies and `config.json`,
-the run's SentencePiece model(s) in `tokenizer/`, and `s2s.json` (where it came from, the decode
-defaults, the shortlist if there is one, and the sha256 of every other file). `seq2seq.ct2.runtime`
+the run's SentencePiece model(s) in `tokenizer/`, the table of word forms its training source
+gives `--restore-case` (`casing.txt`), and `s2s.json` (where it came from, the decode defaults, the
+shortlist if there is one, and the sha256 of every other file). `seq2seq.ct2.runtime`
 translates with it as its `s2s.json` says, once each file it names is there as the export made it
 (`seq2seq.ct2.export_dir`). CTranslate2 is a dependency where it publishes wheels (Linux on x86_64 and
 aarch64, macOS); elsewhere it is not installed, and s2s decodes with its own decoder.
@@ -14,6 +15,7 @@ import dataclasses
 import json
 import logging
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from seq2seq.files import OutputError, atomic_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
+from seq2seq.translate.casing import CASING_FILE, training_source, word_forms, write_word_forms
 from seq2seq.translate.cross_attention import AlignmentHeads, LastLayerMean, alignment_heads
 from seq2seq.translate.weights import RunWeights, load_weights
 
@@ -71,7 +74,8 @@ def export_ctranslate2(
     counted = None
     if shortlist is not None:
         counted = shortlist, run_shortlist(Path(run_dir), weights.config, weights.tokenizers, shortlist)
-    write_export(weights, run_dir, out_dir, quantize, full_range_int8, counted)
+    forms = word_forms(training_source(Path(run_dir), weights.tokenizers.src.decode))
+    write_export(weights, run_dir, out_dir, quantize, full_range_int8, counted, forms)
     return weights
 
 
@@ -112,8 +116,10 @@ def write_export(
     quantize: str | None,
     full_range_int8: bool = False,
     shortlist: tuple[ShortlistSize, Shortlist] | None = None,
+    forms: Mapping[str, str] | None = None,
 ) -> None:
-    """`export_ctranslate2` of a run already loaded (`load_for_export`), its `shortlist` already counted."""
+    """`export_ctranslate2` of a run already loaded (`load_for_export`), its `shortlist` already counted;
+    with `forms`, the run's table of word forms, so that `--restore-case` recases as the run does."""
     model, cfg, tokenizers = weights.first, weights.config, weights.tokenizers
     assert isinstance(model, Seq2SeqTransformer)  # `load_for_export` checked: an encoder-decoder
     with atomic_directory(out_dir) as scratch:
@@ -137,6 +143,8 @@ def write_export(
                 scratch / VMAP_FILE, lexicon, vocabulary(tokenizers.src), vocabulary(tokenizers.tgt_tokenizer)
             )
             info["shortlist"] = {**dataclasses.asdict(size), "pairs_counted": lexicon.pairs}
+        if forms:
+            write_word_forms(scratch / CASING_FILE, forms)
         info["files"] = export_file_sums(scratch)
         (scratch / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     log.info("exported %s to %s (%s)", weights.paths[0], out_dir, quantize or "float32")

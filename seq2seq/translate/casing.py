@@ -30,6 +30,7 @@ from seq2seq.translate.request import Request
 WORD = re.compile(r"[^\W\d_]+")  # a run of letters
 MIN_LETTERS = 2  # an ALL-CAPS line has at least this many cased letters ("A." is not shouting)
 TRUECASE_LINES = 200_000  # training source lines read for the table of word forms (about a second)
+CASING_FILE = "casing.txt"  # an export's table of word forms (`s2s export`), one form a line
 
 
 class SourceTokenizer(Protocol):
@@ -65,6 +66,17 @@ def word_forms(lines: Iterable[str]) -> dict[str, str]:
     return {key: forms.most_common(1)[0][0] for key, forms in seen.items()}
 
 
+def write_word_forms(path: Path, forms: Mapping[str, str]) -> None:
+    """The table of word forms as an export keeps it: each form on its line, sorted (its upper case is
+    its key)."""
+    path.write_text("".join(form + "\n" for form in sorted(forms.values())), encoding="utf-8")
+
+
+def read_word_forms(path: Path) -> dict[str, str]:
+    """The table `write_word_forms` wrote, by upper case again."""
+    return {form.upper(): form for form in path.read_text(encoding="utf-8").splitlines() if form}
+
+
 def training_source(run_dir: Path, decode: Callable[[list[list[int]]], list[str]]) -> list[str]:
     """Up to TRUECASE_LINES source lines of the run's prepared training corpora (none if it has none)."""
     from seq2seq.data.prepared import load_prepared_part  # numpy and memory maps, only when asked
@@ -85,17 +97,21 @@ class Recaser:
 
     def __init__(self, pieces: Callable[[str], list[str]], forms: Mapping[str, str] | None = None) -> None:
         self._pieces = lru_cache(maxsize=1 << 16)(lambda word: len(pieces(" " + word)))
-        self._forms = forms or {}
+        self.forms: Mapping[str, str] = forms or {}
 
     @classmethod
     def of_run(cls, run_dir: Path, tokenizer: SourceTokenizer) -> Recaser:
-        """The recaser of the run in `run_dir`: its training source's word forms, its source tokenizer."""
+        """The recaser of the run in `run_dir` (its training source's word forms, its source tokenizer),
+        or of an export, which keeps its run's word forms (`CASING_FILE`) but not its training text."""
+        table = run_dir / CASING_FILE
+        if table.is_file():
+            return cls(tokenizer.pieces, read_word_forms(table))
         return cls(tokenizer.pieces, word_forms(training_source(run_dir, tokenizer.decode)))
 
     def word(self, word: str, first: bool) -> str:
         """`word` as the table has it, else in lower case or capitalized (whichever cuts into fewer
         pieces); capitalized where it is the line's first word."""
-        known = self._forms.get(word.upper())
+        known = self.forms.get(word.upper())
         if known is not None:
             return known[:1].upper() + known[1:] if first else known
         lower, capital = word.lower(), word[:1].upper() + word[1:].lower()

@@ -12,7 +12,7 @@ import yaml
 
 from seq2seq.data.augment import title
 from seq2seq.data.tokenizer import load_tokenizers
-from seq2seq.translate.casing import CaseRestored, Recaser, training_source, word_forms
+from seq2seq.translate.casing import CASING_FILE, CaseRestored, Recaser, training_source, word_forms
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
 from tests.helpers import run_cli
@@ -132,3 +132,19 @@ def test_the_links_of_alignments_are_drawn_on_the_line_given(tiny_run):
     assert (
         result.exit_code == 2 and "--restore-case rewrites the line the links are drawn on" in result.output
     )
+
+
+def test_an_export_recases_as_its_run_does_without_its_training_text(tiny_run, tmp_path):
+    """`s2s export` keeps the run's table of word forms (it recorded in s2s.json): the deployed model
+    recases a shouted line as the run would, not by its tokenizer's pieces alone."""
+    pytest.importorskip("ctranslate2", reason="CTranslate2 publishes no wheel for this platform")
+    out = tmp_path / "export"
+    result = run_cli("export", str(tiny_run.run), str(out))
+    assert result.exit_code == 0, result.output
+    joint = yaml.safe_load((tiny_run.run / "config.yaml").read_text(encoding="utf-8"))["tokenizer"]["joint"]
+    src = load_tokenizers(tiny_run.run / "tokenizer", joint).src
+    run, export = Recaser.of_run(tiny_run.run, src), Recaser.of_run(out, src)
+    assert run.forms and export.forms == run.forms
+    assert CASING_FILE in json.loads((out / "s2s.json").read_text(encoding="utf-8"))["files"]
+    lines = (tiny_run.data / "train.src").read_text(encoding="utf-8").upper().splitlines()[:50]
+    assert [export.line(line).text for line in lines] == [run.line(line).text for line in lines]
