@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import cast
 
 import pytest
 import yaml
 
 from seq2seq.data.augment import title
-from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.data.tokenizer import TokenizerPair, load_tokenizers
 from seq2seq.translate.casing import CASING_FILE, CaseRestored, Recaser, training_source, word_forms
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
@@ -103,12 +104,17 @@ def test_each_line_keeps_its_place_its_hypotheses_and_their_scores():
     assert all(t.scores == [-1.0, -2.0] for t in out)
 
 
+def run_tokenizers(run: Path) -> TokenizerPair:
+    """A run directory's tokenizers, as its config says they were made (joint or not)."""
+    joint = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))["tokenizer"]["joint"]
+    return load_tokenizers(run / "tokenizer", joint)
+
+
 def test_translate_gives_a_shouted_line_the_translation_of_its_recased_text_in_capitals(tiny_run, tmp_path):
     """The tiny run's own tokenizer recases; the engine translates the recased line as it would have
     been given; only the case of the output differs."""
     run = str(tiny_run.run)
-    joint = yaml.safe_load((tiny_run.run / "config.yaml").read_text(encoding="utf-8"))["tokenizer"]["joint"]
-    tokenizers = load_tokenizers(tiny_run.run / "tokenizer", joint)
+    tokenizers = run_tokenizers(tiny_run.run)
     lines = (tiny_run.data / "valid.src").read_text(encoding="utf-8").splitlines()[:6]
     forms = word_forms(training_source(tiny_run.run, tokenizers.src.decode))
     assert forms  # the run's prepared training source was read
@@ -141,8 +147,7 @@ def test_an_export_recases_as_its_run_does_without_its_training_text(tiny_run, t
     out = tmp_path / "export"
     result = run_cli("export", str(tiny_run.run), str(out))
     assert result.exit_code == 0, result.output
-    joint = yaml.safe_load((tiny_run.run / "config.yaml").read_text(encoding="utf-8"))["tokenizer"]["joint"]
-    src = load_tokenizers(tiny_run.run / "tokenizer", joint).src
+    src = run_tokenizers(tiny_run.run).src
     run, export = Recaser.of_run(tiny_run.run, src), Recaser.of_run(out, src)
     assert run.forms and export.forms == run.forms
     assert CASING_FILE in json.loads((out / "s2s.json").read_text(encoding="utf-8"))["files"]
