@@ -33,13 +33,12 @@ from seq2seq.ct2.export_dir import (
     vocabulary,
 )
 from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, ShortlistSize, build_shortlist, write_vmap
-from seq2seq.data.prepared import load_trained_corpora
-from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_checksums, tokenizer_files
+from seq2seq.data.prepared import run_trained_corpora
+from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.family import model_family
-from seq2seq.run.layout import RunDir
 from seq2seq.translate.casing import CASING_FILE, training_source, word_forms, write_word_forms
 from seq2seq.translate.cross_attention import AlignmentHeads, LastLayerMean, alignment_heads
 from seq2seq.translate.weights import RunWeights, load_weights
@@ -74,7 +73,7 @@ def export_ctranslate2(
     counted = None
     if shortlist is not None:
         counted = shortlist, run_shortlist(Path(run_dir), weights.config, weights.tokenizers, shortlist)
-    forms = word_forms(training_source(Path(run_dir), weights.tokenizers.src.decode))
+    forms = word_forms(training_source(Path(run_dir)))
     write_export(weights, run_dir, out_dir, quantize, full_range_int8, counted, forms)
     return weights
 
@@ -83,13 +82,7 @@ def run_shortlist(run_dir: Path, cfg: Config, tokenizers: TokenizerPair, size: S
     """The shortlist of the run's training pairs, as its prepared corpora hold them: those made from the
     text its inputs.json records and its tokenizer, their arrays checked (a `DataError` saying what
     differs, or is missing, and how to make them again)."""
-    # not `prepared_corpus_dir(cfg)`: the saved config's run_dir is where the run was trained, and a
-    # run directory that was moved or copied holds its own prepared corpora
-    run = RunDir(run_dir)
-    top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else run.path / "prepared"
-    data_sums = run.read_inputs().get("data", {})
-    tokenizer_sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-    corpora = load_trained_corpora(cfg, top, data_sums, tokenizer_sums, tokenizers.src)
+    corpora = run_trained_corpora(Path(run_dir), cfg, tokenizers.src)
     vocab = (tokenizers.src.vocab_size, tokenizers.tgt.vocab_size)
     if size.per_source > vocab[1]:
         raise Seq2SeqError(

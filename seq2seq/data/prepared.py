@@ -57,10 +57,11 @@ from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import JoinedCorpus, ParallelData
 from seq2seq.data.targets import TARGETS
 from seq2seq.data.token_arrays import TokenArrays
-from seq2seq.data.tokenizer import Tokenizer, load_tokenizers
+from seq2seq.data.tokenizer import Tokenizer, load_tokenizers, tokenizer_checksums
 from seq2seq.errors import DataError
 from seq2seq.files import write_text
 from seq2seq.locks import lock_or_wait
+from seq2seq.run.layout import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,17 @@ def load_trained_corpora(
         check_made_from(top / corpus.name, wanted)
         parts.append(load_prepared_part(top / corpus.name))
     return parts
+
+
+def run_trained_corpora(run_dir: Path, cfg: Config, tokenizer: Tokenizer) -> list[MappedCorpus]:
+    """The prepared corpora the run in `run_dir` (its saved config `cfg`, its source `tokenizer`)
+    trained on, checked (`load_trained_corpora`): in `data.prepared_dir` when the config names one,
+    else in the run directory's own prepared/. Not `prepared_corpus_dir(cfg)`: the saved config's
+    run_dir is where the run was trained, and a run moved or copied holds its own."""
+    run = RunDir(run_dir)
+    top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else run.path / "prepared"
+    tokenizer_sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
+    return load_trained_corpora(cfg, top, run.read_inputs().get("data", {}), tokenizer_sums, tokenizer)
 
 
 def _drop_single_layout(top: Path) -> None:

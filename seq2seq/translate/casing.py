@@ -4,7 +4,7 @@
 A model trained on ordinary text has almost no upper-case pieces: an ALL-CAPS line reaches it as a
 string of letters, and it writes nonsense. Here such a line is first recased word by word, as a
 truecaser does: each word takes the form it has most often inside a sentence of the run's own
-training source (read from the prepared corpus in the run directory: `STRASSE` becomes `Straße`),
+training source (read from the prepared corpora it trained on: `STRASSE` becomes `Straße`),
 and a word that text lacks takes the casing the run's SentencePiece model cuts into fewer pieces
 (lower case, or a capital first letter); the line's first word is capitalized. The translation is
 then written in the line's case: ALL CAPS again, or each word capitalized
@@ -14,6 +14,7 @@ then written in the line's case: ALL CAPS again, or each word capitalized
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +24,9 @@ from pathlib import Path
 from typing import Protocol
 
 from seq2seq.data.augment import title
+from seq2seq.data.tokenizer import load_tokenizers
+from seq2seq.errors import DataError
+from seq2seq.run.layout import RunDir
 from seq2seq.translate.engine import LineTranslator
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
@@ -31,6 +35,8 @@ WORD = re.compile(r"[^\W\d_]+")  # a run of letters
 MIN_LETTERS = 2  # an ALL-CAPS line has at least this many cased letters ("A." is not shouting)
 TRUECASE_LINES = 200_000  # training source lines read for the table of word forms (about a second)
 CASING_FILE = "casing.txt"  # an export's table of word forms (`s2s export`), one form a line
+
+log = logging.getLogger(__name__)
 
 
 class SourceTokenizer(Protocol):
@@ -77,15 +83,26 @@ def read_word_forms(path: Path) -> dict[str, str]:
     return {form.upper(): form for form in path.read_text(encoding="utf-8").splitlines() if form}
 
 
-def training_source(run_dir: Path, decode: Callable[[list[list[int]]], list[str]]) -> list[str]:
-    """Up to TRUECASE_LINES source lines of the run's prepared training corpora (none if it has none)."""
-    from seq2seq.data.prepared import load_prepared_part  # numpy and memory maps, only when asked
+def training_source(run_dir: Path) -> list[str]:
+    """Up to TRUECASE_LINES source lines of the prepared corpora the run in `run_dir` trained on (in
+    `data.prepared_dir` or its own prepared/); none where they are gone or are not the ones it trained
+    on (another run's, in a shared `data.prepared_dir`), said in a warning."""
+    from seq2seq.data.prepared import run_trained_corpora  # numpy and memory maps, only when asked
 
+    run = RunDir(run_dir)
+    if not run.config_file.is_file():
+        return []
+    cfg = run.load_config()
+    tokenizer = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint).src
+    try:
+        corpora = run_trained_corpora(run_dir, cfg, tokenizer)
+    except DataError as err:
+        log.warning("case restoring: no word forms from %s's training text: %s", run_dir, err)
+        return []
     lines: list[str] = []
-    top = run_dir / "prepared"
-    for directory in sorted(p for p in top.iterdir() if p.is_dir()) if top.is_dir() else []:
-        src = load_prepared_part(directory).src
-        lines += decode(src.sequences(range(min(len(src), TRUECASE_LINES - len(lines)))))
+    for corpus in corpora:
+        src = corpus.src
+        lines += tokenizer.decode(src.sequences(range(min(len(src), TRUECASE_LINES - len(lines)))))
         if len(lines) >= TRUECASE_LINES:
             break
     return lines
@@ -106,7 +123,7 @@ class Recaser:
         table = run_dir / CASING_FILE
         if table.is_file():
             return cls(tokenizer.pieces, read_word_forms(table))
-        return cls(tokenizer.pieces, word_forms(training_source(run_dir, tokenizer.decode)))
+        return cls(tokenizer.pieces, word_forms(training_source(run_dir)))
 
     def word(self, word: str, first: bool) -> str:
         """`word` as the table has it, else in lower case or capitalized (whichever cuts into fewer

@@ -110,13 +110,41 @@ def run_tokenizers(run: Path) -> TokenizerPair:
     return load_tokenizers(run / "tokenizer", joint)
 
 
+def with_prepared_dir(run: Path, prepared: Path) -> None:
+    """Move the run's prepared corpora to `prepared` and name it in its config, as `data.prepared_dir`."""
+    (run / "prepared").rename(prepared)
+    raw = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    raw["data"]["prepared_dir"] = str(prepared)
+    (run / "config.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+
+
+def test_the_word_forms_come_from_the_prepared_corpora_in_data_prepared_dir(tiny_run, run_copy, tmp_path):
+    """A run whose config keeps its prepared corpora elsewhere (`data.prepared_dir`) reads its training
+    source there, as it reads its own prepared/ otherwise."""
+    with_prepared_dir(run_copy.run, tmp_path / "shared_prepared")
+    own = training_source(tiny_run.run)
+    assert own and training_source(run_copy.run) == own
+
+
+def test_no_word_forms_come_from_corpora_the_run_did_not_train_on(run_copy, tmp_path, caplog):
+    """A prepared corpus made with another tokenizer (another run's, in a shared `data.prepared_dir`)
+    is not decoded with this run's: the table is left empty, and a warning says why."""
+    with_prepared_dir(run_copy.run, tmp_path / "shared_prepared")
+    for manifest in (tmp_path / "shared_prepared").glob("*/manifest.json"):
+        record = json.loads(manifest.read_text(encoding="utf-8"))
+        record["made_from"]["tokenizer"] = {name: "0" * 64 for name in record["made_from"]["tokenizer"]}
+        manifest.write_text(json.dumps(record), encoding="utf-8")
+    assert training_source(run_copy.run) == []
+    assert "tokenizer changed" in caplog.text
+
+
 def test_translate_gives_a_shouted_line_the_translation_of_its_recased_text_in_capitals(tiny_run, tmp_path):
     """The tiny run's own tokenizer recases; the engine translates the recased line as it would have
     been given; only the case of the output differs."""
     run = str(tiny_run.run)
     tokenizers = run_tokenizers(tiny_run.run)
     lines = (tiny_run.data / "valid.src").read_text(encoding="utf-8").splitlines()[:6]
-    forms = word_forms(training_source(tiny_run.run, tokenizers.src.decode))
+    forms = word_forms(training_source(tiny_run.run))
     assert forms  # the run's prepared training source was read
     recased = [Recaser(tokenizers.src.pieces, forms).line(line.upper()).text for line in lines]
     common = ["--beam", "2", "--engine", "s2s", "--device", "cpu"]
