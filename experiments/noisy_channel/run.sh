@@ -20,9 +20,7 @@ score() {  # SET NAME [OPTIONS]: one row of the table, the translations kept as 
     local set=$1 name=$2
     s2s evaluate "$out/de_en" --src "$data/$set.de" --ref "$data/$set.en" --beam 5 \
         --out "$out/${set}_$name.hyp" --json "$out/${set}_$name.json" "${@:3}" >/dev/null
-    python -c "import json, sys; d = json.load(open(sys.argv[1])); s = d['systems'][0]['scores']
-print(f\"| {sys.argv[2]} | {s['bleu']['score']:.2f} | {s['chrf']['score']:.2f} | \"
-      f\"{d['decode']['sentences_per_second']:.1f} |\")" "$out/${set}_$name.json" "$name"
+    python -m experiments.records row "$out/${set}_$name.json" "$name"
 }
 echo "| val, beam 5 | BLEU | chrF | sent/s |"
 echo "|---|---|---|---|"
@@ -31,9 +29,7 @@ for w in $weights; do score val "rerank_$w" --rerank "$out/en_de" --rerank-weigh
 score val ensemble "${ensemble[@]}"
 for w in $weights; do score val "ensemble_rerank_$w" "${ensemble[@]}" --rerank "$out/en_de" --rerank-weight "$w"; done
 best() {  # PREFIX: the weight whose val BLEU was highest
-    python -c "import json, sys
-scores = {w: json.load(open(f'{sys.argv[1]}_{w}.json'))['systems'][0]['scores']['bleu']['score'] for w in sys.argv[2:]}
-print(max(scores, key=scores.get))" "$out/val_$1" $weights
+    python -m experiments.records best $(for w in $weights; do echo "$w=$out/val_$1_$w.json"; done)
 }
 single=$(best rerank) both=$(best ensemble_rerank)
 echo "chosen on val: rerank weight $single alone, $both with the ensemble"

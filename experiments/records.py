@@ -1,0 +1,60 @@
+"""Tables from the records s2s writes, for the studies' shell scripts:
+
+    python -m experiments.records row RECORD NAME       # | NAME | BLEU | chrF | sent/s |
+    python -m experiments.records best NAME=RECORD...   # the NAME whose record has the highest BLEU
+    python -m experiments.records curve METRICS         # | step | val loss | val BLEU | per validation
+
+RECORD is an `s2s evaluate --json` record, METRICS a run's metrics.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def scores(record: Path) -> dict[str, Any]:
+    """The scores of the record's (first) system."""
+    return dict(json.loads(record.read_text(encoding="utf-8"))["systems"][0]["scores"])
+
+
+def row(record: Path, name: str) -> str:
+    """The record as a table row: its BLEU, chrF and decoding speed."""
+    data = json.loads(record.read_text(encoding="utf-8"))
+    found = data["systems"][0]["scores"]
+    speed = data["decode"]["sentences_per_second"]
+    return f"| {name} | {found['bleu']['score']:.2f} | {found['chrf']['score']:.2f} | {speed:.1f} |"
+
+
+def best(named: list[str]) -> str:
+    """Of NAME=RECORD pairs, the NAME with the highest BLEU (the first of equals)."""
+    pairs = [item.split("=", 1) for item in named]
+    return max(pairs, key=lambda pair: float(scores(Path(pair[1]))["bleu"]["score"]))[0]
+
+
+def curve(metrics: Path) -> list[str]:
+    """The run's validations of its raw weights, one table row each."""
+    rows = []
+    for line in metrics.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if entry.get("kind") == "valid" and entry.get("weights", "raw") == "raw":
+            rows.append(f"| {entry['step']:,} | {entry['valid_loss']:.3f} | {entry['valid_bleu']:.2f} |")
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    command, args = argv[0], argv[1:]
+    if command == "row":
+        print(row(Path(args[0]), args[1]))
+    elif command == "best":
+        print(best(args))
+    elif command == "curve":
+        print("\n".join(curve(Path(args[0]))))
+    else:
+        raise SystemExit(f"error: unknown command {command!r}: row, best or curve")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
