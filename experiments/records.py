@@ -44,16 +44,21 @@ def curve(metrics: Path) -> list[str]:
     return rows
 
 
+USAGE = "usage: python -m experiments.records row RECORD NAME | best NAME=RECORD... | curve METRICS"
+ARITY = {"row": 2, "curve": 1}  # `best` takes one or more
+
+
 def main(argv: list[str]) -> None:
-    command, args = argv[0], argv[1:]
+    command, args = (argv[0], argv[1:]) if argv else ("", [])
+    if command not in ("row", "best", "curve") or len(args) != ARITY.get(command, max(len(args), 1)):
+        print(f"error: {USAGE}", file=sys.stderr)
+        raise SystemExit(2)
     if command == "row":
         print(row(Path(args[0]), args[1]))
     elif command == "best":
         print(best(args))
-    elif command == "curve":
-        print("\n".join(curve(Path(args[0]))))
     else:
-        raise SystemExit(f"error: unknown command {command!r}: row, best or curve")
+        print("\n".join(curve(Path(args[0]))))
 
 
 if __name__ == "__main__":

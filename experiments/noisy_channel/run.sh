@@ -29,7 +29,9 @@ for w in $weights; do score val "rerank_$w" --rerank "$out/en_de" --rerank-weigh
 score val ensemble "${ensemble[@]}"
 for w in $weights; do score val "ensemble_rerank_$w" "${ensemble[@]}" --rerank "$out/en_de" --rerank-weight "$w"; done
 best() {  # PREFIX: the weight whose val BLEU was highest
-    python -m experiments.records best $(for w in $weights; do echo "$w=$out/val_$1_$w.json"; done)
+    local candidates=()
+    for w in $weights; do candidates+=("$w=$out/val_$1_$w.json"); done
+    python -m experiments.records best "${candidates[@]}"
 }
 single=$(best rerank) both=$(best ensemble_rerank)
 echo "chosen on val: rerank weight $single alone, $both with the ensemble"

@@ -33,7 +33,9 @@ train configs/multi30k_en_de.yaml "$reverse" "$reverse_steps"
 for w in $weights; do
     score val "rerank_$w" "$checkpoint" --rerank "$reverse" --rerank-weight "$w"
 done
-reranked=$(python -m experiments.records best $(for w in $weights; do echo "$w=$out/val_rerank_$w.json"; done))
+candidates=()
+for w in $weights; do candidates+=("$w=$out/val_rerank_$w.json"); done
+reranked=$(python -m experiments.records best "${candidates[@]}")
 echo "chosen on val: $checkpoint, reranked at weight $reranked"
 score test_2016_flickr "$checkpoint" "$checkpoint"
 score test_2016_flickr "rerank_$reranked" "$checkpoint" --rerank "$reverse" --rerank-weight "$reranked"

@@ -81,11 +81,11 @@ def corpus_made_from(
     )
 
 
-def check_made_from(directory: Path, wanted: dict[str, Any]) -> None:
-    """Refuse the prepared corpus in `directory` unless it is made from `wanted` (`made_from`) and its
-    arrays are whole (their sizes and sha256 as the manifest records them): for a reader after
-    training, which cannot make it again itself (`s2s export --shortlist`)."""
-    if reason := stale_reason(directory, wanted):
+def check_made_from(directory: Path, wanted: dict[str, Any], arrays: bool = True) -> None:
+    """Refuse the prepared corpus in `directory` unless it is made from `wanted` (`made_from`) and,
+    with `arrays`, its arrays are whole (their sizes and sha256 as the manifest records them): for a
+    reader after training, which cannot make it again itself (`s2s export --shortlist`)."""
+    if reason := stale_reason(directory, wanted, arrays):
         raise DataError(
             f"the prepared corpus in {directory} is not the one the run trained on ({reason}): make it "
             "again with `s2s prepare CONFIG`, the run's config and data"
@@ -195,14 +195,15 @@ def shape_problem(value: Any, shape: Any, where: str) -> str | None:
 TYPE_NAMES = {str: "a string", int: "an integer"}
 
 
-def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
-    """Why the prepared corpus in `directory` cannot be used as it is, or None when it can."""
+def stale_reason(directory: Path, wanted: dict[str, Any], arrays: bool = True) -> str | None:
+    """Why the prepared corpus in `directory` cannot be used as it is, or None when it can (without
+    `arrays`: its manifest's record of what it was made from, not its arrays' checksums)."""
     if not (directory / MANIFEST).is_file():
         return "no prepared corpus there yet"
     try:
         manifest = read_manifest(directory, any_format=True)
         have = manifest["made_from"]
-        arrays = manifest["arrays"]
+        sums = manifest["arrays"]
     except (DataError, KeyError, TypeError):
         return f"{MANIFEST} is unreadable"
     if have.get("format") != wanted["format"]:
@@ -225,7 +226,9 @@ def stale_reason(directory: Path, wanted: dict[str, Any]) -> str | None:
             changed.append(f"data.{key} changed: {have['filter'].get(key)} -> {value}")
     if changed:
         return ", ".join(changed)
-    return array_damage(directory, arrays) or _dropped_damage(directory)
+    if not arrays:
+        return None
+    return array_damage(directory, sums) or _dropped_damage(directory)
 
 
 def array_damage(

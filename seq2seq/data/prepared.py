@@ -125,28 +125,37 @@ def ensure_prepared_corpus(
 
 
 def load_trained_corpora(
-    cfg: Config, top: Path, data_sums: dict[str, str], tokenizer_sums: dict[str, str], tokenizer: Tokenizer
+    cfg: Config,
+    top: Path,
+    data_sums: dict[str, str],
+    tokenizer_sums: dict[str, str],
+    tokenizer: Tokenizer,
+    arrays: bool = True,
 ) -> list[MappedCorpus]:
     """The prepared corpora in `top` a run of `cfg` trained on, checked as training checks them: made
     from the text and tokenizer the run records (`data_sums`, `tokenizer_sums`: its inputs.json's) and
-    its rules, their arrays as their manifests sum them (`check_made_from`)."""
+    its rules, with `arrays` their arrays as their manifests sum them (`check_made_from`)."""
     parts = []
     for corpus, keys in zip(cfg.data.training_corpora(), cfg.data.corpus_keys(), strict=True):
         wanted = corpus_made_from(cfg, corpus, keys, data_sums, tokenizer_sums, tokenizer)
-        check_made_from(top / corpus.name, wanted)
+        check_made_from(top / corpus.name, wanted, arrays)
         parts.append(load_prepared_part(top / corpus.name))
     return parts
 
 
-def run_trained_corpora(run_dir: Path, cfg: Config, tokenizer: Tokenizer) -> list[MappedCorpus]:
+def run_trained_corpora(
+    run_dir: Path, cfg: Config, tokenizer: Tokenizer, arrays: bool = True
+) -> list[MappedCorpus]:
     """The prepared corpora the run in `run_dir` (its saved config `cfg`, its source `tokenizer`)
-    trained on, checked (`load_trained_corpora`): in `data.prepared_dir` when the config names one,
-    else in the run directory's own prepared/. Not `prepared_corpus_dir(cfg)`: the saved config's
-    run_dir is where the run was trained, and a run moved or copied holds its own."""
+    trained on, checked (`load_trained_corpora`; without `arrays`, not their arrays' checksums): in
+    `data.prepared_dir` when the config names one, else in the run directory's own prepared/. Not
+    `prepared_corpus_dir(cfg)`: the saved config's run_dir is where the run was trained, and a run
+    moved or copied holds its own."""
     run = RunDir(run_dir)
     top = Path(cfg.data.prepared_dir) if cfg.data.prepared_dir else run.path / "prepared"
     tokenizer_sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
-    return load_trained_corpora(cfg, top, run.read_inputs().get("data", {}), tokenizer_sums, tokenizer)
+    data_sums = run.read_inputs().get("data", {})
+    return load_trained_corpora(cfg, top, data_sums, tokenizer_sums, tokenizer, arrays)
 
 
 def _drop_single_layout(top: Path) -> None:

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from seq2seq.data.augment import title
 from seq2seq.data.tokenizer import load_tokenizers
-from seq2seq.errors import DataError
+from seq2seq.errors import Seq2SeqError
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.engine import LineTranslator
 from seq2seq.translate.lines import Translation
@@ -85,18 +85,19 @@ def read_word_forms(path: Path) -> dict[str, str]:
 
 def training_source(run_dir: Path) -> list[str]:
     """Up to TRUECASE_LINES source lines of the prepared corpora the run in `run_dir` trained on (in
-    `data.prepared_dir` or its own prepared/); none where they are gone or are not the ones it trained
-    on (another run's, in a shared `data.prepared_dir`), said in a warning."""
-    from seq2seq.data.prepared import run_trained_corpora  # numpy and memory maps, only when asked
+    `data.prepared_dir` or its own prepared/, their manifests checked, not their arrays' checksums);
+    none, said in a warning, where they are gone, unreadable or not the ones it trained on (another
+    run's, in a shared `data.prepared_dir`): recasing then goes by the tokenizer's pieces alone."""
+    from seq2seq.data.prepared import run_trained_corpora  # memory maps, only when asked
 
     run = RunDir(run_dir)
     if not run.config_file.is_file():
         return []
-    cfg = run.load_config()
-    tokenizer = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint).src
     try:
-        corpora = run_trained_corpora(run_dir, cfg, tokenizer)
-    except DataError as err:
+        cfg = run.load_config()
+        tokenizer = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint).src
+        corpora = run_trained_corpora(run_dir, cfg, tokenizer, arrays=False)
+    except (Seq2SeqError, OSError) as err:
         log.warning("case restoring: no word forms from %s's training text: %s", run_dir, err)
         return []
     lines: list[str] = []

@@ -4,6 +4,7 @@ translations get the line's case back; every other line is translated exactly as
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -136,6 +137,17 @@ def test_no_word_forms_come_from_corpora_the_run_did_not_train_on(run_copy, tmp_
         manifest.write_text(json.dumps(record), encoding="utf-8")
     assert training_source(run_copy.run) == []
     assert "tokenizer changed" in caplog.text
+
+
+@pytest.mark.parametrize("damage", ["prepared corpora deleted", "inputs.json unreadable"])
+def test_a_run_whose_training_text_cannot_be_read_recases_by_its_pieces(run_copy, damage, caplog):
+    """Case restoring never stops a command: without the training text it warns and goes on."""
+    if damage == "prepared corpora deleted":
+        shutil.rmtree(run_copy.run / "prepared")
+    else:
+        (run_copy.run / "inputs.json").write_text("{not json", encoding="utf-8")
+    assert training_source(run_copy.run) == []
+    assert "no word forms" in caplog.text
 
 
 def test_translate_gives_a_shouted_line_the_translation_of_its_recased_text_in_capitals(tiny_run, tmp_path):
