@@ -45,12 +45,12 @@ def curve(metrics: Path) -> list[str]:
 
 
 USAGE = "usage: python -m experiments.records row RECORD NAME | best NAME=RECORD... | curve METRICS"
-ARITY = {"row": 2, "curve": 1}  # `best` takes one or more
 
 
 def main(argv: list[str]) -> None:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
-    if command not in ("row", "best", "curve") or len(args) != ARITY.get(command, max(len(args), 1)):
+    called_right = {"row": len(args) == 2, "best": len(args) >= 1, "curve": len(args) == 1}
+    if not called_right.get(command, False):
         print(f"error: {USAGE}", file=sys.stderr)
         raise SystemExit(2)
     if command == "row":
