@@ -3,8 +3,10 @@
     python -m experiments.records row RECORD NAME       # | NAME | BLEU | chrF | sent/s |
     python -m experiments.records best NAME=RECORD...   # the NAME whose record has the highest BLEU
     python -m experiments.records curve METRICS         # | step | val loss | val BLEU | per validation
+    python -m experiments.records chosen CHOICE KEY     # what the choice says of KEY (a list: spaced)
 
-RECORD is an `s2s evaluate --json` record, METRICS a run's metrics.jsonl.
+RECORD is an `s2s evaluate --json` record, METRICS a run's metrics.jsonl, CHOICE an `s2s select
+--json` file (a pipeline's selection.json).
 """
 
 from __future__ import annotations
@@ -44,12 +46,26 @@ def curve(metrics: Path) -> list[str]:
     return rows
 
 
-USAGE = "usage: python -m experiments.records row RECORD NAME | best NAME=RECORD... | curve METRICS"
+def chosen(choice: Path, key: str) -> str:
+    """What a choice on val says of `key` (`beam`, `length_penalty`, `checkpoints`: a list, spaced)."""
+    value = json.loads(choice.read_text(encoding="utf-8"))[key]
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+USAGE = (
+    "usage: python -m experiments.records row RECORD NAME | best NAME=RECORD... | curve METRICS "
+    "| chosen CHOICE KEY"
+)
 
 
 def main(argv: list[str]) -> None:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
-    called_right = {"row": len(args) == 2, "best": len(args) >= 1, "curve": len(args) == 1}
+    called_right = {
+        "row": len(args) == 2,
+        "best": len(args) >= 1,
+        "curve": len(args) == 1,
+        "chosen": len(args) == 2,
+    }
     if not called_right.get(command, False):
         print(f"error: {USAGE}", file=sys.stderr)
         raise SystemExit(2)
@@ -57,6 +73,8 @@ def main(argv: list[str]) -> None:
         print(row(Path(args[0]), args[1]))
     elif command == "best":
         print(best(args))
+    elif command == "chosen":
+        print(chosen(Path(args[0]), args[1]))
     else:
         print("\n".join(curve(Path(args[0]))))
 

@@ -64,9 +64,12 @@ def select(job: SelectJob) -> None:
     then `RERANK_RUN RERANK_WEIGHT` when the best reranks its beam."""
     from seq2seq.evaluation.selection import choose
 
-    ranked = choose(job.records, job.json_file)
+    best, *ranked = choose(job.records, job.json_file, job.within)
     for candidate in ranked:
         typer.echo(candidate.describe(), err=True)
-    best = ranked[0]
+    if best is not ranked[0]:
+        typer.echo(
+            f"chosen, the cheapest within {job.within:g} BLEU of the best: {best.describe()}", err=True
+        )
     reranked = f" {best.rerank} {best.rerank_weight:g}" if best.rerank else ""
     sys.stdout.write(f"{','.join(best.checkpoints)} {best.length_penalty:g} {best.val_bleu:.2f}{reranked}\n")

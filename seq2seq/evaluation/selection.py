@@ -5,7 +5,10 @@ the reverse run that reranked the beam, with its weight, if one did (`evaluation
 the same settings (one per direction, for a model of several) are one candidate, scored by their mean
 BLEU; every candidate must have measured the same sets (their source and references, by sha256) with
 the same BLEU (its signature), and every score must be a finite number. The best mean wins; between
-equals, the one whose records came first. `s2s select` prints the choice and writes it as JSON
+equals, the one whose records came first. Asked `within` a margin, the choice is the cheapest to
+decode with of the candidates that far from the best (`cost`: the fewest models running, then the
+smallest beam), the best of those among equals: a deployed model trades a little BLEU it cannot show
+on val for speed it will. `s2s select` prints the choice and writes it as JSON
 (`selection_record`), never over a record, which `read_selection` reads back (`s2s pipeline` does,
 to decode with it).
 """
@@ -164,25 +167,54 @@ class SelectJob:
 
     records: tuple[Path, ...] = argument("`s2s evaluate --json` records of the candidates on val.")
     json_file: Path | None = option(None, "Write the choice and the ranking here.", "--json")
+    within: float = option(
+        0.0,
+        "Choose the cheapest candidate within this much val BLEU of the best: the fewest models "
+        "decoding (an ensemble's members, a reranking model), then the smallest beam.",
+        "--within",
+        between=(0.0, 100.0),
+        why="BLEU is a score out of 100",
+    )
 
 
-def choose(records: Sequence[Path], json_file: Path | None) -> list[Candidate]:
-    """`s2s select`: the candidates ranked, and written to `json_file` (never one of the records)."""
+def cost(candidate: Candidate) -> tuple[int, int]:
+    """What decoding with a candidate costs, in the order it grows: the models that run (an
+    ensemble's members and the model that reranks its beam), then the beam."""
+    return len(candidate.checkpoints) + bool(candidate.rerank), candidate.beam
+
+
+def cheapest(ranked: Sequence[Candidate], within: float) -> Candidate:
+    """Of the candidates (best first) at most `within` val BLEU below the best, the cheapest; among
+    equally cheap ones the first, the best."""
+    floor = ranked[0].val_bleu - within - 1e-9  # BLEU is printed to 2 decimals: no rounding in the way
+    return min((c for c in ranked if c.val_bleu >= floor), key=cost)
+
+
+def choose(records: Sequence[Path], json_file: Path | None, within: float = 0.0) -> list[Candidate]:
+    """`s2s select`: the choice first, then every candidate ranked by val BLEU, as written to
+    `json_file` (never one of the records)."""
     check_outputs({"--json": json_file}, {f"record #{i + 1}": p for i, p in enumerate(records)})
     ranked = candidates(records)
+    choice = cheapest(ranked, within)
     if json_file is not None:
-        write_selection(json_file, ranked)
-    return ranked
+        write_selection(json_file, ranked, choice, within)
+    return [choice, *ranked]
 
 
-def selection_record(ranked: Sequence[Candidate]) -> dict[str, Any]:
-    """The JSON of a choice: the best candidate's fields, and every candidate ranked."""
-    return {**asdict(ranked[0]), "candidates": [asdict(c) for c in ranked]}
+def selection_record(
+    ranked: Sequence[Candidate], choice: Candidate | None = None, within: float = 0.0
+) -> dict[str, Any]:
+    """The JSON of a choice (the best candidate unless given), the margin it was chosen within, and
+    every candidate ranked."""
+    chosen = ranked[0] if choice is None else choice
+    return {**asdict(chosen), "within": within, "candidates": [asdict(c) for c in ranked]}
 
 
-def write_selection(path: Path, ranked: Sequence[Candidate]) -> None:
+def write_selection(
+    path: Path, ranked: Sequence[Candidate], choice: Candidate | None = None, within: float = 0.0
+) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(selection_record(ranked), indent=1) + "\n")
+    write_text(path, json.dumps(selection_record(ranked, choice, within), indent=1) + "\n")
 
 
 def read_selection(path: Path) -> Candidate:

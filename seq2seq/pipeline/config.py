@@ -102,6 +102,8 @@ class FilterStep:
 class StudentStep:
     shrink: bool = False  # start from the teacher's weights, with the layers the student's set keeps
     set: tuple[str, ...] = ()
+    beams: tuple[int, ...] = ()  # the beams val tries for it (none: steps.select.beam)
+    within: float = 0.0  # val keeps the cheapest candidate this close to the best (`s2s select --within`)
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,11 @@ def _student_rules(steps: Steps, data: PipelineData) -> list[Rule]:
     """Distillation, its filter, the student and its export go together."""
     distil, filtering, export = steps.distillation, steps.filter, steps.export
     tsv = [c.name for c in data.corpora if c.tsv]
+    beams, within = (steps.student.beams, steps.student.within) if steps.student else ((), 0.0)
     return [
+        (not all(1 <= b <= MAX_BEAM for b in beams), f"steps.student.beams: each in [1, {MAX_BEAM}]"),
+        (len(set(beams)) != len(beams), "steps.student.beams: one named twice"),
+        (not 0 <= within <= 100, "steps.student.within: must be in [0, 100] (val BLEU)"),
         (
             (distil is None) != (steps.student is None),
             "steps.student: a student learns what the teacher translates: give steps.distillation and "

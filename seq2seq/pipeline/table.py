@@ -2,7 +2,7 @@
 
 A row per model and test set, read from the evaluation's `s2s evaluate --json` records: BLEU and chrF
 (their sacreBLEU signatures once, below the table), the sentences per second of that translation
-(every model timed in the one evaluation step, one after the other), the checkpoint and length
+(every model timed in the one evaluation step, one after the other), the checkpoint, beam and length
 penalty chosen on val (and the weight of the backward model's reranking, if chosen) with the val BLEU
 they had, and the model's parameters (an ensemble's: all its members'). Then each step's time and the
 disk its folder holds, from the step records. Written as JSON and Markdown into the workspace (only
@@ -27,7 +27,7 @@ COLUMNS = (
     "model",
     "test",
     "engine",
-    "checkpoint, length penalty (val BLEU)",
+    "checkpoint, beam, length penalty (val BLEU)",
     "BLEU",
     "chrF",
     "sent/s",
@@ -48,7 +48,8 @@ def table(plan: Plan) -> dict[str, Any]:
                 "test": one.test,
                 "engine": _engine(decode),
                 "checkpoints": [Path(c).name for c in one.decoder.checkpoints],
-                "length_penalty": one.decoder.length_penalty,  # chosen: the table follows the choices
+                "beam": one.decoder.beam,  # chosen: the table follows the choices
+                "length_penalty": one.decoder.length_penalty,
                 "rerank_weight": one.decoder.rerank_weight if one.decoder.rerank else None,
                 "val_bleu": one.decoder.val_bleu,
                 "bleu": round(scores["bleu"]["score"], 2),
@@ -76,7 +77,7 @@ def markdown(data: dict[str, Any]) -> str:
         val = f" ({row['val_bleu']:.2f})" if row["val_bleu"] is not None else ""
         weight = row["rerank_weight"]
         reranked = f", reranked at {weight:g}" if weight is not None else ""
-        chosen = f"{', '.join(row['checkpoints'])}, {row['length_penalty']:g}{reranked}{val}"
+        chosen = f"{', '.join(row['checkpoints'])}, {row['beam']}, {row['length_penalty']:g}{reranked}{val}"
         lines.append(
             f"| {row['model']} | {row['test']} | {row['engine']} | {chosen} | {row['bleu']:.2f} | "
             f"{row['chrf']:.2f} | {row['sentences_per_second']:,.1f} | {row['parameters']:,} |"

@@ -4,10 +4,11 @@ translate, score, export and evaluate with.
 
 A choice step (`select_teacher`, `select_student`) averages each run's kept checkpoints when asked
 (`s2s average`), translates the validation set with every candidate (`s2s evaluate`: each checkpoint
-named, the same for every member of an ensemble, with each length penalty, at the step's beam; for the
-teacher, each of those also with its beam reranked by the backward model at each of
-`select.rerank_weights`: the noisy channel, `--rerank`) and keeps the best BLEU (`s2s select`),
-recorded in its selection.json. Until that file is there, a model's checkpoints and length penalty are
+named, the same for every member of an ensemble, with each length penalty, at the step's beam or, for
+the student, at each of `student.beams`; for the teacher, each of those also with its beam reranked by
+the backward model at each of `select.rerank_weights`: the noisy channel, `--rerank`) and keeps the
+best BLEU (`s2s select`), or for the student the cheapest candidate `student.within` of it, recorded
+in its selection.json. Until that file is there, a model's checkpoints and length penalty are
 placeholders naming the step (`{select_teacher.checkpoint}`) and the steps that decode with it wait
 for it.
 """
@@ -36,12 +37,13 @@ class Decoder:
     """A model as a step decodes with it: its runs (several: an ensemble), checkpoint files, beam,
     length penalty and the reverse run that reranks its beam ("": none); `pending` names the choice
     step it waits for ("" once chosen), and until then its checkpoints are placeholders, its length
-    penalty None, and `rerank` the run it may rerank with."""
+    penalty None, its beam None where val chooses among several, and `rerank` the run it may rerank
+    with."""
 
     name: str  # teacher, student: what the table calls it
     runs: tuple[Path, ...]
     checkpoints: tuple[str, ...]
-    beam: int
+    beam: int | None
     length_penalty: float | None
     selection: Path  # where the choice is recorded
     pending: str = ""
@@ -67,7 +69,8 @@ class Decoder:
         if not self.pending:
             return {}
         weight = {"rerank_weight": f"{{{self.pending}.rerank_weight}}"} if self.rerank else {}
-        return {"length_penalty": f"{{{self.pending}.length_penalty}}", **weight}
+        beam = {"beam": f"{{{self.pending}.beam}}"} if self.beam is None else {}
+        return {**beam, "length_penalty": f"{{{self.pending}.length_penalty}}", **weight}
 
     def translating(self, engine: str, run: Path | None = None) -> TranslateJob:
         """Its translation with `engine` (of `run`, an export of it, if given)."""
@@ -86,6 +89,18 @@ def reranker(cfg: PipelineConfig, ws: Workspace, name: str) -> str:
     return str(ws.folder("backward")) if name == "teacher" and cfg.steps.select.rerank_weights else ""
 
 
+def beams(cfg: PipelineConfig, name: str) -> tuple[int, ...]:
+    """The beams val tries for the model `name`: the student's own where it names them, else the
+    select step's one."""
+    student = cfg.steps.student
+    return student.beams if name == "student" and student and student.beams else (cfg.steps.select.beam,)
+
+
+def within(cfg: PipelineConfig, name: str) -> float:
+    """How much val BLEU the model `name` may give up for a cheaper search (the student's own)."""
+    return cfg.steps.student.within if name == "student" and cfg.steps.student else 0.0
+
+
 def chosen(
     cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path, ...], unchosen: frozenset[str]
 ) -> Decoder:
@@ -96,9 +111,9 @@ def chosen(
     if not path.is_file() or select in unchosen:
         numbered = [f".{i + 1}" for i in range(len(runs))] if len(runs) > 1 else [""]
         holes = tuple(f"{{{select}.checkpoint{n}}}" for n in numbered)
-        return Decoder(
-            name, runs, holes, cfg.steps.select.beam, None, path, select, rerank=reranker(cfg, ws, name)
-        )
+        tried = beams(cfg, name)
+        beam = tried[0] if len(tried) == 1 else None
+        return Decoder(name, runs, holes, beam, None, path, select, rerank=reranker(cfg, ws, name))
     choice = read_selection(path)
     return Decoder(
         name,
@@ -122,16 +137,17 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
     if "averaged" in select.checkpoints:
         commands += [Command(Verb.AVERAGE, argv(AverageJob(run, output="averaged"))) for run in runs]
     records: list[Path] = []
-    for checkpoint in select.checkpoints:
+    tried = beams(cfg, name)
+    for checkpoint, beam in itertools.product(select.checkpoints, tried):
         files = tuple(str(RunDir(run).checkpoint_file(checkpoint)) for run in runs)
         for penalty, weight in itertools.product(
             select.length_penalties, (0, *(select.rerank_weights if reverse else ()))
         ):
-            record = ws.candidate(step, checkpoint, penalty, weight)
+            record = ws.candidate(step, checkpoint, penalty, weight, beam if len(tried) > 1 else 0)
             records.append(record)
             scored = EvaluateFiles(runs[0], src=Path(valid.src), refs=(Path(valid.tgt),))
             asked = DecodeOverrides(
-                beam=select.beam,
+                beam=beam,
                 length_penalty=penalty,
                 checkpoints=files,
                 rerank=reverse if weight else None,
@@ -143,10 +159,12 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
                 engine=cfg.engine,
             )
             commands.append(Command(Verb.EVALUATE, argv(job)))
-    commands.append(Command(Verb.SELECT, argv(SelectJob(tuple(records), ws.selection(step)))))
+    chooses = SelectJob(tuple(records), ws.selection(step), within(cfg, name))
+    commands.append(Command(Verb.SELECT, argv(chooses)))
     backward = (RunDir(Path(reverse)).finished_file,) if reverse else ()
     reads = (Path(valid.src), Path(valid.tgt), *(RunDir(r).finished_file for r in runs), *backward)
     averaged = tuple(RunDir(r).checkpoint_file("averaged") for r in runs if "averaged" in select.checkpoints)
-    what = f"choose the {name}'s checkpoint, length penalty{' and reranking' * bool(reverse)} on {valid.src}"
+    chosen_too = " and reranking" * bool(reverse) + " and beam" * (len(tried) > 1)
+    what = f"choose the {name}'s checkpoint, length penalty{chosen_too} on {valid.src}"
     folder = ws.folder(step)
     return Step(step, what, tuple(commands), reads, (folder, *averaged), Outputs(), folder)

@@ -92,12 +92,14 @@ class Workspace:
     # ---- choices, export, evaluation ------------------------------------------------------------------
 
     def candidate(
-        self, select: str, checkpoint: str, length_penalty: float, rerank_weight: float = 0
+        self, select: str, checkpoint: str, length_penalty: float, rerank_weight: float = 0, beam: int = 0
     ) -> Path:
         """A candidate's val record (its translations beside it, `.hyp`); `rerank_weight`: its beam
-        reranked by the backward model at that weight (0: not reranked)."""
+        reranked by the backward model at that weight (0: not reranked); `beam`: named where val tries
+        several (0: the one beam)."""
         reranked = f"_rerank{rerank_weight:g}" if rerank_weight else ""
-        return self.folder(select) / f"{checkpoint}_lp{length_penalty:g}{reranked}.json"
+        sized = f"_beam{beam}" if beam else ""
+        return self.folder(select) / f"{checkpoint}{sized}_lp{length_penalty:g}{reranked}.json"
 
     def selection(self, select: str) -> Path:
         return self.folder(select) / "selection.json"

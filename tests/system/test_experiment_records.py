@@ -1,13 +1,15 @@
 """The studies' tables (experiments/records.py) read what s2s writes: an `s2s evaluate --json` record
-becomes its row, the best of several records is the one with the highest BLEU, and a run's
-metrics.jsonl gives one row per validation of its raw weights."""
+becomes its row, the best of several records is the one with the highest BLEU, a run's
+metrics.jsonl gives one row per validation of its raw weights, and a choice on val gives what it
+chose."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from experiments.records import best, curve, row
+from experiments.records import best, chosen, curve, row
+from seq2seq.evaluation.selection import Candidate, write_selection
 from tests.helpers import run_cli
 
 
@@ -41,3 +43,12 @@ def test_the_curve_has_a_row_per_validation_of_the_raw_weights(tiny_run):
     rows = curve(metrics)
     assert raw and len(rows) == len(raw)
     assert [r.split(" | ")[0].strip("| ").replace(",", "") for r in rows] == [str(e["step"]) for e in raw]
+
+
+def test_a_choice_gives_what_it_chose_as_a_script_passes_it_on(tmp_path):
+    pick = Candidate(("/r/a/best.pt", "/r/b/best.pt"), 3, 1.4, 40.5, "sig", ("x.json",))
+    write_selection(tmp_path / "selection.json", [pick])
+    said = {
+        key: chosen(tmp_path / "selection.json", key) for key in ("beam", "length_penalty", "checkpoints")
+    }
+    assert said == {"beam": "3", "length_penalty": "1.4", "checkpoints": "/r/a/best.pt /r/b/best.pt"}

@@ -224,6 +224,7 @@ OPTION_CASES: dict[str, tuple[str, ...]] = {
     "--keep": ("nan",),
     "--lines": ("-1",),
     "--older-than": ("nan",),
+    "--within": ("-0.5",),
 }
 
 
@@ -264,6 +265,7 @@ def command_args(command: str, option: str, run: TrainedRun, tmp_path: Path) -> 
         "export": ["export", str(run.run), out],
         "prepare": ["prepare", str(run.config)],
         "average": ["average", str(run.run), "--output", out],
+        "select": ["select", src, "--json", out],  # refused before the record is read
         # an address no machine has: a server that started despite a bad option stops there
         "serve": ["serve", str(run.run), "--host", "256.256.256.256"],
         "filter": ["filter", "--src", src, "--out-src", out],

@@ -1,7 +1,8 @@
 """Decode settings chosen on val (`seq2seq.evaluation.selection`, `s2s select`): the best BLEU wins
 whatever order the records come in; a setting evaluated on several sets (directions) is scored by
 its mean; the choice reads back as it was written; records that cannot be chosen from are refused:
-records of other sets or metrics, scores that are not finite numbers, and a --json that is a record."""
+records of other sets or metrics, scores that are not finite numbers, and a --json that is a record.
+Asked `--within` a margin, the cheapest candidate that close to the best is chosen instead."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def record(
     sets: tuple[str, str] = ("val.de", "val.en"),
     signature: str = SIGNATURE,
     rerank: dict[str, object] | None = None,
+    beam: int = 5,
+    members: int = 1,
 ) -> Path:
     """What `s2s evaluate --json` writes of a run's translations, reduced to what is chosen from: the
     set (its source and reference, named by `sets`) by the sha256 of the files, as the record has it."""
@@ -40,8 +43,10 @@ def record(
         "references": [ref],
         "source": src,
         "systems": [{"scores": {"bleu": {"score": bleu, "signature": signature}}}],
-        "decode": {"beam": 5, "length_penalty": penalty, **(rerank or {})},
-        "model": {"checkpoints": [{"path": f"/runs/a/checkpoints/{checkpoint}.pt"}]},
+        "decode": {"beam": beam, "length_penalty": penalty, **(rerank or {})},
+        "model": {
+            "checkpoints": [{"path": f"/runs/{m}/checkpoints/{checkpoint}.pt"} for m in "abc"[:members]]
+        },
     }
     path.write_text(json.dumps(raw), encoding="utf-8")
     return path
@@ -91,6 +96,68 @@ def test_a_reranked_beam_is_a_candidate_of_its_own_and_reads_back(tmp_path: Path
         del raw[key]
     choice.write_text(json.dumps(raw), encoding="utf-8")
     assert (read_selection(choice).rerank, read_selection(choice).rerank_weight) == ("", 0.0)
+
+
+# (name, beam, ensemble members, reranked, val BLEU): the cheaper a setting, the lower its score
+COSTLY = [
+    ("greedy", 1, 1, False, 40.0),
+    ("beam2", 2, 1, False, 40.3),
+    ("beam5", 5, 1, False, 40.5),
+    ("reranked", 5, 1, True, 40.9),
+    ("pair_greedy", 1, 2, False, 41.0),
+    ("pair", 5, 2, False, 41.2),
+]
+
+
+def costly_records(folder: Path) -> list[Path]:
+    rerank = {"rerank": "/runs/back", "rerank_weight": 0.2}
+    return [
+        record(folder, n, "best", 1.0, bleu, beam=beam, members=members, rerank=rerank if reranked else None)
+        for n, beam, members, reranked, bleu in COSTLY
+    ]
+
+
+@pytest.mark.parametrize(
+    ("within", "chosen"),
+    [
+        (0.0, "pair"),
+        (0.1, "pair"),
+        (0.3, "pair_greedy"),
+        (0.7, "beam5"),
+        (0.9, "beam2"),
+        (1.2, "greedy"),
+        (50, "greedy"),
+    ],
+)
+def test_within_a_margin_the_cheapest_close_enough_is_chosen(
+    tmp_path: Path, within: float, chosen: str
+) -> None:
+    """Fewer models decoding (ensemble members, a reranking model) come first, then a smaller beam;
+    nothing further than `within` from the best val BLEU is a candidate, and a margin met exactly
+    counts (41.2 - 0.9 is 40.3, though not in floats); the ranking is kept whole by BLEU."""
+    paths = costly_records(tmp_path)
+    for order in (paths, paths[::-1]):
+        choice = tmp_path / "choice.json"
+        result = run_cli("select", *map(str, order), "--json", str(choice), "--within", f"{within:g}")
+        assert result.exit_code == 0, result.output
+        want = next(c for c in COSTLY if c[0] == chosen)
+        got = read_selection(choice)
+        assert (got.beam, len(got.checkpoints), bool(got.rerank), got.val_bleu) == want[1:]
+        raw = json.loads(choice.read_text(encoding="utf-8"))
+        assert raw["within"] == within and [c["val_bleu"] for c in raw["candidates"]] == sorted(
+            (c[4] for c in COSTLY), reverse=True
+        )
+        assert result.stdout.split()[2] == f"{want[4]:.2f}"
+        assert ("chosen, the cheapest within" in result.stderr) == (chosen != "pair")
+        choice.unlink()
+
+
+@pytest.mark.parametrize("within", ["-0.5", "nan", "101"])
+def test_a_margin_out_of_range_is_refused_and_writes_nothing(tmp_path: Path, within: str) -> None:
+    paths = costly_records(tmp_path)
+    result = run_cli("select", *map(str, paths), "--json", str(tmp_path / "choice.json"), "--within", within)
+    assert result.exit_code == 2 and "error: " in result.output and "--within" in result.output, result.output
+    assert "Traceback" not in result.output and not (tmp_path / "choice.json").exists()
 
 
 def test_several_sets_choose_by_their_mean_not_by_the_best_of_one(tmp_path: Path) -> None:

@@ -96,6 +96,27 @@ def test_rerank_weights_need_the_backward_model_and_each_a_new_positive_weight(
     check_pipeline(read_pipeline(good))
 
 
+@pytest.mark.parametrize(
+    ("student", "expected"),
+    [
+        ({"beams": [0, 5]}, "steps.student.beams: each in [1, "),
+        ({"beams": [1, 1000]}, "steps.student.beams: each in [1, "),
+        ({"beams": [1, 5, 1]}, "steps.student.beams: one named twice"),
+        ({"within": -0.1}, "steps.student.within: must be in [0, 100]"),
+        ({"within": ".nan"}, "steps.student.within: must be a finite number"),
+        ({"within": 101}, "steps.student.within: must be in [0, 100]"),
+    ],
+)
+def test_the_students_beams_are_each_a_new_beam_and_its_margin_a_bleu_difference(
+    tmp_path: Path, student: dict[str, object], expected: str
+) -> None:
+    distilled = {"distillation": {}}
+    raw = {k: float("nan") if v == ".nan" else v for k, v in student.items()}
+    assert expected in problems(pipeline(tmp_path, steps=distilled | {"student": raw}))
+    good = pipeline(tmp_path, steps=distilled | {"student": {"beams": [1, 2, 5], "within": 0.3}})
+    check_pipeline(read_pipeline(good))
+
+
 def test_the_corpora_are_checked_as_a_run_config_checks_them(tmp_path: Path) -> None:
     data = yaml.safe_load(pipeline(tmp_path).read_text())["data"]
     data["corpora"][0] |= {"weight": 0, "tag": "<x>"}

@@ -1,6 +1,7 @@
 """From a pipeline file to its steps (`seq2seq.pipeline.plan`): the steps in order, each command one
 the s2s command line takes, placeholders until a choice is made and its values after, an ensemble's
-members sharing the first one's tokenizer with seeds of their own."""
+members sharing the first one's tokenizer with seeds of their own, the student's beam chosen on val
+among its own."""
 
 from __future__ import annotations
 
@@ -142,3 +143,32 @@ def test_the_teacher_alone_may_be_reranked_by_the_backward_model_as_val_chose(
         assert not reranked or args[args.index("--rerank") :][:4] == flags
     for command in steps["evaluate"].commands[1:]:  # the student and its export decode alone
         assert "--rerank" not in command.args
+
+
+def test_the_students_beam_is_chosen_on_val_among_its_own_within_its_margin(tmp_path: Path) -> None:
+    """`student.beams` are candidates beside each checkpoint and length penalty (the teacher keeps the
+    select step's beam), `student.within` goes to `s2s select`; until the student's choice its beam
+    is a placeholder, after it the export and the student decode with the beam chosen."""
+    ws = tmp_path / "ws"
+    choose(ws, "select_teacher", ["teacher"])
+    select = {"checkpoints": ["best", "averaged"], "length_penalties": [0.6, 1.0], "beam": 3}
+    path = example(tmp_path, select=select, student={"beams": [1, 4], "within": 0.5})
+    steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
+
+    def beams(step: str) -> list[str]:
+        found = [c.args for c in steps[step].commands if c.verb.value == "evaluate"]
+        return [a[a.index("--beam") + 1] for a in found]
+
+    assert beams("select_teacher") == ["3"] * 4
+    assert beams("select_student") == ["1", "1", "4", "4"] * 2  # each checkpoint: each beam, each penalty
+    records = [c.args[0] for c in steps["select_student"].commands if c.verb.value == "select"]
+    assert len(set(records)) == 1 and records[0].endswith("_beam1_lp0.6.json")
+    chooses = next(c.args for c in steps["select_student"].commands if c.verb.value == "select")
+    assert chooses[-2:] == ("--within", "0.5") and len(set(chooses[:8])) == 8
+    assert "{select_student.beam}" in beams("evaluate")
+    choose(ws, "select_student", ["student"])  # beam 2
+    steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
+    assert beams("evaluate") == ["2"] * 3  # the teacher, the student, its export
+    verbs = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for command in steps["evaluate"].commands:
+        verbs["evaluate"].make_context("evaluate", list(command.args))
