@@ -11,9 +11,9 @@ s2s pipeline experiments/student_search/pipeline.yaml
 chosen() {  # MODEL KEY: what val chose for the model (teacher, student)
     python -m experiments.records chosen "$ws/select_$1/selection.json" "$2"
 }
-score() {  # FILE NAME ENGINE RUN [OPTIONS]: one row NAME, its record kept as OUT/FILE.json
+score() {  # FILE NAME ENGINE RUN [OPTIONS]: one row NAME, its record and translations kept as OUT/FILE.json, .hyp
     s2s evaluate "$4" --src "$data/val.de" --ref "$data/val.en" --engine "$3" \
-        --json "$out/$1.json" "${@:5}" >/dev/null
+        --json "$out/$1.json" --out "$out/$1.hyp" "${@:5}" >/dev/null
     python -m experiments.records row "$out/$1.json" "$2"
 }
 mkdir -p "$out"
