@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from seq2seq.evaluation.selection import read_selection
+
 
 def scores(record: Path) -> dict[str, Any]:
     """The scores of the record's (first) system."""
@@ -47,9 +49,10 @@ def curve(metrics: Path) -> list[str]:
 
 
 def chosen(choice: Path, key: str) -> str:
-    """What a choice on val says of `key` (`beam`, `length_penalty`, `checkpoints`: a list, spaced)."""
-    value = json.loads(choice.read_text(encoding="utf-8"))[key]
-    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+    """What a choice on val says of `key` (`beam`, `length_penalty`, `checkpoints`: several, spaced),
+    read as `s2s pipeline` reads it."""
+    value = getattr(read_selection(choice), key)
+    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 USAGE = (

@@ -64,7 +64,7 @@ def select(job: SelectJob) -> None:
     then `RERANK_RUN RERANK_WEIGHT` when the best reranks its beam."""
     from seq2seq.evaluation.selection import choose
 
-    best, *ranked = choose(job.records, job.json_file, job.within)
+    best, ranked = choose(job.records, job.json_file, job.within)
     for candidate in ranked:
         typer.echo(candidate.describe(), err=True)
     if best is not ranked[0]:

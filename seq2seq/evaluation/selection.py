@@ -26,6 +26,8 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs, write_text
 from seq2seq.flags import argument, option
 
+MAX_WITHIN = 100.0  # --within: BLEU is a score out of 100
+
 
 class SelectionError(Seq2SeqError):
     """Records that cannot be chosen from, or a choice that cannot be read back."""
@@ -172,7 +174,7 @@ class SelectJob:
         "Choose the cheapest candidate within this much val BLEU of the best: the fewest models "
         "decoding (an ensemble's members, a reranking model), then the smallest beam.",
         "--within",
-        between=(0.0, 100.0),
+        between=(0.0, MAX_WITHIN),
         why="BLEU is a score out of 100",
     )
 
@@ -190,15 +192,17 @@ def cheapest(ranked: Sequence[Candidate], within: float) -> Candidate:
     return min((c for c in ranked if c.val_bleu >= floor), key=cost)
 
 
-def choose(records: Sequence[Path], json_file: Path | None, within: float = 0.0) -> list[Candidate]:
-    """`s2s select`: the choice first, then every candidate ranked by val BLEU, as written to
-    `json_file` (never one of the records)."""
+def choose(
+    records: Sequence[Path], json_file: Path | None, within: float = 0.0
+) -> tuple[Candidate, list[Candidate]]:
+    """`s2s select`: the choice and every candidate ranked by val BLEU, as written to `json_file`
+    (never one of the records)."""
     check_outputs({"--json": json_file}, {f"record #{i + 1}": p for i, p in enumerate(records)})
     ranked = candidates(records)
     choice = cheapest(ranked, within)
     if json_file is not None:
         write_selection(json_file, ranked, choice, within)
-    return [choice, *ranked]
+    return choice, ranked
 
 
 def selection_record(

@@ -22,6 +22,7 @@ from seq2seq.config.corpus import LANGUAGE
 from seq2seq.config.loading import dataclass_from_dict, read_yaml_mapping
 from seq2seq.config.rules import Rule, broken
 from seq2seq.errors import ConfigError
+from seq2seq.evaluation.selection import MAX_WITHIN
 from seq2seq.pipeline.data import PipelineData, data_rules
 from seq2seq.translate.options import MAX_RERANK_WEIGHT
 
@@ -238,7 +239,7 @@ def _student_rules(steps: Steps, data: PipelineData) -> list[Rule]:
     return [
         (not all(1 <= b <= MAX_BEAM for b in beams), f"steps.student.beams: each in [1, {MAX_BEAM}]"),
         (len(set(beams)) != len(beams), "steps.student.beams: one named twice"),
-        (not 0 <= within <= 100, "steps.student.within: must be in [0, 100] (val BLEU)"),
+        (not 0 <= within <= MAX_WITHIN, f"steps.student.within: must be in [0, {MAX_WITHIN:g}] (val BLEU)"),
         (
             (distil is None) != (steps.student is None),
             "steps.student: a student learns what the teacher translates: give steps.distillation and "
