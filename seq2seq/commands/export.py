@@ -31,12 +31,14 @@ def export(job: ExportJob) -> str:
         raise Seq2SeqError(f"--quantize {job.quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
     check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [job.checkpoint]))
     if job.format == "huggingface":
-        export_huggingface(run_dir, job.checkpoint, out_dir)
+        export_huggingface(run_dir, job.checkpoint, out_dir, job.decoding)
         return f"exported to {out_dir}; load it with transformers' AutoModelForSeq2SeqLM.from_pretrained"
     if job.full_range_int8 and not is_int8(job.quantize):
         raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
     size = ShortlistSize(job.shortlist, job.shortlist_common) if job.shortlist else None
-    weights = export_ctranslate2(run_dir, job.checkpoint, out_dir, job.quantize, job.full_range_int8, size)
+    weights = export_ctranslate2(
+        run_dir, job.checkpoint, out_dir, job.quantize, job.full_range_int8, size, job.decoding
+    )
     gap = reference_gap(weights, out_dir)
     if gap is not None:
         log.warning("%s", gap)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.config.bounds import MAX_BOOTSTRAP, MAX_SEED, MAX_VOCAB
+from seq2seq.config.bounds import MAX_BEAM, MAX_BOOTSTRAP, MAX_LENGTH_PENALTY, MAX_SEED, MAX_VOCAB
+from seq2seq.config.decode import DecodeChoice
 from seq2seq.evaluation.evaluate_files import EvaluateFiles
 from seq2seq.evaluation.metric_options import MetricOptions
 from seq2seq.flags import REQUIRED, argument, group, option
@@ -169,6 +170,24 @@ class ExportJob:
         between=(0, MAX_VOCAB),
         why="no vocabulary is larger",
     )
+    beam: int | None = option(  # the export's decode.beam (a beam chosen on val, say)
+        None,
+        "The export's default beam size, in place of the run's decode.beam (translate --beam still "
+        "overrides it).",
+        between=(1, MAX_BEAM),
+        why="each step scores beam x vocabulary",
+    )
+    length_penalty: float | None = option(  # the export's decode.length_penalty
+        None,
+        "The export's default length penalty, in place of the run's decode.length_penalty.",
+        between=(0.0, MAX_LENGTH_PENALTY),
+        why="length ** alpha must stay a finite number",
+    )
+
+    @property
+    def decoding(self) -> DecodeChoice:
+        """The decode defaults the export keeps in place of its run's."""
+        return DecodeChoice(self.beam, self.length_penalty)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass
 from typing import Literal
@@ -85,3 +86,20 @@ class DecodeConfig:
                 (self.no_repeat_ngram < 0, "decode.no_repeat_ngram: must be >= 0"),
             ]
         )
+
+
+@dataclass(frozen=True)
+class DecodeChoice:
+    """A beam and length penalty chosen for a model (on val, as `s2s select` chooses them) to stand as
+    its export's decode defaults in place of its run's; None leaves the run's."""
+
+    beam: int | None = None
+    length_penalty: float | None = None
+
+    def over(self, decode: DecodeConfig) -> DecodeConfig:
+        """`decode` with this choice's values in place of its own, where this choice has them."""
+        given = {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
+        return dataclasses.replace(decode, **given)
+
+
+RUN_DECODING = DecodeChoice()  # no choice: the run's own decode defaults

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from seq2seq.config import Config, config_to_dict
+from seq2seq.config.decode import RUN_DECODING, DecodeChoice
 from seq2seq.ct2.export_dir import (
     EXPORT_FORMAT,
     EXPORT_INFO,
@@ -55,9 +56,11 @@ def export_ctranslate2(
     quantize: str | None,
     full_range_int8: bool = False,
     shortlist: ShortlistSize | None = None,
+    decoding: DecodeChoice = RUN_DECODING,
 ) -> RunWeights:
     """Write the run's `checkpoint` weights as a CTranslate2 model to `out_dir` (new or empty), and
-    return them (a check of the export against them need not load them again).
+    return them, with the config the export keeps (a check of the export against them need not load
+    them again). The export's decode defaults are the run's, `decoding`'s where it has them.
 
     int8 weights use 7 bits (`REDUCED_INT8`) unless `full_range_int8`: for an export that only ever
     runs where int8 products do not saturate (AVX-512 VNNI, AMX, ARM, a GPU). With `shortlist`, the
@@ -70,6 +73,8 @@ def export_ctranslate2(
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
     weights = load_for_export(run_dir, checkpoint)
+    config = dataclasses.replace(weights.config, decode=decoding.over(weights.config.decode))
+    weights = dataclasses.replace(weights, config=config)
     counted = None
     if shortlist is not None:
         counted = shortlist, run_shortlist(Path(run_dir), weights.config, weights.tokenizers, shortlist)

@@ -169,7 +169,7 @@ out = model.generate(**batch, max_new_tokens=100)
 print(tokenizer.batch_decode(out, skip_special_tokens=True))
 ```
 
-{how}The generation config holds the run's decode defaults (beam {config.decode.beam}, length penalty
+{how}The generation config holds the export's decode defaults (beam {config.decode.beam}, length penalty
 {config.decode.length_penalty}). `generate` has no limit relative to the source length: s2s decodes
 at most {config.decode.max_len_a} x source tokens (with `</s>`) + {config.decode.max_len_b} steps,
 `</s>` included; `max_new_tokens` one less gives the same search.

@@ -13,11 +13,13 @@ here imports `transformers`: the export needs only `safetensors` (`s2s[hf]`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Literal
 
 from seq2seq.config import Config
+from seq2seq.config.decode import RUN_DECODING, DecodeChoice
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import OutputError, atomic_directory
 from seq2seq.hf.card import model_card
@@ -61,9 +63,12 @@ def hf_layout(config: Config, run_dir: Path) -> Layout:
     return "pegasus"
 
 
-def export_huggingface(run_dir: Path, checkpoint: str, out_dir: Path) -> None:
+def export_huggingface(
+    run_dir: Path, checkpoint: str, out_dir: Path, decoding: DecodeChoice = RUN_DECODING
+) -> None:
     """Write the run's `checkpoint` weights, tokenizer and model card to `out_dir` (new or empty) as
-    `AutoModelForSeq2SeqLM` and `AutoTokenizer` load them; never half-written."""
+    `AutoModelForSeq2SeqLM` and `AutoTokenizer` load them, its generation defaults the run's decode
+    config's (`decoding`'s where it has them); never half-written."""
     try:
         import safetensors.torch  # noqa: F401
     except ImportError:
@@ -71,6 +76,7 @@ def export_huggingface(run_dir: Path, checkpoint: str, out_dir: Path) -> None:
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
     config = RunDir(run_dir).load_config()
+    config = dataclasses.replace(config, decode=decoding.over(config.decode))
     layout = hf_layout(config, run_dir)
     weights = load_weights(run_dir, [checkpoint])
     model = weights.first

@@ -2,11 +2,12 @@
 test sets.
 
 `export`: the student (or the teacher, when there is no student) at its chosen checkpoint, as
-`s2s export` writes it (int8 by default, a lexical shortlist when asked). `evaluate`: each model
-(the teacher or its ensemble, the student, the export) translates each test set with its choice
-from val and is scored (`s2s evaluate`: BLEU, chrF and TER with their signatures, and its
-sentences per second: all in one step, one after the other). `seq2seq.pipeline.table` reads the
-records into the final table.
+`s2s export` writes it (int8 by default, a lexical shortlist when asked), val's beam and length
+penalty its decode defaults. `evaluate`: each model (the teacher or its ensemble, the student, the
+export) translates each test set with its choice from val (the export with its own defaults, as a
+user's `s2s translate EXPORT` would) and is scored (`s2s evaluate`: BLEU, chrF and TER with their
+signatures, and its sentences per second: all in one step, one after the other).
+`seq2seq.pipeline.table` reads the records into the final table.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from seq2seq.pipeline.config import ExportStep, PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
 from seq2seq.pipeline.val_choice import Decoder
 from seq2seq.pipeline.workspace import Workspace
-from seq2seq.translate.options import DecodeOverrides
 
 EXPORTED = "export"  # the export's name in the table
 
@@ -46,11 +46,13 @@ def export_step(ws: Workspace, export: ExportStep, model: Decoder) -> Step:
         checkpoint=model.checkpoints[0],
         quantize=export.quantize,
         shortlist=export.shortlist,
+        beam=model.beam,  # val's choice: the export's decode defaults
+        length_penalty=model.length_penalty,
     )
     what = f"export the {model.name} to CTranslate2 ({export.quantize}" + (
         f", shortlist {export.shortlist})" if export.shortlist else ")"
     )
-    command = Command(Verb.EXPORT, argv(job))
+    command = Command(Verb.EXPORT, argv(job, model.holes))
     return Step(
         "export",
         what,
@@ -85,11 +87,8 @@ def evaluate_step(
         test = tests[one.test]
         out = one.record.with_suffix(".hyp")
         files = EvaluateFiles(src=Path(test.src), refs=(Path(test.tgt),), out=out, json_file=one.record)
-        if one.exported:  # the export decodes with its run's choice
-            asked = DecodeOverrides(beam=one.decoder.beam, length_penalty=one.decoder.length_penalty)
-            job = EvaluateJob(
-                dataclasses.replace(files, run_dir=ws.export), asked=asked, engine="ctranslate2"
-            )
+        if one.exported:  # as `s2s translate EXPORT` decodes: with the defaults val chose
+            job = EvaluateJob(dataclasses.replace(files, run_dir=ws.export), engine="ctranslate2")
         else:
             run = dataclasses.replace(files, run_dir=one.decoder.runs[0])
             job = EvaluateJob(run, asked=one.decoder.asked, engine=cfg.engine)

@@ -243,6 +243,23 @@ def test_the_export_records_where_it_came_from(trained):
     assert dataclasses.asdict(CT2Translator.load(export, Placement("cpu")).config.model)["d_model"] == 32
 
 
+def test_a_beam_and_length_penalty_given_to_export_are_its_decode_defaults(tiny_run, tmp_path):
+    """An export made with --beam and --length-penalty translates, without options, as the plain
+    export asked for them does (the same words and scores), not as the plain one by default; the
+    check against s2s's decoder decodes at them too."""
+    plain, chosen = tmp_path / "plain", tmp_path / "chosen"
+    asked = ("--beam", "1", "--length-penalty", "0.3")
+    for out, options in ((plain, ()), (chosen, asked)):
+        result = run_cli("export", str(tiny_run.run), str(out), *options)
+        assert result.exit_code == 0, result.output
+    decode = CT2Translator.load(chosen, Placement("cpu")).config.decode
+    assert (decode.beam, decode.length_penalty) == (1, 0.3)
+    lines = read_lines(tiny_run.data / "valid.src")
+    got = cli_translate(chosen, lines, "--engine", "ctranslate2", "--scores")
+    assert got == cli_translate(plain, lines, "--engine", "ctranslate2", "--scores", *asked)
+    assert got != cli_translate(plain, lines, "--engine", "ctranslate2", "--scores")
+
+
 @pytest.mark.parametrize("search", ["beam", "sampling"])
 def test_every_search_of_the_export_keeps_s2s_constraints(under_trained, tiny_run, search):
     """Beam search and sampling too, whose choices may differ from s2s's (by their scoring, or by

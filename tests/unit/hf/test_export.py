@@ -206,6 +206,17 @@ def test_the_export_holds_what_it_says(exported):
     assert "nrefs:1|case:mixed" in card  # the score's sacreBLEU signature
 
 
+def test_a_beam_and_length_penalty_given_to_export_are_its_generation_defaults(tiny_run, tmp_path):
+    export = tmp_path / "export"
+    asked = ("--beam", "3", "--length-penalty", "0.7")
+    result = run_cli("export", str(tiny_run.run), str(export), "--format", "huggingface", *asked)
+    assert result.exit_code == 0, result.output
+    generation = json.loads((export / "generation_config.json").read_text(encoding="utf-8"))
+    assert (generation["num_beams"], generation["length_penalty"]) == (3, 0.7)
+    assert "beam 3, length penalty\n0.7" in (export / "README.md").read_text(encoding="utf-8")
+    assert RunDir(tiny_run.run).load_config().decode.beam != 3  # the run's own are the run's
+
+
 def test_a_multilingual_export_reads_the_language_token_as_one_id(multilingual_run, tmp_path):
     export = tmp_path / "export"
     result = run_cli("export", str(multilingual_run.run), str(export), "--format", "huggingface")

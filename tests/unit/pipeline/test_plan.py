@@ -148,16 +148,17 @@ def test_the_teacher_alone_may_be_reranked_by_the_backward_model_as_val_chose(
 def test_the_students_beam_is_chosen_on_val_among_its_own_within_its_margin(tmp_path: Path) -> None:
     """`student.beams` are candidates beside each checkpoint and length penalty (the teacher keeps the
     select step's beam), `student.within` goes to `s2s select`; until the student's choice its beam
-    is a placeholder, after it the export and the student decode with the beam chosen."""
+    is a placeholder, after it the student decodes with the beam chosen and the export keeps it (and
+    the length penalty) as its decode defaults, which its evaluation then decodes with."""
     ws = tmp_path / "ws"
     choose(ws, "select_teacher", ["teacher"])
     select = {"checkpoints": ["best", "averaged"], "length_penalties": [0.6, 1.0], "beam": 3}
     path = example(tmp_path, select=select, student={"beams": [1, 4], "within": 0.5})
     steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
 
-    def beams(step: str) -> list[str]:
+    def beams(step: str) -> list[str | None]:
         found = [c.args for c in steps[step].commands if c.verb.value == "evaluate"]
-        return [a[a.index("--beam") + 1] for a in found]
+        return [a[a.index("--beam") + 1] if "--beam" in a else None for a in found]
 
     assert beams("select_teacher") == ["3"] * 4
     assert beams("select_student") == ["1", "1", "4", "4"] * 2  # each checkpoint: each beam, each penalty
@@ -166,9 +167,18 @@ def test_the_students_beam_is_chosen_on_val_among_its_own_within_its_margin(tmp_
     chooses = next(c.args for c in steps["select_student"].commands if c.verb.value == "select")
     assert chooses[-2:] == ("--within", "0.5") and len(set(chooses[:8])) == 8
     assert "{select_student.beam}" in beams("evaluate")
-    choose(ws, "select_student", ["student"])  # beam 2
+    (export,) = steps["export"].commands
+    assert export.args[-4:] == (
+        "--beam",
+        "{select_student.beam}",
+        "--length-penalty",
+        "{select_student.length_penalty}",
+    )
+    choose(ws, "select_student", ["student"])  # beam 2, length penalty 0.6
     steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
-    assert beams("evaluate") == ["2"] * 3  # the teacher, the student, its export
+    assert beams("evaluate") == ["2", "2", None]  # the teacher, the student; the export as it was made:
+    (export,) = steps["export"].commands
+    assert export.args[-4:] == ("--beam", "2", "--length-penalty", "0.6")
     verbs = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    for command in steps["evaluate"].commands:
-        verbs["evaluate"].make_context("evaluate", list(command.args))
+    for command in (*steps["evaluate"].commands, export):
+        verbs[command.verb.value].make_context(command.verb.value, list(command.args))
