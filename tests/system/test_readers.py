@@ -16,7 +16,8 @@ from seq2seq.special import PAD
 from tests.conftest import ROOT
 from tests.helpers import run_cli
 
-pytestmark = pytest.mark.slow
+# one xdist group: the module's two trainings run once, in one process
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("readers")]
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,8 @@ from tests.servers import ServerProcess
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright: pip install -e '.[dev]'")
 
+pytestmark = pytest.mark.xdist_group("browser")  # one server and one Chromium for the module
+
 # a closed network makes Chromium wait on its background connections
 CHROMIUM_ARGS = [
     "--headless",

@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import ROOT
 from tests.system.test_old_runs import OLD_OUTPUTS, copy_old_run, texts
 
-pytestmark = pytest.mark.slow
+# one xdist group: the module's wheel is built once, in one process
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 # what a checkout holds at its top level (the rest is local: .git, runs/, caches, build outputs)
 CHECKOUT = {"pyproject.toml", "README.md", "seq2seq", "tests", "scripts", "configs", "docs"}
