@@ -63,9 +63,15 @@ def machine_command(check: Check, done: dict[str, StepResult]) -> Command:
 def tests_command(check: Check, done: dict[str, StepResult]) -> Command:
     """pytest, verbose: each test's result is in the log as it ends, so a step stopped for time (with
     no JUnit file written) still says which passed, which failed and which was running. One test may
-    take at most TEST_TIMEOUT_S where pytest-timeout is installed (it is on the GPU image)."""
+    take at most TEST_TIMEOUT_S where pytest-timeout is installed (it is on the GPU image).
+
+    In one process (`-o addopts=` drops the project's `-n auto`): one CUDA context on the GPU, each
+    module's fixtures made once, and the log in the plain `-v` form `read_verbose_tests` reads (a
+    worker's lines name the test only once it has ended)."""
     junit = f"--junitxml={check.out / 'cuda_tests.xml'}"
-    command = python("-m", "pytest", "-v", "-m", "cuda", check.tests, "-p", "no:cacheprovider", junit)
+    command = python(
+        "-m", "pytest", "-v", "-m", "cuda", check.tests, "-p", "no:cacheprovider", "-o", "addopts=", junit
+    )
     if importlib.util.find_spec("pytest_timeout") is not None:
         command.append(f"--timeout={TEST_TIMEOUT_S}")
     return command

@@ -20,7 +20,14 @@ from benchmarks.gpu_check import machine
 from benchmarks.gpu_check.__main__ import OUT_FILES
 from benchmarks.gpu_check.check import MULTI30K, Check, StepResult
 from benchmarks.gpu_check.process import run_step
-from benchmarks.gpu_check.steps import STEP_NAMES, STEPS, read_machine, torchrun_command
+from benchmarks.gpu_check.steps import (
+    STEP_NAMES,
+    STEPS,
+    read_machine,
+    read_tests,
+    read_verbose_tests,
+    torchrun_command,
+)
 from benchmarks.gpu_check.summary import SECTIONS, markdown
 from seq2seq.device import cpu_has_bf16_kernels
 from tests.helpers import MULTI30K_DIR, ROOT
@@ -62,6 +69,9 @@ def test_the_dry_run_goes_through_every_step_and_fills_every_section(tmp_path: P
         body = found[f"{heading} (dry run)"]
         assert body and not body.startswith(("not measured", "not run")), (heading, body)
     assert re.search(r"\*\*\d+ passed, 0 failed, \d+ skipped\*\*", found["CUDA tests (dry run)"])
+    # the log says what the JUnit file says: what a step stopped for time (no JUnit file) is read from
+    log, junit = (out / "gpu_check.log").read_text(), read_tests(SimpleNamespace(out=out), "")
+    assert read_verbose_tests(log)["passed"] == junit["passed"] != []
     precision = "bf16" if cpu_has_bf16_kernels() else "fp32"  # the dry run's: fp32 where bf16 is emulated
     throughput = found[next(h for h in found if h.startswith("Training throughput"))]
     for model in ("recipe", "base"):
