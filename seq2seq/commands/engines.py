@@ -28,7 +28,7 @@ from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
 from seq2seq.models.family import model_family
 from seq2seq.run.layout import RunDir
-from seq2seq.run.parts import run_inputs
+from seq2seq.run.parts import reranker_inputs, run_inputs
 from seq2seq.translate import resume
 from seq2seq.translate.engine import Engine
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
@@ -71,7 +71,8 @@ def choose_engine(
         return _from_export(path, engine, asked, placement, input, outputs)
     cfg = RunDir(path).load_config()  # a wrong path fails here, saying so
     options = decode_options(asked, cfg.decode, cfg.model.max_positions)
-    check_outputs(outputs, {"-i/--input": input, **run_inputs(path, options.checkpoints)})
+    reads = {"-i/--input": input, **run_inputs(path, options.checkpoints), **reranker_inputs(asked.rerank)}
+    check_outputs(outputs, reads)
     if engine == "s2s":
         return _own(path, options, placement, "asked for (--engine s2s)")
     why_not = _cannot(options, cfg)
@@ -103,7 +104,7 @@ def _from_export(
     if asked.checkpoints:
         raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
     # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-    check_outputs(outputs, {"-i/--input": input, "the export": path})
+    check_outputs(outputs, {"-i/--input": input, "the export": path, **reranker_inputs(asked.rerank)})
     return _ctranslate2(path, asked, placement, "an export directory")
 
 

@@ -22,7 +22,7 @@ from seq2seq.evaluation.reader_metrics import LabelMetricOptions, ReaderMetricOp
 from seq2seq.evaluation.record import DecodeRun, Evaluation, MadeBy, evaluate_files
 from seq2seq.files import check_outputs, write_text
 from seq2seq.run.layout import RunDir
-from seq2seq.run.parts import run_inputs
+from seq2seq.run.parts import reranker_inputs, run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.engine import Engine, LineTranslator
 from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
@@ -80,6 +80,7 @@ def plan_evaluation(
             **{f"--ref #{i + 1}": p for i, p in enumerate(files.refs)},
             **{f"--hyp #{i + 1}": p for i, p in enumerate(files.hyps)},
             **run_inputs(files.run_dir, decoding.checkpoints),
+            **reranker_inputs(asked.rerank),
             **({"the export": files.run_dir} if export is not None else {}),
         },
     )

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from seq2seq.config import Config
 from seq2seq.errors import RunDirError
 from seq2seq.run.layout import RunDir
 
@@ -32,3 +33,22 @@ def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Pa
         with contextlib.suppress(RunDirError):  # a missing one is reported when the weights load
             named[f"--checkpoint {name}"] = run.checkpoint_path(name)
     return {**run_parts(run), **named}
+
+
+def readable_run(run_dir: Path, checkpoints: Sequence[str]) -> Config:
+    """The run's config, once the run and each checkpoint named are found: what a command that loads
+    weights checks before it imports torch to load them, so that a wrong path is refused at once."""
+    run = RunDir(run_dir)
+    cfg = run.load_config()
+    for name in checkpoints:
+        run.checkpoint_path(name)
+    return cfg
+
+
+def reranker_inputs(rerank: str | None) -> dict[str, Path]:
+    """The run `--rerank` names (found, with the best checkpoint its reranking loads), as what a
+    decoding command reads: its parts, which no output may replace."""
+    if rerank is None:
+        return {}
+    readable_run(Path(rerank), ("best",))
+    return {f"--rerank {name}": part for name, part in run_inputs(Path(rerank), ("best",)).items()}

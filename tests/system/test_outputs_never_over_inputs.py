@@ -34,12 +34,12 @@ class Writer:
     be any of these, nor lie in a folder of them (`run/...`, `export/...` and `files/...` name them).
     A script's writer names the module whose `main(argv)` it runs, or the shell script it starts."""
 
-    command: str  # with {run}, {export}, {files}, {out} and {scratch} (a folder of the test's own)
+    command: str  # with {run}, {rerank}, {export}, {files}, {out} and {scratch} (a folder of the test's own)
     victims: tuple[str, ...]
     script: str = ""  # benchmarks.gpu_check.__main__, ..., or fetch_multi30k.sh; "" for an s2s command
 
     def args(self, root: Path, out: Path, scratch: Path) -> list[str]:
-        paths = {"run": root / "run", "export": root / "export", "files": root / "files", "out": out}
+        paths = {name: root / name for name in ("run", "rerank", "export", "files")} | {"out": out}
         return [word.format(**paths, scratch=scratch) for word in self.command.split()]
 
 
@@ -54,6 +54,8 @@ EXPORT = tuple(
 ) + ("export/new.txt", "export/source_vocabulary.json")  # new files an export would read
 FOLDERS = ("run/tokenizer", "run/checkpoints", "run/prepared")  # whose index.html or export would lie in them
 NEW_DIRS = ("run/tokenizer/new", "run/checkpoints/new", "run/prepared/new")
+RERANK = tuple(f"rerank/{p}" for p in ("config.yaml", "tokenizer/spm.model", "checkpoints/best.pt"))
+RERANK += ("rerank/tokenizer/new.txt",)  # the run --rerank names: its beam's reverse scorer
 EVALUATE = "evaluate {run} --src {files}/test.src --ref {files}/test.tgt"
 TEST_SET = ("files/test.src", "files/test.tgt")
 CORPUS = ("files/config.yaml", "files/train.src", "files/train.tgt", "files/valid.src")  # a new run's
@@ -68,7 +70,9 @@ WRITERS = {
     "translate --engine ctranslate2 -o": Writer(
         "translate {export} --engine ctranslate2 -i {files}/test.src -o {out}", (*EXPORT, "files/test.src")
     ),
+    "translate --rerank -o": Writer("translate {run} --rerank {rerank} -i {files}/test.src -o {out}", RERANK),
     "evaluate --out": Writer(f"{EVALUATE} --out {{out}}", (*RUN, *TEST_SET)),
+    "evaluate --rerank --out": Writer(f"{EVALUATE} --rerank {{rerank}} --out {{out}}", RERANK),
     "evaluate --json": Writer(f"{EVALUATE} --json {{out}}", (*RUN, *TEST_SET)),
     "evaluate --report": Writer(f"{EVALUATE} --report {{out}}", FOLDERS),
     "evaluate --hyp --json": Writer(
@@ -113,7 +117,7 @@ WRITERS = {
     ),
     "serve_screenshot OUTPUT": Writer("{run} {out}", (*SOME_OF_RUN, *PREPARED), "tools.serve_screenshot"),
 }
-FOLDER_VICTIMS = {"files", "run", *FOLDERS, *MULTI30K_DIR, *NEW_DIRS}  # no hard link to a folder
+FOLDER_VICTIMS = {"files", "run", "rerank", *FOLDERS, *MULTI30K_DIR, *NEW_DIRS}  # no hard link to a folder
 
 
 def spell(victim: Path, how: str, scratch: Path) -> Path:
@@ -182,11 +186,13 @@ def places(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def pristine(trained_run, places) -> Path:
-    """A folder holding `run/` (a copy of the tiny run), `export/` (its CTranslate2 export, when
-    CTranslate2 is installed) and `files/`: a test set and hypotheses, a corpus with a config naming
-    it (as the working copy's paths, so that both hold the same bytes) and Multi30k's files in data/."""
+    """A folder holding `run/` (a copy of the tiny run), `rerank/` (another, for --rerank), `export/`
+    (its CTranslate2 export, when CTranslate2 is installed) and `files/`: a test set and hypotheses, a
+    corpus with a config naming it (as the working copy's paths, so that both hold the same bytes) and
+    Multi30k's files in data/."""
     root, copy = places
     shutil.copytree(trained_run("tiny").run, root / "run")
+    shutil.copytree(trained_run("tiny").run, root / "rerank")
     files = root / "files"
     files.mkdir()
     _, ref = write_corpus(files, "test", 6, seed=5)
