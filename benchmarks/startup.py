@@ -1,6 +1,7 @@
 """How long a person waits for a short command, whole process: `s2s --help`, `s2s translate --help`,
-and three lines piped through `s2s translate RUN` with the default engine (its export cache made
-before the timing) and with s2s's own decoder (`--engine s2s`); each the median of
+three lines piped through `s2s translate RUN` with the default engine (its export cache made
+before the timing) and with s2s's own decoder (`--engine s2s`), and two refusals (`s2s train` of a
+run that exists, `s2s export` into a directory that is not empty); each the median of
 `--startup-runs` runs (5).
 
 Each command is `python -m seq2seq` of this checkout in a fresh interpreter, with a temporary export
@@ -36,8 +37,9 @@ def source_lines(src: str, count: int = LINES) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def run_once(args: list[str], stdin: str | None, env: dict[str, str]) -> tuple[float, str]:
-    """Seconds `python -m seq2seq ARGS` took, from start to exit, and its standard error."""
+def run_once(args: list[str], stdin: str | None, env: dict[str, str], code: int = 0) -> tuple[float, str]:
+    """Seconds `python -m seq2seq ARGS` took, from start to exit (with exit code `code`), and its
+    standard error."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "seq2seq", *args],
@@ -48,14 +50,14 @@ def run_once(args: list[str], stdin: str | None, env: dict[str, str]) -> tuple[f
         env=env,
     )
     seconds = time.perf_counter() - start
-    if done.returncode:
-        raise RuntimeError(f"failed: s2s {' '.join(args)}\n{done.stderr[-3000:]}")
+    if done.returncode != code:
+        raise RuntimeError(f"exit code {done.returncode}: s2s {' '.join(args)}\n{done.stderr[-3000:]}")
     return seconds, done.stderr
 
 
-def imports_torch(args: list[str], stdin: str | None, env: dict[str, str]) -> bool:
+def imports_torch(args: list[str], stdin: str | None, env: dict[str, str], code: int = 0) -> bool:
     """Whether the command imports torch (`-X importtime` lists every module it imports)."""
-    _, err = run_once(args, stdin, env | {"PYTHONPROFILEIMPORTTIME": "1"})
+    _, err = run_once(args, stdin, env | {"PYTHONPROFILEIMPORTTIME": "1"}, code)
     return any(line.split("|")[-1].strip() == "torch" for line in err.splitlines())
 
 
@@ -63,25 +65,32 @@ def run(opts: Options, device: torch.device) -> dict[str, Any]:
     """Each command's median whole-process seconds over `--startup-runs` runs, on this machine's CPU."""
     assert opts.run_dir is not None  # options.parse insists
     lines, translate = source_lines(opts.src), ["translate", opts.run_dir]
-    commands = {
-        "s2s --help": (["--help"], None),
-        "s2s translate --help": (["translate", "--help"], None),
-        f"s2s translate RUN < {LINES} lines": (translate, lines),
-        f"s2s translate RUN --engine s2s < {LINES} lines": ([*translate, "--engine", "s2s"], lines),
+    run = opts.run_dir
+    commands = {  # name: (arguments, standard input, exit code)
+        "s2s --help": (["--help"], None, 0),
+        "s2s translate --help": (["translate", "--help"], None, 0),
+        f"s2s translate RUN < {LINES} lines": (translate, lines, 0),
+        f"s2s translate RUN --engine s2s < {LINES} lines": ([*translate, "--engine", "s2s"], lines, 0),
+        "s2s train RUN/config.yaml (refused: the run exists)": (
+            ["train", f"{run}/config.yaml", "--set", f"run_dir={run}"],
+            None,
+            2,
+        ),
+        "s2s export RUN RUN (refused: not empty)": (["export", run, run], None, 2),
     }
     with tempfile.TemporaryDirectory() as cache:
         env = os.environ | {"S2S_CACHE_DIR": cache}
         _, made = run_once([*translate, "--verbose"], lines, env)  # makes the cache's entry
         chosen = next((line.split("engine: ", 1)[1] for line in made.splitlines() if "engine: " in line), "?")
         results = []
-        for name, (args, stdin) in commands.items():
-            seconds = [run_once(args, stdin, env)[0] for _ in range(opts.startup_runs)]
+        for name, (args, stdin, code) in commands.items():
+            seconds = [run_once(args, stdin, env, code)[0] for _ in range(opts.startup_runs)]
             results.append(
                 {
                     "command": name,
                     "median_s": round(statistics.median(seconds), 3),
                     "min_s": round(min(seconds), 3),
-                    "imports_torch": imports_torch(args, stdin, env),
+                    "imports_torch": imports_torch(args, stdin, env, code),
                 }
             )
     return {"cpu": cpu_model(), "runs": opts.startup_runs, "default_engine": chosen, "results": results}

@@ -186,12 +186,17 @@ def output_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
+def check_new_directory(out_dir: Path) -> None:
+    """Refuse `out_dir` for a directory a command makes whole, unless it is new or empty."""
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+
+
 @contextlib.contextmanager
 def atomic_directory(out_dir: Path) -> Iterator[Path]:
     """A scratch directory beside `out_dir` (which must be new or empty) that becomes `out_dir` only
     when the `with` block completes: an export is never half-written."""
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+    check_new_directory(out_dir)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp", dir=out_dir.parent))

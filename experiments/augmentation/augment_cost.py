@@ -37,6 +37,7 @@ from seq2seq.evaluation.modified_sets import modified_lines
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.order import BatchOrder
+from seq2seq.training.request import prepare_request
 from seq2seq.training.setup import claim, make_tokenizers_only, prepare_corpus
 from seq2seq.training.state import Progress
 from seq2seq.training.training_plan import plan_preparation
@@ -52,7 +53,7 @@ def as_given(config: Path) -> list[str]:
 def made(config: Path, run: Path, overrides: list[str], corpus: bool) -> Config:
     """The config's tokenizer, and with `corpus` its prepared corpus, made in the run directory `run`
     as `s2s train --tokenizer-only` and `s2s prepare` make them; the config as the run holds it."""
-    plan = plan_preparation(config, [f"run_dir={run}", "data.prepared_dir=", *overrides])
+    plan = plan_preparation(prepare_request(config, [f"run_dir={run}", "data.prepared_dir=", *overrides]))
     with claim(plan, DistInfo()) as claimed:
         if corpus:
             prepare_corpus(claimed, workers=0)

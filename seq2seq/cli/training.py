@@ -20,20 +20,23 @@ log = logging.getLogger("seq2seq")
 @verb(app)
 def train(job: TrainJob) -> None:
     """Train a tokenizer and a model as CONFIG describes, into its run directory."""
-    import torch
+    from seq2seq.training.request import run_mode, train_request
+
+    source = job.source
+    request = train_request(
+        source.config, list(source.overrides), job.device, run_mode(job.resume, job.overwrite)
+    )
+    import torch  # after the request's checks: a refused command answers before torch loads
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     from seq2seq.training.distributed import init_distributed, shutdown, torchrun_info
     from seq2seq.training.setup import claim, make_inputs, make_tokenizers_only
-    from seq2seq.training.training_plan import plan_training, run_mode
+    from seq2seq.training.training_plan import plan_training
     from seq2seq.training.training_run import train as run_training
 
     with contextlib.ExitStack() as stack:
         info = torchrun_info()
-        source, mode = job.source, run_mode(job.resume, job.overwrite)
-        plan, valid, train_device = plan_training(
-            source.config, list(source.overrides), job.device, mode, info
-        )
+        plan, valid, train_device = plan_training(request, info)
         init_distributed(info, train_device)
         stack.callback(shutdown, info)
         setup_logging(logging.INFO if info.is_main else logging.WARNING)
@@ -63,13 +66,16 @@ def prepare(job: PrepareJob) -> None:
     """Tokenize and clean each training corpus once into memory-mapped arrays (training the tokenizer
     first if needed) and print their statistics. `s2s train` reuses them while the data, the
     tokenizer and the rules match."""
-    from seq2seq.data.manifest import describe, dropped_report
+    from seq2seq.training.request import prepare_request
+
+    request = prepare_request(job.source.config, list(job.source.overrides), job.overwrite)
+    from seq2seq.data.manifest import describe, dropped_report  # after the request's checks
     from seq2seq.data.prepared import read_manifests
     from seq2seq.training.distributed import DistInfo
     from seq2seq.training.setup import claim, prepare_corpus
     from seq2seq.training.training_plan import plan_preparation
 
-    plan = plan_preparation(job.source.config, list(job.source.overrides), job.overwrite, job.figure)
+    plan = plan_preparation(request, job.figure)
     setup_logging(logging.INFO)
     with claim(plan, DistInfo()) as claimed:
         setup_logging(logging.INFO, plan.run.log_file)

@@ -6,14 +6,11 @@ from __future__ import annotations
 import logging
 
 from seq2seq.commands.jobs import FORMATS, ExportJob
-from seq2seq.ct2.conversion import QUANTIZATIONS, export_ctranslate2
-from seq2seq.ct2.export_choice import reference_gap
-from seq2seq.ct2.export_dir import is_int8
+from seq2seq.ct2.export_dir import QUANTIZATIONS, is_int8
 from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.errors import Seq2SeqError
-from seq2seq.files import check_outputs
-from seq2seq.hf.export import export_huggingface
-from seq2seq.run.parts import run_inputs
+from seq2seq.files import check_new_directory, check_outputs
+from seq2seq.run.parts import readable_run, run_inputs
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +26,20 @@ def export(job: ExportJob) -> str:
         raise Seq2SeqError("--shortlist is for --format ctranslate2 (CTranslate2's vocabulary map)")
     if job.quantize is not None and job.quantize not in QUANTIZATIONS:
         raise Seq2SeqError(f"--quantize {job.quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
+    readable_run(run_dir, [job.checkpoint])
     check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [job.checkpoint]))
+    check_new_directory(out_dir)
     if job.format == "huggingface":
+        from seq2seq.hf.export import export_huggingface  # torch: after the checks
+
         export_huggingface(run_dir, job.checkpoint, out_dir, job.decoding)
         return f"exported to {out_dir}; load it with transformers' AutoModelForSeq2SeqLM.from_pretrained"
     if job.full_range_int8 and not is_int8(job.quantize):
         raise Seq2SeqError("--full-range-int8 is for --quantize int8 or int8_float32")
     size = ShortlistSize(job.shortlist, job.shortlist_common) if job.shortlist else None
+    from seq2seq.ct2.conversion import export_ctranslate2  # torch: after the checks
+    from seq2seq.ct2.export_choice import reference_gap
+
     weights = export_ctranslate2(
         run_dir, job.checkpoint, out_dir, job.quantize, job.full_range_int8, size, job.decoding
     )

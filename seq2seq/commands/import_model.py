@@ -11,21 +11,28 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from seq2seq.checkpoint import atomic_save, checkpoint_inputs
 from seq2seq.commands.jobs import ImportJob
 from seq2seq.config import save_config
 from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, tokenizer_files
-from seq2seq.files import atomic_directory
-from seq2seq.hf.marian import ImportedModel, read_marian
-from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+from seq2seq.files import atomic_directory, check_new_directory
+from seq2seq.hf.marian_vocab import MarianImportError
 from seq2seq.run.layout import RunDir
+
+if TYPE_CHECKING:
+    from seq2seq.hf.marian import ImportedModel
 
 log = logging.getLogger(__name__)
 
 
 def import_model(job: ImportJob) -> str:
     """Write the MarianMT model in JOB's directory as a new run; returns what to do next, for the user."""
+    if not job.model_dir.is_dir():
+        raise MarianImportError(f"{job.model_dir} is not a directory (a MarianMT model's, with config.json)")
+    check_new_directory(job.run_dir)
+    from seq2seq.hf.marian import read_marian  # torch: after the checks
+
     imported = read_marian(job.model_dir, job.run_dir)
     with atomic_directory(job.run_dir) as scratch:
         write_run(imported, RunDir(scratch))
@@ -35,6 +42,9 @@ def import_model(job: ImportJob) -> str:
 
 def write_run(imported: ImportedModel, run: RunDir) -> None:
     """The run's files in `run`: config, tokenizers, checksums, the weights as checkpoints/best.pt."""
+    from seq2seq.checkpoint import atomic_save, checkpoint_inputs
+    from seq2seq.models.encoder_decoder import Seq2SeqTransformer
+
     cfg = imported.config
     files = tokenizer_files(run.tokenizer_dir, joint=False)
     run.tokenizer_dir.mkdir(parents=True)

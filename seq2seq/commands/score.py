@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from tqdm import tqdm
 
 from seq2seq.commands.jobs import ScoreJob
+from seq2seq.config.data import CorpusConfig
+from seq2seq.data.corpora import count_pairs
 from seq2seq.errors import Seq2SeqError
-from seq2seq.files import atomic_output
+from seq2seq.files import atomic_output, check_outputs
+from seq2seq.run.parts import readable_run, run_inputs
 from seq2seq.translate.direction import Direction
-from seq2seq.translate.scoring import check_score_files, load_scorer, score_stream
 
 
 def score(job: ScoreJob, stdout: TextIO | None = None) -> None:
@@ -32,6 +35,8 @@ def score(job: ScoreJob, stdout: TextIO | None = None) -> None:
     files = {"--src": job.src, **targets}
     checkpoints = job.asked.checkpoints
     pairs = check_score_files(job.run_dir, job.reverse, checkpoints, files, output)  # type: ignore[arg-type]
+    from seq2seq.translate.scoring import load_scorer, score_stream  # torch: after the checks
+
     scorer = load_scorer(
         job.run_dir,
         job.reverse,
@@ -45,3 +50,25 @@ def score(job: ScoreJob, stdout: TextIO | None = None) -> None:
         sink = stack.enter_context(atomic_output(output)) if output else stdout or sys.stdout
         bar = stack.enter_context(tqdm(disable=output is None, unit=" pairs", file=sys.stderr))
         score_stream(scorer, pairs, job.nbest is not None, job.tokens, sink, bar.update)
+
+
+def check_score_files(
+    run_dir: Path,
+    reverse_dir: Path | None,
+    checkpoints: tuple[str, ...],
+    files: dict[str, Path],
+    output: Path | None,
+) -> CorpusConfig:
+    """The pairs to score (`files`: --src and --tgt or --nbest), checked to align and not to be the
+    output, and the runs found, before any model is loaded (or torch imported)."""
+    checkpoints = checkpoints or ("best",)
+    readable_run(run_dir, checkpoints)
+    inputs = {**files, **run_inputs(run_dir, checkpoints)}
+    if reverse_dir is not None:
+        readable_run(reverse_dir, ("best",))
+        inputs |= {f"--reverse {name}": path for name, path in run_inputs(reverse_dir, ("best",)).items()}
+    check_outputs({"-o/--output": output}, inputs)
+    src, tgt = files.values()
+    pairs = CorpusConfig(name="score", src=str(src), tgt=str(tgt))
+    count_pairs(pairs)
+    return pairs

@@ -19,17 +19,17 @@ def serve(job: ServeJob) -> None:
     from seq2seq.serve.server import check_available
 
     check_available()  # before the server packages are imported
-    from seq2seq.serve.app import create_app
-    from seq2seq.serve.server import listen, url
-    from seq2seq.serve.server import run as run_server
-
     s = job.settings
     if s.batching != "continuous" and s.window_s >= s.limits.timeout_s:
         raise ServeError(
             f"--batch-window-ms {s.batch_window_ms:g}: a request waits a window for others, so every one "
             f"would outlast --timeout {s.limits.timeout_s:g} s; shorten the window"
         )
-    chosen = choose_engine(job.run_dir, s.engine, s.asked, job.placement)
+    chosen = choose_engine(job.run_dir, s.engine, s.asked, job.placement)  # the run checked, then loaded
+    from seq2seq.serve.app import create_app
+    from seq2seq.serve.server import listen, url
+    from seq2seq.serve.server import run as run_server
+
     name = job.run_dir.resolve().name
     recaser = Recaser.of_run(job.run_dir, chosen.engine.tokenizers.src) if s.asked.restore_case else None
     application = create_app(chosen.engine, s, name, decode_thread=False, running=chosen.own, recaser=recaser)

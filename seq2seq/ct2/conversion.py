@@ -37,7 +37,7 @@ from seq2seq.ct2.shortlist import VMAP_FILE, Shortlist, ShortlistSize, build_sho
 from seq2seq.data.prepared import run_trained_corpora
 from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import Seq2SeqError
-from seq2seq.files import OutputError, atomic_directory
+from seq2seq.files import atomic_directory, check_new_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
 from seq2seq.models.family import model_family
 from seq2seq.translate.casing import CASING_FILE, training_source, word_forms, write_word_forms
@@ -45,8 +45,6 @@ from seq2seq.translate.cross_attention import AlignmentHeads, LastLayerMean, ali
 from seq2seq.translate.weights import RunWeights, load_weights
 
 log = logging.getLogger(__name__)
-
-QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
 
 
 def export_ctranslate2(
@@ -70,8 +68,7 @@ def export_ctranslate2(
     Made in a temporary directory beside `out_dir` and renamed into place: never half-written.
     """
     require_ctranslate2()
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+    check_new_directory(out_dir)
     weights = load_for_export(run_dir, checkpoint)
     config = dataclasses.replace(weights.config, decode=decoding.over(weights.config.decode))
     weights = dataclasses.replace(weights, config=config)

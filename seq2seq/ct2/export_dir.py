@@ -150,6 +150,9 @@ def check_export_files(export_dir: Path, info: dict[str, Any]) -> None:
         )
 
 
+QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")  # `s2s export --quantize`
+
+
 def is_int8(quantize: str | None) -> bool:
     """Whether `quantize` (a CTranslate2 weight type, None: float32) stores int8 weights."""
     return (quantize or "").startswith("int8")

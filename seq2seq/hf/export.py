@@ -21,7 +21,7 @@ from typing import Literal
 from seq2seq.config import Config
 from seq2seq.config.decode import RUN_DECODING, DecodeChoice
 from seq2seq.errors import Seq2SeqError
-from seq2seq.files import OutputError, atomic_directory
+from seq2seq.files import atomic_directory, check_new_directory
 from seq2seq.hf.card import model_card
 from seq2seq.hf.marian_export import write_marian
 from seq2seq.hf.pegasus import write_model, write_text, write_tokenizer
@@ -73,8 +73,7 @@ def export_huggingface(
         import safetensors.torch  # noqa: F401
     except ImportError:
         raise HFExportError("safetensors is not installed; install it with: pip install 's2s[hf]'") from None
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise OutputError(f"{out_dir} already exists and is not empty; choose a new directory")
+    check_new_directory(out_dir)
     config = RunDir(run_dir).load_config()
     config = dataclasses.replace(config, decode=decoding.over(config.decode))
     layout = hf_layout(config, run_dir)

@@ -42,9 +42,8 @@ class ImportedModel:
 
 
 def read_marian(directory: Path, run_dir: Path) -> ImportedModel:
-    """The MarianMT model in `directory` as s2s's, its config naming `run_dir`."""
-    if not directory.is_dir():
-        raise MarianImportError(f"{directory} is not a directory (a MarianMT model's, with config.json)")
+    """The MarianMT model in `directory` (`s2s import` has checked it is one) as s2s's, its config
+    naming `run_dir`."""
     config = read_json(directory / "config.json")
     model = model_config(config, str(directory / "config.json"))
     tokenizer_config = read_json(directory / "tokenizer_config.json", required=False)

@@ -16,7 +16,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from seq2seq.checkpoint import inference_weights, load_checkpoint
 from seq2seq.files import write_text
 from seq2seq.pipeline.delivery import Scored
 from seq2seq.pipeline.plan import Plan
@@ -131,6 +130,8 @@ def _engine(decode: dict[str, Any]) -> str:
 def _parameters(one: Scored) -> int:
     """The model's parameters (of each member of an ensemble): its checkpoint's tensors, a tensor that
     several names share (tied embeddings) counted once."""
+    from seq2seq.checkpoint import inference_weights, load_checkpoint  # here: a pipeline runs without torch
+
     total = 0
     for path in one.decoder.checkpoints:
         weights = inference_weights(load_checkpoint(Path(path)), Path(path))

@@ -33,7 +33,7 @@ from seq2seq.pipeline.overrides import PIPELINE, RUN_DIR, Override, claimed, ent
 from seq2seq.pipeline.step import Step, Training
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.training.jobs import ConfigArgs, TrainJob
-from seq2seq.training.training_plan import resolve_paths
+from seq2seq.training.request import resolve_paths
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,12 @@
 
 Each checkpoint is read as translation reads it (`checkpoint.inference_weights`: a LoRA run's adapters
 merged into its frozen weights), every one checked to belong to the run and to hold the same tensors;
-the mean is summed in float64. The output may not take a training checkpoint's name.
+the mean is summed in float64. Which checkpoints, and where the mean goes, `averaged_checkpoints`
+(`seq2seq.run.average_choice`) decides first, without torch.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,10 +15,8 @@ import torch
 from torch import Tensor
 
 from seq2seq.checkpoint import atomic_save, check_checkpoints_fit, inference_weights, load_checkpoint
+from seq2seq.config import Config
 from seq2seq.errors import RunDirError
-from seq2seq.files import check_outputs
-from seq2seq.run.layout import CHECKPOINT_NAMES, RunDir
-from seq2seq.run.parts import run_parts
 
 
 def check_same_tensors(weights: Sequence[tuple[Path, dict[str, Tensor]]]) -> None:
@@ -67,44 +64,11 @@ def _mean(tensors: list[Tensor]) -> Tensor:
     return (total / len(tensors)).to(tensors[0].dtype)
 
 
-def average_output(run: RunDir, output: str) -> Path:
-    """Where `s2s average --output` writes: a name in checkpoints/, or a path (`.pt` added). A training
-    checkpoint's name (best, last, step_N) is refused however the path is spelled: those are training's."""
-    name = output.removesuffix(".pt")
-    path = Path(f"{name}.pt") if "/" in name else run.checkpoint_file(name)
-    for stem in (path.name, Path(os.path.realpath(path)).name):  # a link may name one too
-        stem = stem.removesuffix(".pt")
-        if stem in CHECKPOINT_NAMES or re.fullmatch(r"step_\d+", stem):
-            raise RunDirError(
-                f"--output {output} would replace a training checkpoint or pass for one ({stem}.pt: "
-                "best, last and step_N are training's names); choose another name"
-            )
-    if not name or name.endswith("/"):
-        raise RunDirError(f"--output {output!r}: give a name for the averaged checkpoint")
-    return path
-
-
-def average_checkpoints(
-    run: RunDir, tokenizer_sums: dict[str, str], last: int | None, output: str
-) -> tuple[Path, list[Path]]:
-    """Average the inference weights of the `last` newest numbered checkpoints (None: all) into one file.
-
-    Every one must belong to the run (`check_checkpoints_fit`: `tokenizer_sums` are the run's tokenizer
-    files today) and have the same tensors; the output may not be a training checkpoint's name, nor one
-    of `run_parts` (but a new or averaged file in checkpoints/).
+def average_checkpoints(cfg: Config, tokenizer_sums: dict[str, str], used: list[Path], path: Path) -> None:
+    """Average the inference weights of the checkpoints `used` into `path` (`averaged_checkpoints`
+    chose both). Every one must belong to the run (`check_checkpoints_fit`: `tokenizer_sums` are the
+    run's tokenizer files today; `cfg` its config) and have the same tensors.
     """
-    cfg = run.load_config()
-    available = run.numbered_checkpoints()
-    if not available:
-        raise RunDirError(f"no numbered checkpoints in {run.checkpoint_dir}")
-    last = len(available) if last is None else last
-    if last > len(available):
-        raise RunDirError(
-            f"asked to average {last} checkpoints but {run.checkpoint_dir} has {len(available)}"
-        )
-    path = average_output(run, output)
-    check_outputs({"--output": path}, run_parts(run, whole_checkpoints=False))
-    used = available[-last:]
     states = [(p, load_checkpoint(p)) for p in used]
     check_checkpoints_fit(states, cfg, tokenizer_sums)
     weights = [(p, inference_weights(s, p)) for p, s in states]
@@ -113,4 +77,3 @@ def average_checkpoints(
     newest = states[-1][1]
     kept = {k: newest[k] for k in ("config", "tokenizer_sha256")}
     atomic_save({"model": averaged, **kept, "averaged_from": [p.name for p in used]}, path)
-    return path, used

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 
 from seq2seq.errors import RunDirError
-from seq2seq.locks import lock_or_refuse
+from seq2seq.locks import lock_or_refuse, try_lock
 from seq2seq.run.layout import RunDir
 
 
@@ -24,8 +24,7 @@ def locked(run: RunDir) -> Iterator[None]:
     (naming its pid). The marker holds this process's pid while the lock is held and its earlier
     content after, so a refused command leaves it as it was.
     """
-    if run.path.is_dir() and any(run.path.iterdir()) and not run.marker_file.is_file():
-        raise RunDirError(f"{run.path} is not empty and is not an s2s run directory; choose another run_dir")
+    check_own(run)
     made_dir, made_marker = not run.path.exists(), not run.marker_file.exists()
     try:
         run.path.mkdir(parents=True, exist_ok=True)
@@ -46,6 +45,27 @@ def locked(run: RunDir) -> Iterator[None]:
                     run.path.rmdir()
     finally:
         os.close(fd)
+
+
+def check_own(run: RunDir) -> None:
+    """Refuse a non-empty directory that s2s did not make (it has no marker)."""
+    if run.path.is_dir() and any(run.path.iterdir()) and not run.marker_file.is_file():
+        raise RunDirError(f"{run.path} is not empty and is not an s2s run directory; choose another run_dir")
+
+
+def check_free(run: RunDir) -> None:
+    """What `locked` would refuse, found without holding the lock or writing anything: a directory
+    s2s did not make, or one another `s2s train` holds."""
+    check_own(run)
+    try:
+        fd = os.open(run.marker_file, os.O_RDONLY)
+    except OSError:  # none yet; or unreadable, which `locked` reports
+        return
+    try:
+        if not try_lock(fd):
+            raise _in_use(run, fd)
+    finally:
+        os.close(fd)  # releases the lock, if it was taken
 
 
 def _in_use(run: RunDir, fd: int) -> RunDirError:

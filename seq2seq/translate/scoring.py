@@ -23,13 +23,11 @@ from typing import IO
 
 from seq2seq.batching import pad, token_batches
 from seq2seq.config.data import CorpusConfig
-from seq2seq.data.corpora import count_pairs, pair_chunks
+from seq2seq.data.corpora import pair_chunks
 from seq2seq.decoding.forced_scores import forced_log_probs
 from seq2seq.device import autocast
 from seq2seq.errors import DataError, Seq2SeqError
-from seq2seq.files import check_outputs
 from seq2seq.models.encoder_only import EncoderOnlyTransformer
-from seq2seq.run.parts import run_inputs
 from seq2seq.special import EOS
 from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.lines import BLANK, clip_sources
@@ -229,25 +227,6 @@ def load_scorer(
             )
     budget = max_tokens or forward.config.decode.max_tokens
     return Scorer(forward, backward, budget, forward_prefix, backward_prefix)
-
-
-def check_score_files(
-    run_dir: Path,
-    reverse_dir: Path | None,
-    checkpoints: tuple[str, ...],
-    files: dict[str, Path],
-    output: Path | None,
-) -> CorpusConfig:
-    """The pairs to score (`files`: --src and --tgt or --nbest), checked to align and not to be the
-    output, before any model is loaded."""
-    inputs = {**files, **run_inputs(run_dir, checkpoints or ("best",))}
-    if reverse_dir is not None:
-        inputs |= {f"--reverse {name}": path for name, path in run_inputs(reverse_dir, ("best",)).items()}
-    check_outputs({"-o/--output": output}, inputs)
-    src, tgt = files.values()
-    pairs = CorpusConfig(name="score", src=str(src), tgt=str(tgt))
-    count_pairs(pairs)
-    return pairs
 
 
 def score_stream(

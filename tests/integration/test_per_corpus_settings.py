@@ -17,6 +17,7 @@ from seq2seq.config import Config
 from seq2seq.data.control import control_id
 from seq2seq.data.prepared import corpus_mixture, load_prepared_part, read_manifests
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.request import train_request
 from seq2seq.training.setup import RunInputs, claim, make_inputs
 from seq2seq.training.training_plan import plan_training
 from tests.conftest import tiny_config_dict
@@ -81,7 +82,7 @@ def set_up(tmp_path: Path, settings: dict[str, dict]) -> tuple[Config, RunInputs
     raw["tokenizer"]["control_tokens"] = ["<bt>"]
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    plan, valid, _ = plan_training(config, [], "cpu", "new", DistInfo())
+    plan, valid, _ = plan_training(train_request(config, [], "cpu", "new"), DistInfo())
     with claim(plan, DistInfo()) as claimed:
         return plan.cfg, make_inputs(claimed, valid, DistInfo())
 

@@ -23,6 +23,7 @@ from seq2seq.files import OutputError
 from seq2seq.models.build import build_model
 from seq2seq.run.layout import RunDir
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.request import train_request
 from seq2seq.training.setup import claim, make_inputs
 from seq2seq.training.trainer import Trainer
 from seq2seq.training.training_plan import plan_training
@@ -445,11 +446,11 @@ def test_every_step_overflowing_in_fp16_is_a_divergence(tmp_path):
 def test_a_resumed_run_checksums_its_tokenizer_once(tmp_path, monkeypatch):
     config = write_config(tmp_path, "run")
     quick = ["train.max_steps=1", "train.valid_every=1"]
-    plan, valid, device = plan_training(config, quick, "cpu", "new", DistInfo())
+    plan, valid, device = plan_training(train_request(config, quick, "cpu", "new"), DistInfo())
     with claim(plan, DistInfo()) as claimed:
         train(plan, make_inputs(claimed, valid, DistInfo()), DistInfo(), device)
     hashed = count_checksums(monkeypatch)
-    plan, valid, _ = plan_training(config, [], "cpu", "resume", DistInfo())
+    plan, valid, _ = plan_training(train_request(config, [], "cpu", "resume"), DistInfo())
     with claim(plan, DistInfo()) as claimed:
         inputs = make_inputs(claimed, valid, DistInfo())
     assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]

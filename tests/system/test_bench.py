@@ -94,7 +94,8 @@ def test_every_section_runs_for_a_few_steps(tiny_run: TrainedRun, tmp_path: Path
     assert all(r["median_s"] > 0 for r in startup)
     if not torch.cuda.is_available():  # on a CPU the default engine is CTranslate2, which needs no torch
         assert report["startup"]["default_engine"].startswith("ctranslate2")
-        assert [r["imports_torch"] for r in startup] == [False, False, False, True]  # s2s's own: torch
+        # s2s's own decoder is torch; the two refusals answer before torch loads
+        assert [r["imports_torch"] for r in startup] == [False, False, False, True, False, False]
     for name in ran:
         assert f"== {name}" in done.stdout
 

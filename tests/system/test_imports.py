@@ -90,3 +90,45 @@ def test_the_cores_counted_without_torch_are_the_threads_torch_takes(omp):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     torch_threads, cores = done.stdout.split()
     assert cores == torch_threads
+
+
+# A refused command, and why: each is refused by a check that needs no torch (`{run}`: a trained run,
+# `{new}`: a path that does not exist yet, `{bad}`: a config with a misspelt key)
+REFUSED = {
+    "train: the run exists": "train {run}/config.yaml --set run_dir={run}",
+    "train: no such config": "train {new}.yaml",
+    "train: a misspelt key": "train {bad}",
+    "train: --resume and --overwrite": "train {run}/config.yaml --set run_dir={new} --resume --overwrite",
+    "prepare: a misspelt key": "prepare {bad}",
+    "translate: no such run": "translate {new} -i {run}/config.yaml",
+    "translate: no such --rerank run": "translate {run} --engine s2s --rerank {new} -i {run}/config.yaml",
+    "evaluate: no such --rerank run": "evaluate {run} --rerank {new} --src {src} --ref {src}",
+    "score: no such run": "score {new} --src {src} --tgt {src}",
+    "score: no such source": "score {run} --src {new} --tgt {src}",
+    "average: no such run": "average {new}",
+    "average: more than it has": "average {run} --last 99",
+    "export: no such run": "export {new} {new}_export",
+    "export: no such checkpoint": "export {run} {new} --checkpoint nonesuch",
+    "export: into a full directory": "export {run} {run}",
+    "import: no such model": "import {new} {new}_run",
+    "serve: no such run": "serve {new}",
+    "pipeline: a misspelt key": "pipeline {bad}",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_refused_command_answers_before_torch_loads(tiny_run: TrainedRun, tmp_path: Path, case: str):
+    """The mistakes a person makes most (a wrong path, a misspelt key, a run that exists) are refused
+    by checks that need no torch, so the answer comes in the time the interpreter takes to start."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("run_dir: somewhere\ntrian: {}\n", encoding="utf-8")
+    paths = {"run": tiny_run.run, "new": tmp_path / "new", "bad": bad, "src": tiny_run.data / "valid.src"}
+    args = REFUSED[case].format(**paths).split()
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS_TORCH, *args], capture_output=True, text=True, cwd=ROOT, env=env
+    )
+    assert done.returncode == 2 and "error:" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.rstrip().endswith("torch imported: False"), done.stderr
+    assert not (tmp_path / "new").exists()

@@ -175,10 +175,11 @@ KILLED_OVERWRITE = """
 import os, sys
 from pathlib import Path
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.request import train_request
 from seq2seq.training.training_plan import plan_training
 from seq2seq.training.setup import claim
 
-plan, _, _ = plan_training(Path(sys.argv[1]), [], "cpu", "overwrite", DistInfo())
+plan, _, _ = plan_training(train_request(Path(sys.argv[1]), [], "cpu", "overwrite"), DistInfo())
 with claim(plan, DistInfo()):
     os._exit(9)  # as kill -9 would: the old run set aside, the new config written, nothing undone
 """

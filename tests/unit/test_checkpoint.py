@@ -11,7 +11,8 @@ import torch
 from seq2seq.checkpoint import origin_differences
 from seq2seq.config import config_to_dict
 from seq2seq.errors import RunDirError
-from seq2seq.run.averaging import average_output, check_same_tensors
+from seq2seq.run.average_choice import average_output
+from seq2seq.run.averaging import check_same_tensors
 from seq2seq.run.layout import RunDir
 
 

@@ -18,7 +18,7 @@ from seq2seq.pipeline.records import checksums, new_record, read_record, write_r
 from seq2seq.pipeline.step import Action, Outputs, Step, Training
 from seq2seq.run.finished import clear_finished
 from seq2seq.run.layout import RunDir
-from seq2seq.training.training_plan import resolve_paths
+from seq2seq.training.request import resolve_paths
 
 
 @pytest.fixture

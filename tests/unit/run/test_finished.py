@@ -73,7 +73,7 @@ def test_a_damaged_record_is_an_error_naming_it(run: RunDir, damage) -> None:
 def asked(config: Path, *overrides: str):
     """The config `s2s train CONFIG --set ...` would train, paths absolute as the run saves them."""
     from seq2seq.config import load_config
-    from seq2seq.training.training_plan import resolve_paths
+    from seq2seq.training.request import resolve_paths
 
     return resolve_paths(load_config(config, list(overrides)))
 

@@ -11,8 +11,9 @@ import yaml
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.training import setup
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.request import prepare_request, run_mode, train_request
 from seq2seq.training.setup import claim, make_inputs
-from seq2seq.training.training_plan import plan_preparation, plan_training, run_mode
+from seq2seq.training.training_plan import plan_preparation, plan_training
 from tests.conftest import tiny_config_dict
 from tests.helpers import count_checksums
 
@@ -38,19 +39,19 @@ def test_a_refused_plan_writes_nothing(tmp_path):
     config, raw = write_config(tmp_path)
     Path(raw["data"]["train_tgt"]).write_text("ONE\n", encoding="utf-8")
     with pytest.raises(DataError, match="must align"):
-        plan_training(config, [], None, "new", DistInfo())
+        plan_training(train_request(config, [], None, "new"), DistInfo())
     assert not Path(raw["run_dir"]).exists()
 
 
 def test_training_reads_the_validation_files_in_its_plan_and_prepare_never_does(tmp_path):
     config, raw = write_config(tmp_path)
-    plan, valid, _ = plan_training(config, [], "cpu", "new", DistInfo())
+    plan, valid, _ = plan_training(train_request(config, [], "cpu", "new"), DistInfo())
     assert plan.mode == "new" and plan.cfg.train.device == "cpu" and plan.init is None
     assert [v.src for v in valid] == [Path(raw["data"]["valid_src"]).read_text().splitlines()]
     Path(raw["data"]["valid_tgt"]).write_text("ONE\n", encoding="utf-8")
-    assert plan_preparation(config, []).mode == "new"  # `s2s prepare` does not validate
+    assert plan_preparation(prepare_request(config, [])).mode == "new"  # `s2s prepare` does not validate
     with pytest.raises(DataError, match="must align"):
-        plan_training(config, [], None, "new", DistInfo())
+        plan_training(train_request(config, [], None, "new"), DistInfo())
 
 
 @pytest.mark.parametrize(
@@ -65,21 +66,24 @@ def test_the_plan_resolves_the_device_this_process_trains_on(tmp_path, monkeypat
     config, _ = write_config(tmp_path)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
-    assert plan_training(config, [], name, "new", info)[2] == torch.device(expected)
+    assert plan_training(train_request(config, [], name, "new"), info)[2] == torch.device(expected)
 
 
 def test_prepare_plans_to_resume_a_started_run(tmp_path):
     config, raw = write_config(tmp_path)
-    (Path(raw["run_dir"]) / "checkpoints").mkdir(parents=True)
+    plan, _, _ = plan_training(train_request(config, [], None, "new"), DistInfo())
+    with claim(plan, DistInfo()):
+        pass
+    (Path(raw["run_dir"]) / "checkpoints").mkdir()
     (Path(raw["run_dir"]) / "checkpoints" / "last.pt").write_bytes(b"")
-    assert plan_preparation(config, []).mode == "resume"
+    assert plan_preparation(prepare_request(config, [])).mode == "resume"
 
 
 @pytest.mark.slow
 def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
     config, raw = write_config(tmp_path)
     hashed = count_checksums(monkeypatch)
-    plan, valid, _ = plan_training(config, [], None, "new", DistInfo())
+    plan, valid, _ = plan_training(train_request(config, [], None, "new"), DistInfo())
     with claim(plan, DistInfo()) as claimed:
         inputs = make_inputs(claimed, valid, DistInfo())
     assert inputs.tokenizer_sums == plan.run.read_inputs()["tokenizer"]
@@ -89,7 +93,7 @@ def test_each_input_is_checksummed_once(tmp_path, monkeypatch):
 
 def test_overwrite_removes_the_old_run_only_after_the_claim_checks(tmp_path, monkeypatch):
     config, raw = write_config(tmp_path)
-    plan, _, _ = plan_training(config, [], None, "new", DistInfo())
+    plan, _, _ = plan_training(train_request(config, [], None, "new"), DistInfo())
     with claim(plan, DistInfo()):
         pass
     last = plan.run.checkpoint_dir / "last.pt"
@@ -100,7 +104,7 @@ def test_overwrite_removes_the_old_run_only_after_the_claim_checks(tmp_path, mon
         raise PermissionError(13, "Permission denied", raw["data"]["train_src"])
 
     monkeypatch.setattr(setup, "data_checksums", unreadable)
-    overwrite, _, _ = plan_training(config, [], None, "overwrite", DistInfo())
+    overwrite, _, _ = plan_training(train_request(config, [], None, "overwrite"), DistInfo())
     with pytest.raises(PermissionError), claim(overwrite, DistInfo()):
         pass
     assert last.read_bytes() == b"the old run" and plan.run.config_file.is_file()
