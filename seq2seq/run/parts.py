@@ -7,7 +7,6 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from seq2seq.config import Config
 from seq2seq.errors import RunDirError
 from seq2seq.run.layout import RunDir
 
@@ -35,14 +34,13 @@ def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Pa
     return {**run_parts(run), **named}
 
 
-def readable_run(run_dir: Path, checkpoints: Sequence[str]) -> Config:
-    """The run's config, once the run and each checkpoint named are found: what a command that loads
-    weights checks before it imports torch to load them, so that a wrong path is refused at once."""
+def check_readable_run(run_dir: Path, checkpoints: Sequence[str]) -> None:
+    """Refuse a run whose config does not load, or a checkpoint named that is not there: what a command
+    that loads weights checks before it imports torch to load them, so a wrong path is refused at once."""
     run = RunDir(run_dir)
-    cfg = run.load_config()
+    run.load_config()
     for name in checkpoints:
         run.checkpoint_path(name)
-    return cfg
 
 
 def reranker_inputs(rerank: str | None) -> dict[str, Path]:
@@ -50,5 +48,5 @@ def reranker_inputs(rerank: str | None) -> dict[str, Path]:
     decoding command reads: its parts, which no output may replace."""
     if rerank is None:
         return {}
-    readable_run(Path(rerank), ("best",))
+    check_readable_run(Path(rerank), ("best",))
     return {f"--rerank {name}": part for name, part in run_inputs(Path(rerank), ("best",)).items()}
