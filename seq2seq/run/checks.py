@@ -17,13 +17,13 @@ COMPATIBLE_SECTIONS = ("data", "tokenizer", "model")
 def check_run_dir(run: RunDir, cfg: Config, mode: Mode, config_file: Path) -> None:
     """Check the run directory's state against the command's mode; writes nothing.
 
-    Call with the run locked (`seq2seq.run.lock`). A new run needs an empty (or tokenizer-only)
-    directory; `overwrite` may replace (`seq2seq.run.change`) an existing run, unless that would
-    delete one of the command's inputs; `resume` needs last.pt and the same data, tokenizer and model
-    config.
+    Call with the run locked (`seq2seq.run.lock`), or before, to refuse early (a directory that does
+    not exist yet is an empty one). A new run needs an empty (or tokenizer-only) directory;
+    `overwrite` may replace (`seq2seq.run.change`) an existing run, unless that would delete one of the
+    command's inputs; `resume` needs last.pt and the same data, tokenizer and model config.
     """
     started = run.checkpoint_dir.is_dir() and any(run.checkpoint_dir.iterdir()) or run.metrics_file.exists()
-    has_content = any(p.name != run.marker_file.name for p in run.path.iterdir())
+    has_content = run.path.is_dir() and any(p.name != run.marker_file.name for p in run.path.iterdir())
     if mode == "resume":
         if not (run.checkpoint_dir / "last.pt").is_file():
             raise RunDirError(

@@ -58,7 +58,7 @@ def checked_request(request: Request) -> Request:
     again, under the run's lock; a run an interrupted command left half changed is settled there)."""
     run = RunDir(request.cfg.run_dir)
     check_free(run)
-    if run.path.is_dir() and not run.previous_dir.exists():
+    if not run.previous_dir.exists():
         check_run_dir(run, request.cfg, request.mode, request.config_file)
     return request
 

@@ -99,6 +99,7 @@ REFUSED = {
     "train: no such config": "train {new}.yaml",
     "train: a misspelt key": "train {bad}",
     "train: --resume and --overwrite": "train {run}/config.yaml --set run_dir={new} --resume --overwrite",
+    "train: nothing to resume": "train {run}/config.yaml --set run_dir={new} --resume",
     "prepare: a misspelt key": "prepare {bad}",
     "translate: no such run": "translate {new} -i {run}/config.yaml",
     "translate: no such --rerank run": "translate {run} --engine s2s --rerank {new} -i {run}/config.yaml",
