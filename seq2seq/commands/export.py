@@ -10,7 +10,7 @@ from seq2seq.ct2.export_dir import QUANTIZATIONS, is_int8
 from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_new_directory, check_outputs
-from seq2seq.run.parts import check_readable_run, run_inputs
+from seq2seq.run.parts import readable_run_inputs
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +26,7 @@ def export(job: ExportJob) -> str:
         raise Seq2SeqError("--shortlist is for --format ctranslate2 (CTranslate2's vocabulary map)")
     if job.quantize is not None and job.quantize not in QUANTIZATIONS:
         raise Seq2SeqError(f"--quantize {job.quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
-    check_readable_run(run_dir, [job.checkpoint])
-    check_outputs({"OUT_DIR": out_dir}, run_inputs(run_dir, [job.checkpoint]))
+    check_outputs({"OUT_DIR": out_dir}, readable_run_inputs(run_dir, [job.checkpoint]))
     check_new_directory(out_dir)
     if job.format == "huggingface":
         from seq2seq.hf.export import export_huggingface  # torch: after the checks

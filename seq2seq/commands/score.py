@@ -15,7 +15,7 @@ from seq2seq.config.data import CorpusConfig
 from seq2seq.data.corpora import count_pairs
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
-from seq2seq.run.parts import check_readable_run, run_inputs
+from seq2seq.run.parts import readable_run_inputs
 from seq2seq.translate.direction import Direction
 
 
@@ -62,11 +62,9 @@ def check_score_files(
     """The pairs to score (`files`: --src and --tgt or --nbest), checked to align and not to be the
     output, and the runs found, before any model is loaded (or torch imported)."""
     checkpoints = checkpoints or ("best",)
-    check_readable_run(run_dir, checkpoints)
-    inputs = {**files, **run_inputs(run_dir, checkpoints)}
+    inputs = {**files, **readable_run_inputs(run_dir, checkpoints)}
     if reverse_dir is not None:
-        check_readable_run(reverse_dir, ("best",))
-        inputs |= {f"--reverse {name}": path for name, path in run_inputs(reverse_dir, ("best",)).items()}
+        inputs |= readable_run_inputs(reverse_dir, ("best",), "--reverse")
     check_outputs({"-o/--output": output}, inputs)
     src, tgt = files.values()
     pairs = CorpusConfig(name="score", src=str(src), tgt=str(tgt))

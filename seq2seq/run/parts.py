@@ -34,19 +34,18 @@ def run_inputs(run_dir: Path | None, checkpoints: Sequence[str]) -> dict[str, Pa
     return {**run_parts(run), **named}
 
 
-def check_readable_run(run_dir: Path, checkpoints: Sequence[str]) -> None:
-    """Refuse a run whose config does not load, or a checkpoint named that is not there: what a command
-    that loads weights checks before it imports torch to load them, so a wrong path is refused at once."""
+def readable_run_inputs(run_dir: Path, checkpoints: Sequence[str], option: str = "") -> dict[str, Path]:
+    """`run_inputs` of a run that is there: a run whose config does not load, or a checkpoint named that
+    is missing, is refused at once (what a command that loads weights checks before it imports torch
+    to load them). With `option`, each part is named after the option that names the run."""
     run = RunDir(run_dir)
     run.load_config()
     for name in checkpoints:
         run.checkpoint_path(name)
+    return {f"{option} {name}".lstrip(): part for name, part in run_inputs(run_dir, checkpoints).items()}
 
 
 def reranker_inputs(rerank: str | None) -> dict[str, Path]:
     """The run `--rerank` names (found, with the best checkpoint its reranking loads), as what a
     decoding command reads: its parts, which no output may replace."""
-    if rerank is None:
-        return {}
-    check_readable_run(Path(rerank), ("best",))
-    return {f"--rerank {name}": part for name, part in run_inputs(Path(rerank), ("best",)).items()}
+    return {} if rerank is None else readable_run_inputs(Path(rerank), ("best",), "--rerank")
