@@ -168,6 +168,11 @@ RUNS: dict[str, dict[str, dict[str, object]]] = {
     "report": {"train": {"max_steps": 120, "valid_every": 40}, "decode": {"min_len": 2}},
     # CTranslate2 export: greedy choices with clear margins, so both engines agree
     "confident": {"train": {"max_steps": 150, "lr": 1e-2, "valid_every": 150}},
+    # a right-to-left model: it reranks the tiny run's beam (tests/unit/translate/test_right_to_left.py)
+    "right_to_left": {
+        "train": {"max_steps": 150, "lr": 1e-2, "valid_every": 150},  # as "confident": it writes words
+        "model": {"right_to_left": True},
+    },
     # the decoder-only family through the CLI (a prefix LM)
     "decoder_only": {
         "train": {"max_steps": 30, "valid_every": 15},

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seq2seq.config import Config
-from seq2seq.ct2.export_dir import EXPORT_INFO, ctranslate2_broken, ctranslate2_missing
+from seq2seq.ct2.export_dir import EXPORT_INFO, ctranslate2_broken, ctranslate2_missing, read_export_info
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs
-from seq2seq.models.family import model_family
+from seq2seq.models.family import export_refusal
 from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import reranker_inputs, run_inputs
 from seq2seq.translate import resume
@@ -71,7 +71,8 @@ def choose_engine(
         return _from_export(path, engine, asked, placement, input, outputs)
     cfg = RunDir(path).load_config()  # a wrong path fails here, saying so
     options = decode_options(asked, cfg.decode, cfg.model.max_positions)
-    reads = {"-i/--input": input, **run_inputs(path, options.checkpoints), **reranker_inputs(asked.rerank)}
+    reads = {"-i/--input": input, **run_inputs(path, options.checkpoints)}
+    reads |= reranker_inputs(asked.rerank, cfg)
     check_outputs(outputs, reads)
     if engine == "s2s":
         return _own(path, options, placement, "asked for (--engine s2s)")
@@ -104,7 +105,8 @@ def _from_export(
     if asked.checkpoints:
         raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
     # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-    check_outputs(outputs, {"-i/--input": input, "the export": path, **reranker_inputs(asked.rerank)})
+    reranker = reranker_inputs(asked.rerank, read_export_info(path)[1])
+    check_outputs(outputs, {"-i/--input": input, "the export": path, **reranker})
     return _ctranslate2(path, asked, placement, "an export directory")
 
 
@@ -189,10 +191,7 @@ def _cannot(options: DecodeOptions, cfg: Config) -> str | None:
             f"beam search under --length-norm {options.search.length_norm}: CTranslate2 ranks by the power "
             "rule, so its n-best is not s2s's"
         )
-    family = model_family(cfg.model)
-    if not family.exports:  # a reader's family never exports: CTranslate2 runs translations
-        return f"a {family.name} run: CTranslate2's export holds encoder-decoders"
-    return None
+    return export_refusal(cfg.model)
 
 
 def _prefers_own(placement: Placement) -> str | None:

@@ -10,6 +10,8 @@ from seq2seq.ct2.export_dir import QUANTIZATIONS, is_int8
 from seq2seq.ct2.shortlist import ShortlistSize
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_new_directory, check_outputs
+from seq2seq.models.family import export_refusal
+from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import readable_run_inputs
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,8 @@ def export(job: ExportJob) -> str:
     if job.quantize is not None and job.quantize not in QUANTIZATIONS:
         raise Seq2SeqError(f"--quantize {job.quantize!r}: choose one of {', '.join(QUANTIZATIONS)}")
     check_outputs({"OUT_DIR": out_dir}, readable_run_inputs(run_dir, [job.checkpoint]))
+    if (why := export_refusal(RunDir(run_dir).load_config().model)) is not None:
+        raise Seq2SeqError(f"s2s export cannot write {run_dir}: {why}")
     check_new_directory(out_dir)
     if job.format == "huggingface":
         from seq2seq.hf.export import export_huggingface  # torch: after the checks

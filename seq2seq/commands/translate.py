@@ -21,7 +21,7 @@ from seq2seq.errors import DataError, Seq2SeqError
 from seq2seq.files import atomic_output, check_outputs
 from seq2seq.translate import resume
 from seq2seq.translate.aligned import AnnotatedEngine, check_markup
-from seq2seq.translate.engine import Engine, LineTranslator
+from seq2seq.translate.engine import Engine, LineTranslator, prefix_refusal
 from seq2seq.translate.lines import file_stamps
 from seq2seq.translate.options import DecodeOptions
 from seq2seq.translate.request import Request
@@ -63,8 +63,8 @@ def translate(
         check_markup(input, job.annotations.dialect)
     chosen = choose_engine(job.run_dir, engine, job.asked, placement, input, outputs)
     translator = chosen.engine
-    if prefixes is not None and not translator.answers.takes_prefixes:
-        raise Seq2SeqError(f"--prefix: a {translator.task} run reads; it writes no translation to start")
+    if prefixes is not None and (why := prefix_refusal(translator)) is not None:
+        raise Seq2SeqError(f"--prefix: {why}")
     translator.source_tokens.prefix(job.direction)  # a language or tag it lacks fails now
     request = Request.of(
         chosen.options, direction=job.direction.direct, keep_unk=job.keep_unk, scores=job.with_scores

@@ -36,8 +36,8 @@ class GuidedAlignmentConfig:
         """The guided layer counted from 0, for a decoder of `decoder_layers` layers."""
         return self.layer % decoder_layers
 
-    def problems(self, *, arch: str, decoder_layers: int) -> list[str]:
-        """`arch` is model.arch, `decoder_layers` model.decoder_layers."""
+    def problems(self, *, arch: str, decoder_layers: int, right_to_left: bool = False) -> list[str]:
+        """`arch`, `decoder_layers` and `right_to_left` are model.arch, .decoder_layers, .right_to_left."""
         where = "train.guided_alignment"
         return broken(
             [
@@ -54,6 +54,11 @@ class GuidedAlignmentConfig:
                     self.active and arch != "encoder_decoder",
                     f"{where}.weight: guided alignment trains the cross-attention of an encoder_decoder "
                     f"model; model.arch {arch} has none (set weight: 0)",
+                ),
+                (
+                    self.active and right_to_left,
+                    f"{where}.weight: the alignments link words in reading order, and model.right_to_left "
+                    "writes targets last first (set weight: 0)",
                 ),
             ]
         )

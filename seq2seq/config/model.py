@@ -47,6 +47,10 @@ class ModelConfig:
     logits_bias: bool = False
     share_all_embeddings: bool = True  # source = target embedding = output (needs a joint vocabulary)
     tie_output: bool = True  # target embedding = output projection
+    # encoder_decoder: the decoder writes each target from its last piece to its first; such a run
+    # reranks a left-to-right run's beam (`s2s translate RUN --rerank THIS_RUN`) and translates with
+    # s2s's decoder, its output put back in reading order
+    right_to_left: bool = False
 
     def problems(self, *, max_len: int, joint_vocab: bool, best_metric: str, vocab_size: int) -> list[str]:
         """Every broken rule of this section.
@@ -71,6 +75,10 @@ class ModelConfig:
                 (
                     self.logits_bias and self.arch != "encoder_decoder",
                     f"model.logits_bias: only for model.arch: encoder_decoder (not {self.arch})",
+                ),
+                (
+                    self.right_to_left and self.arch != "encoder_decoder",
+                    f"model.right_to_left: only for model.arch: encoder_decoder (not {self.arch})",
                 ),
                 (self.max_positions < max_len + 2, "model.max_positions: must be >= data.max_len + 2"),
                 (

@@ -31,7 +31,8 @@ class Config:
         A rule that reads two sections sits with the section whose key it names, which gets the other
         section's fact as a value (the model's family rules need data.max_len, tokenizer.joint and
         train.best_metric; decode.min_len needs model.max_positions; train.best_direction the
-        directions of data.valid; train.guided_alignment model.arch and model.decoder_layers).
+        directions of data.valid; train.guided_alignment model.arch, model.decoder_layers and
+        model.right_to_left).
         """
         return [
             *(["run_dir: required (the directory this run writes to)"] if not self.run_dir else []),
@@ -48,6 +49,7 @@ class Config:
                 arch=self.model.arch,
                 decoder_layers=self.model.decoder_layers,
                 sequence_targets=self.model.task.sequence_targets,
+                right_to_left=self.model.right_to_left,
             ),
             *self.decode.problems(max_positions=self.model.max_positions),
         ]

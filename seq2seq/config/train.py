@@ -100,12 +100,19 @@ class TrainConfig:
         return f"{self.best_metric} {self.best_direction}" if self.best_direction else self.best_metric
 
     def problems(
-        self, *, directions: Sequence[str] = (), arch: str, decoder_layers: int, sequence_targets: bool = True
+        self,
+        *,
+        directions: Sequence[str] = (),
+        arch: str,
+        decoder_layers: int,
+        sequence_targets: bool = True,
+        right_to_left: bool = False,
     ) -> list[str]:
         """Every broken rule of this section (those the libraries would refuse mid-run included);
         `directions` are those of data.valid, whose `validated` names train.best_direction must be one of;
         `arch` and `decoder_layers` are model.arch and model.decoder_layers (guided alignment's);
-        `sequence_targets` whether model.task's targets are a sequence (fixed shapes pad them)."""
+        `sequence_targets` whether model.task's targets are a sequence (fixed shapes pad them);
+        `right_to_left` model.right_to_left (guided alignment's)."""
         return (
             broken(
                 [
@@ -117,7 +124,9 @@ class TrainConfig:
                 ]
             )
             + self.valid_augment.problems("train.valid_augment")
-            + self.guided_alignment.problems(arch=arch, decoder_layers=decoder_layers)
+            + self.guided_alignment.problems(
+                arch=arch, decoder_layers=decoder_layers, right_to_left=right_to_left
+            )
             + self.lora.problems(init_from=self.init_from, ema_decay=self.ema_decay)
         )
 

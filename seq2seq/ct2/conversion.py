@@ -39,7 +39,7 @@ from seq2seq.data.tokenizer import Tokenizer, TokenizerPair, tokenizer_files
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import atomic_directory, check_new_directory
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
-from seq2seq.models.family import model_family
+from seq2seq.models.family import export_refusal
 from seq2seq.translate.casing import CASING_FILE, training_source, word_forms, write_word_forms
 from seq2seq.translate.cross_attention import AlignmentHeads, LastLayerMean, alignment_heads
 from seq2seq.translate.weights import RunWeights, load_weights
@@ -98,9 +98,8 @@ def load_for_export(run_dir: Path, checkpoint: str) -> RunWeights:
     """The run's `checkpoint` loaded in fp32 on the CPU, once it is known to be exportable (an
     encoder-decoder): what `write_export` writes, as many times as asked."""
     weights = load_weights(run_dir, [checkpoint])
-    family = model_family(weights.config.model)
-    if not family.exports:
-        raise Seq2SeqError(f"s2s export writes encoder-decoder models only; {run_dir} is {family.name}")
+    if (why := export_refusal(weights.config.model)) is not None:
+        raise Seq2SeqError(f"s2s export cannot write {run_dir}: {why}")
     return weights
 
 

@@ -55,7 +55,7 @@ from seq2seq.data.manifest import (
 from seq2seq.data.mapped import MappedCorpus, map_file
 from seq2seq.data.mixing import Mixture
 from seq2seq.data.parallel import JoinedCorpus, ParallelData
-from seq2seq.data.targets import TARGETS
+from seq2seq.data.targets import TARGETS, Targets
 from seq2seq.data.token_arrays import TokenArrays
 from seq2seq.data.tokenizer import Tokenizer, load_tokenizers, tokenizer_checksums
 from seq2seq.errors import DataError
@@ -168,13 +168,15 @@ def _drop_single_layout(top: Path) -> None:
 
 
 def load_prepared(
-    top: Path, corpora: Sequence[CorpusConfig], links: bool = False
+    top: Path, corpora: Sequence[CorpusConfig], links: bool = False, targets: Targets | None = None
 ) -> ParallelData | JoinedCorpus:
     """The prepared training corpora as one corpus, pairs numbered corpus after corpus (`links`: with them).
 
-    One corpus is its `MappedCorpus` itself (what a run with one corpus always trained on).
+    One corpus is its `MappedCorpus` itself (what a run with one corpus always trained on). `targets`
+    are the training run's (its tokenizers': a right-to-left model's, say), of the corpora's task;
+    None: those the manifests name.
     """
-    parts = [load_prepared_part(top / corpus.name, links) for corpus in corpora]
+    parts = [load_prepared_part(top / corpus.name, links, targets) for corpus in corpora]
     return parts[0] if len(parts) == 1 else JoinedCorpus.of(parts)
 
 
@@ -202,7 +204,7 @@ def corpus_mixture(
     return mixture
 
 
-def load_prepared_part(directory: Path, links: bool = False) -> MappedCorpus:
+def load_prepared_part(directory: Path, links: bool = False, targets: Targets | None = None) -> MappedCorpus:
     """Memory-map one prepared corpus (the OS page cache holds one copy for every process); with
     `links`, its alignments too.
 
@@ -214,6 +216,8 @@ def load_prepared_part(directory: Path, links: bool = False) -> MappedCorpus:
         raise DataError(
             f"the prepared corpus in {directory} is unusable ({why}): run `s2s prepare CONFIG` again"
         )
+    made = TARGETS[manifest["made_from"]["task"]]  # a run's targets lay out those of its task
+    assert targets is None or targets.task == made.task, "the run's tokenizers made the corpus"
     arrays, maps = {}, []
     for name in ARRAYS:
         path, dtype = directory / f"train.{name}", np.dtype(manifest["arrays"][name]["dtype"])
@@ -227,7 +231,7 @@ def load_prepared_part(directory: Path, links: bool = False) -> MappedCorpus:
         TokenArrays(arrays["src.ids"], arrays["src.offsets"]),
         TokenArrays(arrays["tgt.ids"], arrays["tgt.offsets"]),
         arrays["costs"],
-        TARGETS[manifest["made_from"]["task"]],
+        targets or made,
         pair_links,
         tuple(maps),
     )

@@ -122,13 +122,21 @@ class Targets(Protocol):
         """(N,) real (non-PAD) targets each example gives the loss: a batch's `num_tgt_tokens`."""
         ...
 
+    def in_model_order(self, ids: Sequence[int]) -> list[int]: ...  # reading order <-> the model's, both ways
+
 
 @dataclass(frozen=True)
 class Pieces:
-    """A translation's target: its pieces, with the teacher-forcing shift (`<bos> y` -> `y <eos>`)."""
+    """A translation's target: its pieces, with the teacher-forcing shift (`<bos> y` -> `y <eos>`);
+    `right_to_left` (model.right_to_left): last piece first, `<bos> y_n ... y_1` -> `y_n ... y_1 <eos>`.
+    Corpora hold targets in reading order for any model; `layout` and `in_model_order` make its order."""
 
     task: Task
+    right_to_left: bool = False
     piece_sides = ("src", "tgt")
+
+    def in_model_order(self, ids: Sequence[int]) -> list[int]:  # reversing is its own inverse
+        return list(reversed(ids)) if self.right_to_left else list(ids)
 
     def files(self, directory: Path) -> dict[str, Path]:
         return {}
@@ -152,7 +160,8 @@ class Pieces:
         return max_len_ratio
 
     def layout(self, tgt: TokenArrays, rows: np.ndarray) -> tuple[Tensor, Tensor]:
-        return tgt.padded(rows, BOS, None), tgt.padded(rows, None, EOS)
+        order = self.right_to_left
+        return tgt.padded(rows, BOS, None, order), tgt.padded(rows, None, EOS, order)
 
     def counts(self, tgt: TokenArrays) -> np.ndarray:
         return tgt.lengths() + 1  # the pieces and <eos>
@@ -192,6 +201,9 @@ class LabelTargets(ABC):
 
     def files(self, directory: Path) -> dict[str, Path]:
         return {"labels": directory / LABELS_FILE}
+
+    def in_model_order(self, ids: Sequence[int]) -> list[int]:
+        return list(ids)
 
     def ids(
         self, tokenizers: Tokenizers, sources: Sequence[Sequence[int]], lines: Sequence[str], threads: int
@@ -333,5 +345,6 @@ class WordTags(LabelTargets):
 
 # the chooser: each task's targets, the only place the data pipeline names a task
 TRANSLATION = Pieces(Task.TRANSLATE)  # what a corpus made without a task holds
+RIGHT_TO_LEFT = Pieces(Task.TRANSLATE, right_to_left=True)  # a translation's, for model.right_to_left
 LABELS: dict[Task, LabelTargets] = {Task.CLASSIFY: OneLabel(Task.CLASSIFY), Task.TAG: WordTags(Task.TAG)}
 TARGETS: dict[Task, Targets] = {Task.TRANSLATE: TRANSLATION, **LABELS}

@@ -43,9 +43,10 @@ class TokenArrays:
         """The share of `<unk>` pieces: text the vocabulary can neither read nor write."""
         return float(np.count_nonzero(self.ids == UNK)) / max(len(self.ids), 1)
 
-    def padded(self, rows: np.ndarray, first: int | None, last: int | None) -> Tensor:
+    def padded(self, rows: np.ndarray, first: int | None, last: int | None, reverse: bool = False) -> Tensor:
         """(B, longest [+ 1] [+ 1]) ids of `rows`, with `first` before and `last` after each (when
-        given), right-padded with PAD; gathered in one vectorized step."""
+        given), right-padded with PAD; gathered in one vectorized step. With `reverse`, each
+        sentence's ids are laid out last first (`first` and `last` stay where they are)."""
         rows = np.asarray(rows, dtype=np.int64)
         starts = self.offsets[rows]  # (B,)
         lengths = self.offsets[rows + 1] - starts  # (B,)
@@ -53,8 +54,9 @@ class TokenArrays:
         width = int(lengths.max(initial=0)) + shift + int(last is not None)
         col = np.arange(width)[None, :] - shift  # (1, W) position within the sentence
         inside = (col >= 0) & (col < lengths[:, None])  # (B, W)
+        read = lengths[:, None] - 1 - col if reverse else col  # (B, W) which id of the sentence
         out = np.full((len(rows), width), PAD, dtype=np.int64)
-        out[inside] = self.ids[(starts[:, None] + col)[inside]]
+        out[inside] = self.ids[(starts[:, None] + read)[inside]]
         if first is not None:
             out[:, 0] = first
         if last is not None:

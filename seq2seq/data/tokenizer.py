@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,10 +19,9 @@ import sentencepiece as spm
 
 from seq2seq.config import TokenizerConfig
 from seq2seq.config.data import CorpusConfig, language_tokens
-from seq2seq.data.augment import sample_chunks
-from seq2seq.data.corpora import count_pairs
 from seq2seq.data.labels import LABELS_FILE, Labels, build_labels, check_known_labels
-from seq2seq.data.targets import TRANSLATION, LabelTargets, Targets
+from seq2seq.data.targets import RIGHT_TO_LEFT, TRANSLATION, LabelTargets, Targets
+from seq2seq.data.tokenizer_sample import Side, sample_lines
 from seq2seq.data.workers import spawned_pool
 from seq2seq.errors import DataError, RunDirError
 from seq2seq.files import file_sha256
@@ -156,6 +154,14 @@ class TokenizerPair:
         """
         return self.targets.ids(self, sources, lines, threads)
 
+    def encode_written(self, lines: Sequence[str]) -> list[list[int]]:
+        """Each target line's ids in the order the model writes them (to score a given target)."""
+        return [self.targets.in_model_order(ids) for ids in self.tgt.encode(lines)]
+
+    def decode_written(self, ids: Sequence[Sequence[int]], keep_unk: bool = False) -> list[str]:
+        """The text of each id sequence the model wrote, in reading order (`Tokenizer.decode`)."""
+        return self.tgt.decode([self.targets.in_model_order(seq) for seq in ids], keep_unk)
+
 
 def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
     """Where the model files of each side live inside `directory`; a reader's label set too."""
@@ -172,14 +178,18 @@ def tokenizer_files(directory: Path, joint: bool) -> dict[str, Path]:
     return files
 
 
-def load_tokenizers(directory: Path, joint: bool) -> TokenizerPair:
-    """The tokenizers in `directory`; with a label set there, a reader's pair of the set's task."""
+def load_tokenizers(directory: Path, joint: bool, right_to_left: bool = False) -> TokenizerPair:
+    """The tokenizers in `directory`; with a label set there, a reader's pair of the set's task.
+
+    `right_to_left` (model.right_to_left): a translation's targets are written last piece first.
+    """
     files = tokenizer_files(directory, joint)
     src = Tokenizer(files["joint"] if joint else files["src"])
     if "labels" in files:
         labels = Labels.load(files["labels"])
         return TokenizerPair(src, labels, labels.kind)
-    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]), TRANSLATION)
+    targets = RIGHT_TO_LEFT if right_to_left else TRANSLATION
+    return TokenizerPair(src, src if joint else Tokenizer(files["tgt"]), targets)
 
 
 def tokenizer_checksums(directory: Path, joint: bool) -> dict[str, str]:
@@ -246,9 +256,6 @@ def train_or_load_tokenizers(
     return pair
 
 
-Side = tuple[CorpusConfig, str]  # a corpus and one of its sides ("src" or "tgt")
-
-
 def _train(cfg: TokenizerConfig, sides: list[Side], target: Path, controls: list[str]) -> None:
     """Train one SentencePiece model with the control tokens `controls` after s2s's own; it appears
     at `target` only once complete."""
@@ -288,63 +295,3 @@ def _train_model(cfg: TokenizerConfig, sides: list[Side], prefix: Path, controls
     except RuntimeError as e:
         named = ", ".join(f"{c.name} {side}" for c, side in sides)
         raise DataError(f"could not train the tokenizer on {named}: {e}") from None
-
-
-def sample_lines(sides: Sequence[Side], limit: int, seed: int = 0) -> list[str]:
-    """Non-empty lines of the corpora's sides, sampled in proportion to size x weight, or balanced
-    across languages in a multilingual run.
-
-    With every weight 1 and no languages, a seeded uniform sample of `limit` lines if there are more
-    (reservoir sampling), else all of them in order. Otherwise each line is taken a number of times
-    drawn around its side's expected count (`expected_takes`); a weight of 2 takes a line twice, so
-    the sample shows what the corpus mix will show the model, lines modified as each corpus's `augment`
-    says (`sample_chunks`). Streamed: memory holds the sample only.
-    """
-    rng = random.Random(seed)
-    if any(corpus.weight != 1 or corpus.direction for corpus, _ in sides):
-        taken = []
-        for (corpus, side), expected in zip(sides, expected_takes(sides, limit), strict=True):
-            whole, part = int(expected), expected - int(expected)
-            for chunk in sample_chunks(corpus, side):
-                for line in chunk:
-                    if line.strip():
-                        taken += [line] * (whole + (rng.random() < part))
-        return taken
-    sample: list[str] = []
-    seen = 0
-    for corpus, side in sides:
-        for chunk in sample_chunks(corpus, side):
-            for line in chunk:
-                if not line.strip():
-                    continue
-                seen += 1
-                if len(sample) < limit:
-                    sample.append(line)
-                elif (j := rng.randrange(seen)) < limit:
-                    sample[j] = line
-    return sample
-
-
-def expected_takes(sides: Sequence[Side], limit: int) -> list[float]:
-    """How many times, on average, the tokenizer's sample takes each line of each side (about `limit`
-    lines in all, or all of them weighted if there are fewer).
-
-    Bilingual: weight x s for every side (s = min(1, limit / the weighted line count)). Multilingual:
-    every language gets the same share of the sample, however many corpora it is on (English on six
-    sides of an X<->en run, German on two) and however large they are; within a language, lines are
-    taken by size x weight. A language with few lines has them taken several times: it keeps its
-    pieces in the joint vocabulary.
-    """
-    counts = {corpus.name: count_pairs(corpus) for corpus in {c.name: c for c, _ in sides}.values()}
-    mass = [counts[c.name] * c.weight for c, _ in sides]
-    budget = min(limit, sum(mass))
-    if not any(corpus.direction for corpus, _ in sides):
-        return [c.weight * budget / max(sum(mass), 1) for c, _ in sides]
-    language = [c.src_lang if side == "src" else c.tgt_lang for c, side in sides]
-    per_language = {
-        code: sum(m for m, lang in zip(mass, language, strict=True) if lang == code) for code in set(language)
-    }
-    share = budget / len(per_language)
-    return [
-        c.weight * share / max(per_language[lang], 1) for (c, _), lang in zip(sides, language, strict=True)
-    ]

@@ -80,7 +80,7 @@ def plan_evaluation(
             **{f"--ref #{i + 1}": p for i, p in enumerate(files.refs)},
             **{f"--hyp #{i + 1}": p for i, p in enumerate(files.hyps)},
             **run_inputs(files.run_dir, decoding.checkpoints),
-            **reranker_inputs(asked.rerank),
+            **reranker_inputs(asked.rerank, run),
             **({"the export": files.run_dir} if export is not None else {}),
         },
     )

@@ -26,7 +26,7 @@ from seq2seq.hf.card import model_card
 from seq2seq.hf.marian_export import write_marian
 from seq2seq.hf.pegasus import write_model, write_text, write_tokenizer
 from seq2seq.models.encoder_decoder import Seq2SeqTransformer
-from seq2seq.models.family import model_family
+from seq2seq.models.family import export_refusal
 from seq2seq.run.layout import RunDir
 from seq2seq.translate.weights import load_weights
 
@@ -41,12 +41,9 @@ class HFExportError(Seq2SeqError):
 
 def hf_layout(config: Config, run_dir: Path) -> Layout:
     """The class that reproduces the run token for token, or an error saying why none does."""
-    m, family = config.model, model_family(config.model)
-    if not family.exports:
-        raise HFExportError(
-            f"{run_dir} is a {family.name} model; --format huggingface exports encoder-decoder translation "
-            "models (Pegasus's layout for pre-norm ones, MarianMT's for post-norm ones)"
-        )
+    m = config.model
+    if (why := export_refusal(m)) is not None:
+        raise HFExportError(f"s2s export cannot write {run_dir}: {why}")
     if m.norm == "post":
         if m.positions != "concatenated":
             raise HFExportError(

@@ -57,3 +57,17 @@ FAMILIES = {
 def model_family(cfg: ModelConfig) -> Family:
     """The family `cfg.arch` names."""
     return FAMILIES[cfg.arch]
+
+
+def export_refusal(cfg: ModelConfig) -> str | None:
+    """Why CTranslate2's and Hugging Face's layouts cannot give this model's translations, or None:
+    they hold encoder-decoders, and write every output left to right."""
+    family = model_family(cfg)
+    if not family.exports:
+        return f"a {family.name} model; CTranslate2 and Hugging Face take encoder-decoder models only"
+    if cfg.right_to_left:
+        return (
+            "a right-to-left model (model.right_to_left); CTranslate2 and Hugging Face would write its "
+            "translations backwards: s2s's decoder puts them in reading order"
+        )
+    return None

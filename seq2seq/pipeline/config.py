@@ -65,6 +65,14 @@ class BackTranslationStep:
 
 
 @dataclass(frozen=True)
+class RightToLeftStep:
+    """The teacher's twin written right to left (model.right_to_left), on its data and tokenizer: where
+    the pipeline has one, it is what reranks the teacher's beam at `select.rerank_weights`."""
+
+    set: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TeacherStep:
     ensemble: int = 1  # teachers, each with its own seed and the first one's tokenizer
     set: tuple[str, ...] = ()
@@ -73,12 +81,14 @@ class TeacherStep:
 @dataclass(frozen=True)
 class SelectStep:
     """The checkpoint and length penalty each model decodes with, chosen on the validation set; for
-    the teacher, also whether the backward model reranks its beam (noisy channel) and at which weight."""
+    the teacher, also whether a second model reranks its beam and at which weight."""
 
     checkpoints: tuple[str, ...] = ("best", "averaged")
     length_penalties: tuple[float, ...] = (0.6, 1.0, 1.4)
     beam: int = 5
-    rerank_weights: tuple[float, ...] = ()  # each also a candidate with `--rerank` backward (teacher)
+    # each also a candidate with the teacher's beam reranked (`--rerank`) by steps.right_to_left's model
+    # where there is one, else by steps.backward's
+    rerank_weights: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,7 @@ class Steps:
     backward: BackwardStep | None = None
     back_translation: BackTranslationStep | None = None
     teacher: TeacherStep = field(default_factory=TeacherStep)
+    right_to_left: RightToLeftStep | None = None
     select: SelectStep = field(default_factory=SelectStep)
     distillation: DistillationStep | None = None
     filter: FilterStep | None = None
@@ -175,8 +186,13 @@ def _step_rules(steps: Steps, data: PipelineData) -> list[Rule]:
         ),
         *_select_rules(steps.select),
         (
-            bool(steps.select.rerank_weights) and steps.backward is None,
-            "steps.select.rerank_weights: the backward model reranks the teacher's beam: give steps.backward",
+            bool(steps.select.rerank_weights) and steps.backward is None and steps.right_to_left is None,
+            "steps.select.rerank_weights: a second model reranks the teacher's beam: give "
+            "steps.right_to_left or steps.backward",
+        ),
+        (
+            steps.right_to_left is not None and not steps.select.rerank_weights,
+            "steps.right_to_left: it reranks the teacher's beam: give steps.select.rerank_weights",
         ),
     ]
     if (bt := steps.back_translation) is not None:

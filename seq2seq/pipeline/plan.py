@@ -4,6 +4,7 @@ has and what each reads from the others.
     backward            s2s train: target -> source                       (steps.backward)
     back_translation    s2s filter, s2s translate                         (steps.back_translation)
     teacher             s2s train; an ensemble: teacher_1, teacher_2, ...
+    right_to_left       s2s train: the teacher written right to left     (steps.right_to_left)
     select_teacher      s2s average, s2s evaluate (each candidate), s2s select
     distillation        s2s filter, s2s translate (the teacher)           (steps.distillation)
     filter              s2s score, s2s filter                             (steps.filter)
@@ -64,6 +65,8 @@ def make_plan(cfg: PipelineConfig, unchosen: frozenset[str] = frozenset()) -> Pl
     if s.back_translation is not None:
         steps.append(back_translation_step(cfg, ws, s.back_translation, ws.folder("backward")))
     steps += [training_step(cfg, trainings[run.name]) for run in runs]
+    if s.right_to_left is not None:
+        steps.append(training_step(cfg, trainings["right_to_left"]))
     steps.append(select_step(cfg, ws, "teacher", runs))
     models, final = [teacher], teacher
     if s.distillation is not None and s.student is not None:

@@ -3,7 +3,7 @@
 A row per model and test set, read from the evaluation's `s2s evaluate --json` records: BLEU and chrF
 (their sacreBLEU signatures once, below the table), the sentences per second of that translation
 (every model timed in the one evaluation step, one after the other), the checkpoint, beam and length
-penalty chosen on val (and the weight of the backward model's reranking, if chosen) with the val BLEU
+penalty chosen on val (and the weight of the second model's reranking, if chosen) with the val BLEU
 they had, and the model's parameters (an ensemble's: all its members'). Then each step's time and the
 disk its folder holds, from the step records. Written as JSON and Markdown into the workspace (only
 when it changed) and printed.

@@ -5,7 +5,8 @@ Every training gets, in this order: its run directory in the workspace; its data
 step's `set`. A later override wins, so a step's `set` may change anything but what the pipeline
 sets itself (`seq2seq.pipeline.overrides`: refused where the file names it). The backward model reads
 the corpora the other way round; a teacher after the first takes the first's tokenizer and the next
-seed (an ensemble's members must share one); a shrunk student starts with everything its teacher was
+seed (an ensemble's members must share one), and so does the right-to-left model with the first's
+settings (it reranks the teacher's beam); a shrunk student starts with everything its teacher was
 given (its model and tokenizer must be the teacher's but for the layers) and from the teacher's
 chosen checkpoint.
 """
@@ -85,6 +86,10 @@ def roles(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, start: str) -> d
         found.append(
             Role(run.name, f"train the teacher ({pair}{member})", teacher, (*parallel, *synthetic, *shared))
         )
+    if s.right_to_left is not None:
+        what = f"train the right-to-left model ({pair}), the teacher's reranker"
+        twin = functools.partial(_right_to_left, cfg, ws, base)
+        found.append(Role("right_to_left", what, twin, (*parallel, *synthetic, runs[0] / "tokenizer")))
     if s.student is not None:
         pairs = ws.kept if s.filter is not None else (ws.distill_source, ws.distilled)
         what = "train the student on the distilled pairs" + (
@@ -210,6 +215,19 @@ def _teacher(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, member: int) 
             Override(PIPELINE, shared, "an ensemble's members share the first one's tokenizer"),
         ]
     return own
+
+
+def _right_to_left(cfg: PipelineConfig, ws: Workspace, base: BaseConfig) -> list[Override]:
+    """The first teacher's data and settings, on its tokenizer, each target written last piece first."""
+    assert cfg.steps.right_to_left is not None
+    first = teacher_runs(cfg, ws)[0]
+    why = "it reranks the teacher's beam, in the teacher's pieces"
+    return [
+        *_teacher(cfg, ws, base, 1),
+        Override(PIPELINE, "model.right_to_left=true", "it is the right-to-left model"),
+        Override(PIPELINE, f"train.tokenizer_from={_scalar(str(first))}", why),
+        *given("steps.right_to_left.set", cfg.steps.right_to_left.set),
+    ]
 
 
 def _student(cfg: PipelineConfig, ws: Workspace, base: BaseConfig, start: str) -> list[Override]:

@@ -5,8 +5,9 @@ translate, score, export and evaluate with.
 A choice step (`select_teacher`, `select_student`) averages each run's kept checkpoints when asked
 (`s2s average`), translates the validation set with every candidate (`s2s evaluate`: each checkpoint
 named, the same for every member of an ensemble, with each length penalty, at the step's beam or, for
-the student, at each of `student.beams`; for the teacher, each of those also with its beam reranked by
-the backward model at each of `select.rerank_weights`: the noisy channel, `--rerank`) and keeps the
+the student, at each of `student.beams`; for the teacher, each of those also with its beam reranked
+(`--rerank`) at each of `select.rerank_weights`, by the right-to-left model or else the backward model:
+`reranker`) and keeps the
 best BLEU (`s2s select`), or for the student the cheapest candidate `student.within` of it, recorded
 in its selection.json. Until that file is there, a model's checkpoints and length penalty are
 placeholders naming the step (`{select_teacher.checkpoint}`) and the steps that decode with it wait
@@ -84,9 +85,11 @@ class Decoder:
 
 
 def reranker(cfg: PipelineConfig, ws: Workspace, name: str) -> str:
-    """The run that may rerank the model `name`'s beam: the backward model, for the teacher when
-    `select.rerank_weights` asks ("": none)."""
-    return str(ws.folder("backward")) if name == "teacher" and cfg.steps.select.rerank_weights else ""
+    """The run that may rerank the model `name`'s beam, for the teacher when `select.rerank_weights`
+    asks ("": none): the right-to-left model where the pipeline trains one, else the backward model."""
+    if name != "teacher" or not cfg.steps.select.rerank_weights:
+        return ""
+    return str(ws.folder("right_to_left" if cfg.steps.right_to_left is not None else "backward"))
 
 
 def beams(cfg: PipelineConfig, name: str) -> tuple[int, ...]:

@@ -1,7 +1,8 @@
 """Where each file of a pipeline lies: the workspace (`Workspace`).
 
     WORKSPACE/
-      backward/  teacher/ (teacher_1/, teacher_2/, ...: an ensemble)  student/     run directories
+      backward/  teacher/ (teacher_1/, teacher_2/, ...: an ensemble)  right_to_left/  student/
+                                              run directories
       back_translation/mono.TGT, mono.SRC     the target-side text, and its synthetic sources
       select_teacher/, select_student/        each candidate's val translations and scores
                                               (CHECKPOINT_lpX.hyp/.json), selection.json: the choice
@@ -95,7 +96,7 @@ class Workspace:
         self, select: str, checkpoint: str, length_penalty: float, rerank_weight: float = 0, beam: int = 0
     ) -> Path:
         """A candidate's val record (its translations beside it, `.hyp`); `rerank_weight`: its beam
-        reranked by the backward model at that weight (0: not reranked); `beam`: named where val tries
+        reranked by the second model at that weight (0: not reranked); `beam`: named where val tries
         several (0: the one beam)."""
         reranked = f"_rerank{rerank_weight:g}" if rerank_weight else ""
         sized = f"_beam{beam}" if beam else ""

@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from seq2seq.errors import RunDirError
+from seq2seq.config import Config
+from seq2seq.errors import RunDirError, Seq2SeqError
 from seq2seq.run.layout import RunDir
 
 
@@ -45,7 +46,34 @@ def readable_run_inputs(run_dir: Path, checkpoints: Sequence[str], option: str =
     return {f"{option} {name}".lstrip(): part for name, part in run_inputs(run_dir, checkpoints).items()}
 
 
-def reranker_inputs(rerank: str | None) -> dict[str, Path]:
+def reranker_inputs(rerank: str | None, forward: Config | None = None) -> dict[str, Path]:
     """The run `--rerank` names (found, with the best checkpoint its reranking loads), as what a
-    decoding command reads: its parts, which no output may replace."""
-    return {} if rerank is None else readable_run_inputs(Path(rerank), ("best",), "--rerank")
+    decoding command reads: its parts, which no output may replace. With the config of the run whose
+    beam it reranks (`forward`), it must also go the right way (`check_reranker`)."""
+    if rerank is None:
+        return {}
+    inputs = readable_run_inputs(Path(rerank), ("best",), "--rerank")
+    if forward is not None:
+        check_reranker(forward, RunDir(rerank).load_config(), rerank)
+    return inputs
+
+
+def check_reranker(forward: Config, second: Config, name: str) -> None:
+    """A reverse run reranks a beam from the target language to the source language, a right-to-left
+    run (model.right_to_left) in the forward run's direction; where both runs name their languages
+    (data.src_lang, data.tgt_lang), a run going another way is refused."""
+    ways = (forward.data.src_lang, forward.data.tgt_lang), (second.data.src_lang, second.data.tgt_lang)
+    if not all(ways[0] + ways[1]):
+        return  # a run that names no languages is taken at its word
+    (src, tgt), (its_src, its_tgt) = ways
+    if second.model.right_to_left and ways[1] != ways[0]:
+        raise Seq2SeqError(
+            f"--rerank {name} is a right-to-left run from {its_src} to {its_tgt}; the run it would "
+            f"rerank translates {src} to {tgt}: a right-to-left reranker goes the same way"
+        )
+    if not second.model.right_to_left and ways[1] != (tgt, src):
+        raise Seq2SeqError(
+            f"--rerank {name} translates {its_src} to {its_tgt}; the beam of a run from {src} to {tgt} "
+            f"is reranked by a reverse run ({tgt} to {src}) or a right-to-left one ({src} to {tgt}, "
+            "model.right_to_left)"
+        )

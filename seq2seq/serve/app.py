@@ -37,7 +37,7 @@ from seq2seq.serve.server_settings import Limits, ServerSettings
 from seq2seq.translate.aligned import AnnotatedEngine, Annotations
 from seq2seq.translate.casing import Recaser, restored
 from seq2seq.translate.direction import Direction
-from seq2seq.translate.engine import Engine
+from seq2seq.translate.engine import Engine, prefix_refusal
 from seq2seq.translate.lines import Translation
 from seq2seq.translate.request import Request
 from seq2seq.translate.source_tokens import target_languages
@@ -220,8 +220,8 @@ def create_app(
 
 def check_prefixes(prefixes: list[str], text: list[str], translator: Engine, limits: Limits) -> None:
     """A request's target prefixes: a 422 unless the model writes, and there is one per line."""
-    if not translator.answers.takes_prefixes:
-        raise ApiError(422, f"prefix: a {translator.task} model reads; it writes no translation to start")
+    if (why := prefix_refusal(translator)) is not None:
+        raise ApiError(422, f"prefix: {why}")
     if len(prefixes) != len(text):
         raise ApiError(422, f"prefix: {len(prefixes)} for {len(text)} lines of text; give one per line")
     check_lines(prefixes, limits, field="prefix")

@@ -206,7 +206,7 @@ def _prepare_corpus(claim: Claim, tokenizer_sums: dict[str, str], workers: int) 
 def _load_inputs(plan: RunPlan, valid: list[ValidText]) -> RunInputs:
     """Every rank: the tokenizers rank 0 made, the validation pairs and the fine-tuning weights."""
     cfg, run = plan.cfg, plan.run
-    tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+    tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint, cfg.model.right_to_left)
     sums = run.read_inputs().get("tokenizer", {})  # rank 0 has just recorded them
     sets = []
     for text in valid:

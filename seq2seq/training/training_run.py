@@ -36,7 +36,8 @@ def train(plan: RunPlan, inputs: RunInputs, info: DistInfo, device: torch.device
     if info.is_main:
         clear_finished(run)
     corpora = cfg.data.training_corpora()
-    train_data = load_prepared(inputs.corpus_dir, corpora, links=cfg.train.guided_alignment.active)
+    links = cfg.train.guided_alignment.active
+    train_data = load_prepared(inputs.corpus_dir, corpora, links, tokenizers.targets)
     manifests = read_manifests(inputs.corpus_dir, corpora)
     weights = {c.name: c.weight for c in corpora}
     log.info("training corpus, memory-mapped from %s:\n%s", inputs.corpus_dir, describe(manifests, weights))

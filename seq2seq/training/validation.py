@@ -102,7 +102,7 @@ def validation_bleu(
     """Decode the validation sources (or the first `subset`) and score them against the raw references."""
     count = subset or len(valid.data)
     hyps = decode_ids(model, valid.data.src.sequences(range(count)), settings, max_tokens, device, dtype)
-    texts = tokenizers.tgt.decode([h[0].tokens for h in hyps])
+    texts = tokenizers.decode_written([h[0].tokens for h in hyps])
     metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
     score = metric.corpus_score(texts, [valid.ref_lines[:count]])
     return score, str(metric.get_signature()), texts

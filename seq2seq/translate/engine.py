@@ -92,3 +92,12 @@ class Engine(LineTranslator, Search, Protocol):
     def attention_map(self, source: str, hypothesis: str, request: Request) -> AttentionMap:
         """Where the last decoder layer looks writing `hypothesis` for `source`, its source starting
         as `request` starts it (language and tag), as each engine finds it."""
+
+
+def prefix_refusal(engine: Engine) -> str | None:
+    """Why ENGINE cannot start each translation with a given target prefix, or None when it can."""
+    if not engine.answers.takes_prefixes:
+        return f"a {engine.task} run reads; it writes no translation to start"
+    if engine.config.model.right_to_left:
+        return "a right-to-left run writes each translation from its end: it cannot start it from a prefix"
+    return None

@@ -95,7 +95,7 @@ class LineFrontEnd:
         out = blank_translations(count, nbest)
         # one call for every hypothesis: SentencePiece starts its threads once, not once a line
         texts = iter(
-            self.tokenizers.tgt.decode([h.tokens for hyps in found.values() for h in hyps], keep_unk)
+            self.tokenizers.decode_written([h.tokens for hyps in found.values() for h in hyps], keep_unk)
         )
         for i, hyps in found.items():
             out[i] = Translation.scored([next(texts) for _ in hyps], [h.score for h in hyps])

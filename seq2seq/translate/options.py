@@ -107,14 +107,15 @@ class DecodeOverrides:
     )
     rerank: str | None = option(
         None,
-        "Noisy channel: rerank the beam by this run's log-probability of the source given each "
-        "translation (a run trained the other way; the beam is searched whole).",
+        "Rerank the beam by a second run: a run trained the other way scores the source given each "
+        "translation (noisy channel); a right-to-left run (model.right_to_left) scores each "
+        "translation given the source (the beam is searched whole).",
         "--rerank",
     )
     rerank_weight: float = option(
         DEFAULT_RERANK_WEIGHT,
-        "With --rerank: the weight of the reverse run's mean log-probability per source token, added to "
-        "the search's score.",
+        "With --rerank: the weight of the second run's mean log-probability per token, added to the "
+        "search's score.",
         between=(0.0, MAX_RERANK_WEIGHT),
         why="past it the search's score no longer counts",
     )
@@ -140,22 +141,22 @@ RUN_DEFAULTS = DecodeOverrides()  # nothing asked: the run's decode config as it
 @dataclass(frozen=True)
 class Rerank:
     """How each line's beam is chosen from once searched whole: by expected utility (`mbr`, a utility's
-    name: `seq2seq.translate.mbr`), by a reverse run (`reverse`, its directory: the noisy channel,
-    `seq2seq.translate.channel`), or not at all (the search's order)."""
+    name: `seq2seq.translate.mbr`), by a second run (`run`, its directory: a reverse or a right-to-left
+    run, `seq2seq.translate.rescoring`), or not at all (the search's order)."""
 
     mbr: str | None = None
-    reverse: str | None = None
-    weight: float = DEFAULT_RERANK_WEIGHT  # of the reverse run's score
+    run: str | None = None
+    weight: float = DEFAULT_RERANK_WEIGHT  # of the second run's score
 
     @property
     def wanted(self) -> bool:
-        return self.mbr is not None or self.reverse is not None
+        return self.mbr is not None or self.run is not None
 
     def record(self) -> dict[str, object]:
         """What a resumable output's and an evaluation's record say of it ({} when nothing reranks: as
         records made before reranking existed)."""
-        if self.reverse is not None:
-            return {"rerank": self.reverse, "rerank_weight": self.weight}
+        if self.run is not None:
+            return {"rerank": self.run, "rerank_weight": self.weight}
         return {"mbr": self.mbr} if self.mbr is not None else {}
 
 
@@ -224,7 +225,7 @@ def check_length_norm(asked: DecodeOverrides) -> None:
     if asked.mbr is not None and asked.rerank is not None:
         raise Seq2SeqError("--mbr and --rerank each choose from the beam: give one of them")
     if asked.rerank is None and asked.rerank_weight != DEFAULT_RERANK_WEIGHT:
-        raise Seq2SeqError("--rerank-weight weighs the reverse run of --rerank RUN: add it")
+        raise Seq2SeqError("--rerank-weight weighs the run of --rerank RUN: add it")
 
 
 def check_sampling(asked: DecodeOverrides) -> None:

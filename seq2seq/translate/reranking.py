@@ -1,9 +1,9 @@
 """What a line's translation passes through besides the engine, chosen once from the decode options:
 a pivot language (`--pivot`), then a reranking of each line's whole beam, by expected utility
-(`--mbr`, `seq2seq.translate.mbr`) or by a reverse run (`--rerank`, the noisy channel,
-`seq2seq.translate.channel`), and the recasing of lines in ALL CAPS or Title Case around all of it
-(`--restore-case`, `seq2seq.translate.casing`). `s2s translate` (lines, `--sentences` and documents)
-and `s2s evaluate` take their line translator here.
+(`--mbr`, `seq2seq.translate.mbr`) or by a second run (`--rerank`: a reverse run, the noisy
+channel, or a right-to-left run; `seq2seq.translate.rescoring`), and the recasing of lines in ALL
+CAPS or Title Case around all of it (`--restore-case`, `seq2seq.translate.casing`). `s2s translate`
+(lines, `--sentences` and documents) and `s2s evaluate` take their line translator here.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ def line_translator(
     lines: LineTranslator = Pivoted(engine, direction) if direction.pivot else engine
     if rerank.mbr is not None:
         lines = MinimumBayesRisk(lines, rerank.mbr)
-    elif rerank.reverse is not None:
-        from seq2seq.translate.channel import NoisyChannel  # s2s's decoder: torch, only when asked
+    elif rerank.run is not None:
+        from seq2seq.translate.rescoring import Rescored  # s2s's decoder: torch, only when asked
 
-        lines = NoisyChannel.load(lines, rerank.reverse, rerank.weight)
+        lines = Rescored.load(lines, rerank.run, rerank.weight)
     if options.restore_case:
         lines = CaseRestored(lines, Recaser.of_run(run_dir, engine.tokenizers.src))
     return lines

@@ -75,7 +75,7 @@ def score_pairs(
     tokenizers = translator.tokenizers
     start = translator.source_tokens.prefix() if source_prefix is None else source_prefix
     sources = [[*start, *ids] for ids in tokenizers.src.encode(list(src_lines))]
-    targets = tokenizers.tgt.encode(list(tgt_lines))
+    targets = tokenizers.encode_written(list(tgt_lines))
     lines = range(first_line, first_line + len(sources))
     clip_sources(sources, translator.max_source_tokens, lines, "scoring")
     clip_sources(targets, translator.max_source_tokens, lines, "scoring")  # <bos> + target fits

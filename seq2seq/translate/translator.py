@@ -207,10 +207,13 @@ class Translator:
         src_tok, tgt_tok = self.tokenizers.src, self.tokenizers.tgt_tokenizer
         prefix = self.source_tokens.prefix(request.direction)
         src_ids = [*prefix, *src_tok.encode([source])[0]][: self.max_source_tokens]
-        tgt_ids = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
+        reading = tgt_tok.encode([hypothesis])[0][: model.max_positions - 1]
+        tgt_ids = self.tokenizers.targets.in_model_order(reading)  # as the model writes them
         src = torch.tensor([[*src_ids, EOS]], device=self.device)  # (1, S)
         tgt_in = torch.tensor([[BOS, *tgt_ids]], device=self.device)  # (1, T)
         weights = self.alignment.weights(model, src, tgt_in)[0].float().cpu().numpy()  # (T, S)
+        # a row per piece in reading order, then </s>'s (a right-to-left model wrote them last first)
+        weights = weights[[*self.tokenizers.targets.in_model_order(range(len(tgt_ids))), len(tgt_ids)]]
         source_pieces = [*src_tok.id_pieces(prefix), *src_tok.pieces(source)][: len(src_ids)]
         pieces = source_pieces, tgt_tok.pieces(hypothesis)[: len(tgt_ids)]
         return AttentionMap([*pieces[0], "</s>"], [*pieces[1], "</s>"], weights)

@@ -43,7 +43,7 @@ def load_weights(run_dir: str | Path, checkpoints: Sequence[str] = ("best",)) ->
     run = RunDir(run_dir)
     cfg = run.load_config()
     paths = [run.checkpoint_path(name) for name in checkpoints]
-    tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint)
+    tokenizers = load_tokenizers(run.tokenizer_dir, cfg.tokenizer.joint, cfg.model.right_to_left)
     sums = tokenizer_checksums(run.tokenizer_dir, cfg.tokenizer.joint)
     # mapped, not read: an ensemble's members are all checked (and listed) before any is built
     states = [(path, load_checkpoint(path, mmap=True)) for path in paths]

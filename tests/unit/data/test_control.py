@@ -11,7 +11,8 @@ from seq2seq.config import TokenizerConfig
 from seq2seq.config.data import CorpusConfig
 from seq2seq.data.control import control_id, declared_tokens, source_prefix
 from seq2seq.data.corpora import file_corpora
-from seq2seq.data.tokenizer import Tokenizer, sample_lines, train_or_load_tokenizers
+from seq2seq.data.tokenizer import Tokenizer, train_or_load_tokenizers
+from seq2seq.data.tokenizer_sample import sample_lines
 from seq2seq.errors import DataError
 from tests.conftest import ROOT, write_corpus
 

@@ -16,12 +16,8 @@ from seq2seq.config.data import CorpusConfig, DataConfig, ValidConfig
 from seq2seq.data.control import control_id, declared_tokens
 from seq2seq.data.mixing import mixture_of
 from seq2seq.data.prepared import corpus_mixture, ensure_prepared_corpus, load_prepared, prepared_corpus_dir
-from seq2seq.data.tokenizer import (
-    expected_takes,
-    load_tokenizers,
-    tokenizer_checksums,
-    train_or_load_tokenizers,
-)
+from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, train_or_load_tokenizers
+from seq2seq.data.tokenizer_sample import expected_takes
 from seq2seq.errors import ConfigError
 from seq2seq.run.checks import data_checksums
 from tests.conftest import tiny_config_dict, write_corpus

@@ -26,12 +26,8 @@ from seq2seq.data.prepared import (
     prepared_corpus_dir,
 )
 from seq2seq.data.textio import read_lines
-from seq2seq.data.tokenizer import (
-    load_tokenizers,
-    sample_lines,
-    tokenizer_checksums,
-    train_or_load_tokenizers,
-)
+from seq2seq.data.tokenizer import load_tokenizers, tokenizer_checksums, train_or_load_tokenizers
+from seq2seq.data.tokenizer_sample import sample_lines
 from seq2seq.errors import DataError
 from seq2seq.run.checks import data_checksums
 from tests.conftest import tiny_config_dict, write_corpus

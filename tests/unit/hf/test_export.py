@@ -233,7 +233,10 @@ def test_a_multilingual_export_reads_the_language_token_as_one_id(multilingual_r
 @pytest.mark.parametrize(
     "kind, message",
     [
-        ("decoder_only", "is a decoder_only model; --format huggingface exports encoder-decoder"),
+        (
+            "decoder_only",
+            "a decoder_only model; CTranslate2 and Hugging Face take encoder-decoder models only",
+        ),
         ("post_norm", "is post-norm: its Hugging Face layout (MarianMT) builds its positions in code"),
     ],
 )

@@ -80,7 +80,7 @@ def test_every_broken_rule_is_reported_at_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("weights", "backward", "expected"),
     [
-        ([0.2], False, "steps.select.rerank_weights: the backward model reranks the teacher's beam"),
+        ([0.2], False, "steps.select.rerank_weights: a second model reranks the teacher's beam: give "),
         ([0], True, "steps.select.rerank_weights: each in (0, 100]"),
         ([-0.5, 0.2], True, "steps.select.rerank_weights: each in (0, 100]"),
         ([101], True, "steps.select.rerank_weights: each in (0, 100]"),
@@ -94,6 +94,15 @@ def test_rerank_weights_need_the_backward_model_and_each_a_new_positive_weight(
     assert expected in problems(pipeline(tmp_path, steps=steps | {"select": {"rerank_weights": weights}}))
     good = pipeline(tmp_path, steps={"backward": {}, "select": {"rerank_weights": [0.1, 0.2]}})
     check_pipeline(read_pipeline(good))
+
+
+def test_a_right_to_left_model_reranks_in_place_of_the_backward_model_and_only_reranks(
+    tmp_path: Path,
+) -> None:
+    twin = {"right_to_left": {}}
+    check_pipeline(read_pipeline(pipeline(tmp_path, steps=twin | {"select": {"rerank_weights": [0.2]}})))
+    expected = "steps.right_to_left: it reranks the teacher's beam: give steps.select.rerank_weights"
+    assert expected in problems(pipeline(tmp_path, steps=twin))
 
 
 @pytest.mark.parametrize(

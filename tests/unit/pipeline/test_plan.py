@@ -145,6 +145,32 @@ def test_the_teacher_alone_may_be_reranked_by_the_backward_model_as_val_chose(
         assert "--rerank" not in command.args
 
 
+def test_a_right_to_left_twin_of_the_teacher_reranks_its_beam_in_place_of_the_backward_model(
+    tmp_path: Path,
+) -> None:
+    """`steps.right_to_left` trains the teacher's config, data and tokenizer written right to left,
+    after the teacher and before the choice, and it, not the backward model, reranks the teacher."""
+    ws = tmp_path / "ws"
+    select = {"checkpoints": ["best"], "length_penalties": [1.0], "beam": 2, "rerank_weights": [0.5]}
+    path = example(tmp_path, select=select, right_to_left={"set": ["train.max_steps=7"]})
+    plan = make_plan(read_pipeline(path))
+    names = [s.name for s in plan.steps]
+    assert names.index("teacher") < names.index("right_to_left") < names.index("select_teacher")
+    steps = {s.name: s for s in plan.steps}
+    kinds = {name: s.kind.asked for name, s in steps.items() if isinstance(s.kind, Training)}
+    twin, teacher = kinds["right_to_left"], kinds["teacher"]
+    assert twin.model.right_to_left and not teacher.model.right_to_left
+    assert twin.train.tokenizer_from == str((ws / "teacher").resolve())
+    assert (twin.data, twin.tokenizer) == (teacher.data, teacher.tokenizer)  # <bt> pairs and the tag too
+    assert twin.train.max_steps == 7
+    assert ws / "teacher" / "tokenizer" in steps["right_to_left"].reads
+    evaluations = [c.args for c in steps["select_teacher"].commands if c.verb.value == "evaluate"]
+    reranked = [a[a.index("--rerank") + 1] for a in evaluations if "--rerank" in a]
+    assert reranked == [str(ws / "right_to_left")] and ws / "right_to_left" / "finished.json" in (
+        steps["select_teacher"].reads
+    )
+
+
 def test_the_students_beam_is_chosen_on_val_among_its_own_within_its_margin(tmp_path: Path) -> None:
     """`student.beams` are candidates beside each checkpoint and length penalty (the teacher keeps the
     select step's beam), `student.within` goes to `s2s select`; until the student's choice its beam

@@ -14,11 +14,11 @@ import pytest
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import Seq2SeqError
-from seq2seq.translate import channel
-from seq2seq.translate.channel import NoisyChannel
+from seq2seq.translate import rescoring
 from seq2seq.translate.lines import BLANK, Translation
 from seq2seq.translate.options import DecodeOverrides, Rerank, decode_options
 from seq2seq.translate.request import Request
+from seq2seq.translate.rescoring import Rescored
 from seq2seq.translate.scoring import PairScore
 from tests.helpers import run_cli
 from tests.unit.translate.test_mbr import BEAM, Scripted
@@ -44,22 +44,25 @@ def reverse_scores(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], lis
             for h, s in zip(hypotheses, sources, strict=True)
         ]
 
-    monkeypatch.setattr(channel, "score_pairs", scored)
+    monkeypatch.setattr(rescoring, "score_pairs", scored)
     return asked
 
 
 class Budget:
-    """What NoisyChannel reads of the reverse run besides its scores: its batch budget."""
+    """What Rescored reads of the reverse run besides its scores: its batch budget."""
 
     class config:  # noqa: N801 - the shape of Translator.config
         class decode:  # noqa: N801
             max_tokens = 100
 
+        class model:  # noqa: N801
+            right_to_left = False
+
 
 def test_what_the_reverse_run_finds_likely_overtakes_the_searchs_best(reverse_scores):
     scripted = Scripted()
     request = Request(SearchSettings(beam=4, nbest=2), 100)
-    found = NoisyChannel(scripted, Budget(), 1.0).translate(["ein Hund", ""], request)  # type: ignore[arg-type]
+    found = Rescored(scripted, Budget(), 1.0).translate(["ein Hund", ""], request)  # type: ignore[arg-type]
     assert scripted.asked[0].search.nbest == 4  # the whole beam
     # -1.2 + 1 x -0.5 = -1.7 beats -1.3 - 1.0 = -2.3 and the search's best, -1.0 - 3.0 = -4.0
     assert found[0].texts == ["the dog sits on the green mat", "the dog sits on a green mat"]
@@ -76,22 +79,22 @@ def test_weight_zero_keeps_the_searchs_order_and_a_blank_hypothesis_ranks_last(r
             return [Translation(["", *t.texts[1:]], [None, *t.scores[1:]]) for t in found]
 
     request = Request(SearchSettings(beam=4, nbest=4), 100)
-    found = NoisyChannel(Scripted(), Budget(), 0.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    found = Rescored(Scripted(), Budget(), 0.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
     assert found[0].texts == [t for t, _ in BEAM]
-    blank = NoisyChannel(WithBlank(), Budget(), 1.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    blank = Rescored(WithBlank(), Budget(), 1.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
     assert blank[0].texts[-1] == ""
 
 
 def test_the_option_is_checked_with_the_decode_options():
     options = decode_options(DecodeOverrides(beam=4, rerank="runs/en_de", rerank_weight=0.5), DecodeConfig())
-    assert options.rerank == Rerank(reverse="runs/en_de", weight=0.5)
+    assert options.rerank == Rerank(run="runs/en_de", weight=0.5)
     assert options.rerank.record() == {"rerank": "runs/en_de", "rerank_weight": 0.5}
     for asked, message in [
         (DecodeOverrides(rerank="r", mbr="chrf"), "--mbr and --rerank each choose from the beam"),
         (DecodeOverrides(rerank="r", sampling=True), "--sampling draws one"),
         (
             DecodeOverrides(rerank_weight=0.5),
-            "--rerank-weight weighs the reverse run of --rerank RUN: add it",
+            "--rerank-weight weighs the run of --rerank RUN: add it",
         ),
     ]:
         with pytest.raises(Seq2SeqError, match=message):
@@ -122,8 +125,8 @@ def test_translate_with_a_reverse_run_gives_one_line_per_input_line(tiny_run, tm
 def test_evaluate_records_the_reverse_run_and_loads_it_once(tiny_run, tmp_path, monkeypatch):
     """The set as given and its modified copies (--augment) are reranked by one loaded reverse run."""
     loaded = []
-    load = NoisyChannel.load.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(NoisyChannel, "load", classmethod(lambda cls, *a: loaded.append(a) or load(cls, *a)))
+    load = Rescored.load.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(Rescored, "load", classmethod(lambda cls, *a: loaded.append(a) or load(cls, *a)))
     run, report = str(tiny_run.run), tmp_path / "val.json"
     src, ref = tiny_run.data / "valid.src", tiny_run.data / "valid.tgt"
     args = ["--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "hyp.txt"), "--json", str(report)]
@@ -133,3 +136,25 @@ def test_evaluate_records_the_reverse_run_and_loads_it_once(tiny_run, tmp_path, 
     decode = json.loads(report.read_text(encoding="utf-8"))["decode"]
     assert decode["rerank"] == run and decode["rerank_weight"] == 0.5 and "mbr" not in decode
     assert len(loaded) == 1
+
+
+def test_a_right_to_left_run_scores_each_hypothesis_given_the_line(reverse_scores):
+    """The same scores from a right-to-left run (model.right_to_left) choose the same way; only the
+    pairs it is asked differ: the line, then each hypothesis (as the forward run translates)."""
+
+    class RightToLeft(Budget):
+        class config(Budget.config):  # noqa: N801
+            class model:  # noqa: N801
+                right_to_left = True
+
+    def swapped(second: object, sources: Sequence[str], hypotheses: Sequence[str], *_: object) -> list:
+        reverse_scores.append((list(hypotheses), list(sources)))
+        return [PairScore(REVERSE[h]) for h in hypotheses]
+
+    request = Request(SearchSettings(beam=4, nbest=1), 100)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rescoring, "score_pairs", swapped)
+        found = Rescored(Scripted(), RightToLeft(), 1.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    assert found[0].texts == ["the dog sits on the green mat"]
+    hypotheses, sources = reverse_scores[0]
+    assert hypotheses == [t for t, _ in BEAM] and sources == ["ein Hund"] * 4
