@@ -31,7 +31,7 @@ from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import reranker_inputs, run_inputs
 from seq2seq.translate import resume
 from seq2seq.translate.engine import Engine
-from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options, rerank_weight_of
 from seq2seq.translate.placement import Placement, check_device_name, check_precision_name
 
 if TYPE_CHECKING:
@@ -74,6 +74,8 @@ def choose_engine(
     reads = {"-i/--input": input, **run_inputs(path, options.checkpoints)}
     reads |= reranker_inputs(asked.rerank, cfg)
     check_outputs(outputs, reads)
+    asked = rerank_weight_of(asked)  # the --rerank run is there: its default weight
+    options = decode_options(asked, cfg.decode, cfg.model.max_positions)
     if engine == "s2s":
         return _own(path, options, placement, "asked for (--engine s2s)")
     why_not = _cannot(options, cfg)
@@ -107,7 +109,7 @@ def _from_export(
     # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
     reranker = reranker_inputs(asked.rerank, read_export_info(path)[1])
     check_outputs(outputs, {"-i/--input": input, "the export": path, **reranker})
-    return _ctranslate2(path, asked, placement, "an export directory")
+    return _ctranslate2(path, rerank_weight_of(asked), placement, "an export directory")
 
 
 def _from_cache(

@@ -25,7 +25,7 @@ from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import reranker_inputs, run_inputs
 from seq2seq.translate.direction import STRAIGHT, Direction
 from seq2seq.translate.engine import Engine, LineTranslator
-from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options
+from seq2seq.translate.options import DecodeOptions, DecodeOverrides, decode_options, rerank_weight_of
 from seq2seq.translate.request import Request
 from seq2seq.translate.reranking import line_translator
 
@@ -67,9 +67,8 @@ def plan_evaluation(
     if (direction.to or direction.pivot) and files.hyps:
         option = "--to" if direction.to else "--pivot"
         raise EvaluateError(f"{option} chooses how RUN_DIR translates; --hyp files are already translated")
-    decoding = decode_options(
-        asked, run.decode if run else DecodeConfig(), run.model.max_positions if run else None
-    )
+    decode, positions = (run.decode, run.model.max_positions) if run else (DecodeConfig(), None)
+    decoding = decode_options(asked, decode, positions)
     if not files.hyps:
         files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
     report = files.report / "index.html" if files.report else None
@@ -84,6 +83,7 @@ def plan_evaluation(
             **({"the export": files.run_dir} if export is not None else {}),
         },
     )
+    decoding = decode_options(rerank_weight_of(asked), decode, positions)  # the --rerank run is there
     evaluated = evaluation_task(task, run, files.run_dir)
     if augment.modifiers and "tgt" not in TARGETS[evaluated].piece_sides:  # a reader's are labels
         raise EvaluateError(f"--augment modifies sources and their translations; {evaluated} gives labels")

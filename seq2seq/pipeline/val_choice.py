@@ -60,7 +60,7 @@ class Decoder:
             length_penalty=self.length_penalty,
             checkpoints=self.checkpoints,
             rerank=self.rerank or None,
-            rerank_weight=self.rerank_weight,
+            rerank_weight=self.rerank_weight if self.rerank else None,
         )
 
     @property
@@ -154,7 +154,7 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
                 length_penalty=penalty,
                 checkpoints=files,
                 rerank=reverse if weight else None,
-                rerank_weight=weight or DEFAULT_RERANK_WEIGHT,
+                rerank_weight=weight or None,
             )
             job = EvaluateJob(
                 dataclasses.replace(scored, out=record.with_suffix(".hyp"), json_file=record),

@@ -28,15 +28,18 @@ from seq2seq.config.decode import LENGTH_NORMS
 from seq2seq.decoding.settings import SearchSettings, config_search
 from seq2seq.errors import Seq2SeqError
 from seq2seq.flags import option
+from seq2seq.run.layout import RunDir
 
 T = TypeVar("T")
 
 
 LONGEST = f"no output is longer than {MAX_POSITIONS} tokens"
 MAX_RERANK_WEIGHT = 100.0
-# --rerank-weight's default: the best on Multi30k val of 0.1 to 1.0 (0.1 beside an ensemble;
-# experiments/noisy_channel/)
+# --rerank-weight's defaults, by what the run of --rerank is (`rerank_weight_of`): for a reverse run
+# the best on Multi30k val of 0.1 to 1.0 (0.1 beside an ensemble; experiments/noisy_channel/), for a
+# right-to-left one the best of 0.1 to 30 (experiments/right_to_left/)
 DEFAULT_RERANK_WEIGHT = 0.2
+RIGHT_TO_LEFT_RERANK_WEIGHT = 3.0
 
 
 @dataclass(frozen=True)
@@ -112,10 +115,11 @@ class DecodeOverrides:
         "translation given the source (the beam is searched whole).",
         "--rerank",
     )
-    rerank_weight: float = option(
-        DEFAULT_RERANK_WEIGHT,
+    rerank_weight: float | None = option(
+        None,
         "With --rerank: the weight of the second run's mean log-probability per token, added to the "
-        "search's score.",
+        f"search's score [default: {DEFAULT_RERANK_WEIGHT:g} for a reverse run, "
+        f"{RIGHT_TO_LEFT_RERANK_WEIGHT:g} for a right-to-left one].",
         between=(0.0, MAX_RERANK_WEIGHT),
         why="past it the search's score no longer counts",
     )
@@ -211,8 +215,19 @@ def decode_options(
         seed=asked.seed,
     )
     budget, checkpoints = given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",)
-    rerank = Rerank(asked.mbr, asked.rerank, asked.rerank_weight)
+    weight = DEFAULT_RERANK_WEIGHT if asked.rerank_weight is None else asked.rerank_weight
+    rerank = Rerank(asked.mbr, asked.rerank, weight)
     return DecodeOptions(search, budget, checkpoints, rerank, asked.restore_case)
+
+
+def rerank_weight_of(asked: DecodeOverrides) -> DecodeOverrides:
+    """ASKED with --rerank-weight's default for its --rerank run where none is given, read from the
+    run's config: a reverse run's, or a right-to-left run's (model.right_to_left), a stronger judge."""
+    if asked.rerank is None or asked.rerank_weight is not None:
+        return asked
+    right_to_left = RunDir(asked.rerank).load_config().model.right_to_left
+    weight = RIGHT_TO_LEFT_RERANK_WEIGHT if right_to_left else DEFAULT_RERANK_WEIGHT
+    return dataclasses.replace(asked, rerank_weight=weight)
 
 
 def check_length_norm(asked: DecodeOverrides) -> None:
@@ -224,7 +239,7 @@ def check_length_norm(asked: DecodeOverrides) -> None:
         raise Seq2SeqError(f"--mbr {asked.mbr!r}: choose one of {', '.join(MBR_UTILITIES)}")
     if asked.mbr is not None and asked.rerank is not None:
         raise Seq2SeqError("--mbr and --rerank each choose from the beam: give one of them")
-    if asked.rerank is None and asked.rerank_weight != DEFAULT_RERANK_WEIGHT:
+    if asked.rerank is None and asked.rerank_weight is not None:
         raise Seq2SeqError("--rerank-weight weighs the run of --rerank RUN: add it")
 
 

@@ -6,6 +6,7 @@ Hugging Face, a target prefix) refuses it before anything is written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import ConfigError, Seq2SeqError
 from seq2seq.run.parts import check_reranker
 from seq2seq.special import BOS, EOS, PAD
+from seq2seq.translate.options import DecodeOverrides, rerank_weight_of
 from seq2seq.translate.request import Request
 from seq2seq.translate.scoring import score_pairs
 from seq2seq.translate.translator import Translator
@@ -176,3 +178,17 @@ def test_translate_chooses_its_own_decoder_and_reranks_with_it(r2l_run, tiny_run
     assert result.exit_code == 0, result.output
     assert len(reranked.read_text(encoding="utf-8").splitlines()) == count
     assert yaml.safe_load((r2l_run.run / "config.yaml").read_text())["model"]["right_to_left"] is True
+
+
+def test_its_weight_by_default_is_a_right_to_left_runs_and_a_given_one_stays(r2l_run, tiny_run, tmp_path):
+    assert rerank_weight_of(DecodeOverrides(rerank=str(r2l_run.run))).rerank_weight == 3.0
+    assert rerank_weight_of(DecodeOverrides(rerank=str(tiny_run.run))).rerank_weight == 0.2  # a reverse run's
+    assert rerank_weight_of(DecodeOverrides(rerank=str(r2l_run.run), rerank_weight=0.5)).rerank_weight == 0.5
+    assert rerank_weight_of(DecodeOverrides()).rerank_weight is None
+    report = tmp_path / "val.json"
+    src, ref = tiny_run.data / "valid.src", tiny_run.data / "valid.tgt"
+    args = ["--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "hyp.txt"), "--json", str(report)]
+    result = run_cli("evaluate", str(tiny_run.run), *args, "--beam", "2", "--rerank", str(r2l_run.run))
+    assert result.exit_code == 0, result.output
+    decode = json.loads(report.read_text(encoding="utf-8"))["decode"]
+    assert decode["rerank"] == str(r2l_run.run) and decode["rerank_weight"] == 3.0
