@@ -22,14 +22,24 @@ from seq2seq.special import BOS, EOS, PAD
 
 @torch.no_grad()
 def forced_log_probs(
-    model: Decodable[Any, Any], src: Tensor, targets: Sequence[Sequence[int]], min_len: int
+    model: Decodable[Any, Any],
+    src: Tensor,
+    targets: Sequence[Sequence[int]],
+    min_len: int,
+    rows: Tensor | None = None,
 ) -> Tensor:
     """(B, T) float32: the log-probability of each token of `targets` (ids without bos/eos) followed
-    by <eos>, given the sources `src` (B, S) (ending in <eos>, right-padded); 0 past each target's end.
+    by <eos>, given the sources `src` (ending in <eos>, right-padded); 0 past each target's end.
+
+    `src` is (B, S), one source a target; or, with `rows` (B,), the distinct sources, each encoded
+    once: target b's source is `src[rows[b]]` (several hypotheses of one line, scored together).
     """
     tgt_in = pad([[BOS, *t] for t in targets]).to(src.device)  # (B, T) what the decoder reads
     tgt_out = pad([[*t, EOS] for t in targets]).to(src.device)  # (B, T) what it must predict
-    logits = model.decode(tgt_in, model.encode(src)).float()  # (B, T, V)
+    memory = model.encode(src)
+    if rows is not None:
+        memory = memory.select(rows.to(src.device))
+    logits = model.decode(tgt_in, memory).float()  # (B, T, V)
     logits[..., PAD] = float("-inf")
     logits[..., BOS] = float("-inf")
     logits[:, :min_len, EOS] = float("-inf")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import torch
+
 from seq2seq.batching import pad, token_batches
 from seq2seq.config.data import CorpusConfig
 from seq2seq.data.corpora import pair_chunks
@@ -102,11 +104,13 @@ def score_ids(
     found: dict[int, PairScore] = {}  # by pair index
     min_len = translator.config.decode.min_len
     for batch in token_batches(costs, max_tokens):
-        src = pad([[*sources[i], EOS] for i in batch]).to(translator.device)
+        distinct = {tuple(sources[i]): None for i in batch}  # a line's hypotheses share it: encoded once
+        where = {source: k for k, source in enumerate(distinct)}
+        src = pad([[*source, EOS] for source in distinct]).to(translator.device)
+        of = torch.tensor([where[tuple(sources[i])] for i in batch])
         with autocast(translator.device, translator.autocast_to):
-            logp = forced_log_probs(model, src, [targets[i] for i in batch], min_len)
-        rows = logp.cpu().tolist()
-        for row, i in zip(rows, batch, strict=True):
+            logp = forced_log_probs(model, src, [targets[i] for i in batch], min_len, of)
+        for row, i in zip(logp.cpu().tolist(), batch, strict=True):
             found[i] = PairScore(row[: len(targets[i]) + 1])
     return [found[i] for i in range(len(sources))]
 

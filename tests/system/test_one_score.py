@@ -3,7 +3,9 @@ translate --scores` of the model's own output is what `s2s score` gives that pai
 run's normalization, per token). Every score printed is a finite number, or the word that says why
 the pair has none, in each of its fields: `blank` for a pair with a blank side (a blank source
 line, a blank hypothesis or target), in translate, score, score --reverse and score --nbest alike;
-`short` for a target shorter than decode.min_len, which the search never ends."""
+`short` for a target shorter than decode.min_len, which the search never ends. And a pair's score
+does not depend on what it is batched with: a line's hypotheses, whose source is encoded once, score
+as each alone."""
 
 from __future__ import annotations
 
@@ -160,3 +162,19 @@ def test_a_target_shorter_than_min_len_is_short(tiny_run):
     short, whole, blank = score_pairs(translator, src, tgt, 1000)
     assert short.missing == "short" and blank.missing == "blank" and not whole.missing
     assert math.isfinite(whole.total)
+
+
+@pytest.mark.parametrize("kind", ["right_to_left", "tiny", "decoder_only"])
+def test_a_lines_hypotheses_scored_together_score_as_each_alone(trained_run, kind):
+    """`score_pairs` encodes each distinct source of a batch once (a line's hypotheses, as reranking
+    scores them): every pair's scores are those it gets scored on its own (fp32, within 1e-5)."""
+    run = trained_run(kind)
+    translator = Translator.load(run.run, placement=Placement("cpu", "fp32"))
+    lines = (run.data / "valid.src").read_text(encoding="utf-8").splitlines()[:4]
+    hypotheses = ["red cat", "RED CAT RUNS", "the the the", "BIRD"]
+    sources = [line for line in lines for _ in hypotheses]
+    targets = hypotheses * len(lines)
+    together = score_pairs(translator, sources, targets, 10_000)
+    alone = [score_pairs(translator, [s], [t], 10_000)[0] for s, t in zip(sources, targets, strict=True)]
+    for one, other in zip(together, alone, strict=True):
+        assert one.missing == other.missing and one.tokens == pytest.approx(other.tokens, abs=1e-5)
