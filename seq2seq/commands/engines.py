@@ -107,8 +107,10 @@ def _from_export(
     if asked.checkpoints:
         raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
     # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-    reranker = reranker_inputs(asked.rerank, read_export_info(path)[1])
-    check_outputs(outputs, {"-i/--input": input, "the export": path, **reranker})
+    forward = read_export_info(path)[1] if asked.rerank is not None else None  # only a reranker needs it
+    check_outputs(
+        outputs, {"-i/--input": input, "the export": path, **reranker_inputs(asked.rerank, forward)}
+    )
     return _ctranslate2(path, rerank_weight_of(asked), placement, "an export directory")
 
 
