@@ -121,10 +121,11 @@ def between(low: float, high: float | None, why: str = "") -> Callable[[Any], An
     top = float("inf") if high is None else high
 
     def check(value: Any) -> Any:
-        if value is not None and not low <= value <= top:
-            raise BadParameter(
-                f"{value} is not in [{_shown(low)}, {_shown(top)}]" + (f": {why}" if why else "")
-            )
+        for number in value if isinstance(value, list) else [value]:  # a repeated option: each
+            if number is not None and not low <= number <= top:
+                raise BadParameter(
+                    f"{number} is not in [{_shown(low)}, {_shown(top)}]" + (f": {why}" if why else "")
+                )
         return value
 
     return check

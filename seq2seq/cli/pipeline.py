@@ -61,7 +61,7 @@ def filter_lines(job: FilterJob) -> None:
 def select(job: SelectJob) -> None:
     """Choose decode settings on validation data: the best BLEU among the records (the mean over a
     setting's records, one per direction). Prints `CHECKPOINT[,CHECKPOINT...] LENGTH_PENALTY VAL_BLEU`,
-    then `RERANK_RUN RERANK_WEIGHT` when the best reranks its beam."""
+    then `RERANK_RUN RERANK_WEIGHT` for each run that reranks the best's beam."""
     from seq2seq.evaluation.selection import choose
 
     best, ranked = choose(job.records, job.json_file, job.within)
@@ -71,5 +71,5 @@ def select(job: SelectJob) -> None:
         typer.echo(
             f"chosen, the cheapest within {job.within:g} BLEU of the best: {best.describe()}", err=True
         )
-    reranked = f" {best.rerank} {best.rerank_weight:g}" if best.rerank else ""
+    reranked = "".join(f" {run} {w:g}" for run, w in zip(best.rerank, best.rerank_weight, strict=True))
     sys.stdout.write(f"{','.join(best.checkpoints)} {best.length_penalty:g} {best.val_bleu:.2f}{reranked}\n")

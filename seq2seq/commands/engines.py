@@ -107,7 +107,7 @@ def _from_export(
     if asked.checkpoints:
         raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
     # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
-    forward = read_export_info(path)[1] if asked.rerank is not None else None  # only a reranker needs it
+    forward = read_export_info(path)[1] if asked.rerank else None  # only a reranker needs it
     check_outputs(
         outputs, {"-i/--input": input, "the export": path, **reranker_inputs(asked.rerank, forward)}
     )

@@ -1,7 +1,7 @@
 """Decode settings chosen on validation data: the best BLEU among `s2s evaluate --json` records.
 
 Each record says what it measured: the checkpoints that translated, the beam, the length penalty and
-the reverse run that reranked the beam, with its weight, if one did (`evaluation.record`). Records of
+the runs that reranked the beam, with their weights, if any did (`evaluation.record`). Records of
 the same settings (one per direction, for a model of several) are one candidate, scored by their mean
 BLEU; every candidate must have measured the same sets (their source and references, by sha256) with
 the same BLEU (its signature), and every score must be a finite number. The best mean wins; between
@@ -43,19 +43,40 @@ class Candidate:
     val_bleu: float  # the mean over its records
     bleu_signature: str
     records: tuple[str, ...]  # the `s2s evaluate --json` files it was read from
-    rerank: str = ""  # the reverse run that reranked the beam (`--rerank`), "" when none did
-    rerank_weight: float = 0.0  # its weight (`--rerank-weight`), 0 when none reranked
+    rerank: tuple[str, ...] = ()  # the runs that reranked the beam (`--rerank`), none when none did
+    rerank_weight: tuple[float, ...] = ()  # their weights (`--rerank-weight`), in the same order
 
     def describe(self) -> str:
         """`VAL_BLEU  checkpoint(s) beam length penalty [reranked]`, one line for people."""
         names = ", ".join(Path(c).name for c in self.checkpoints)
         penalty = f"length penalty {self.length_penalty:g}"
-        reranked = f"  reranked by {self.rerank} at {self.rerank_weight:g}" if self.rerank else ""
+        judges = ", ".join(f"{run} at {w:g}" for run, w in zip(self.rerank, self.rerank_weight, strict=True))
+        reranked = f"  reranked by {judges}" if judges else ""
         return f"val BLEU {self.val_bleu:6.2f}  {names}  beam {self.beam}  {penalty}{reranked}"
 
 
-# checkpoints, beam, length penalty, reverse run ("": none), its weight (0: none)
-Setting = tuple[tuple[str, ...], int, float, str, float]
+# checkpoints, beam, length penalty, the runs that reranked (none: none), their weights
+Setting = tuple[tuple[str, ...], int, float, tuple[str, ...], tuple[float, ...]]
+
+
+def rerankers(runs: object, weights: object) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """The runs that reranked and their weights, as a record or a choice writes them: one run as a
+    name and a number ("" for none, as before reranking), several as two lists (`rerank_fields`)."""
+    if not runs:
+        return (), ()
+    if isinstance(runs, str):
+        return (runs,), (float(weights),)  # type: ignore[arg-type]
+    named, weighed = tuple(str(r) for r in runs), tuple(float(w) for w in weights)  # type: ignore[attr-defined]
+    if len(named) != len(weighed):
+        raise ValueError(f"{len(named)} reranking runs with {len(weighed)} weights")
+    return named, weighed
+
+
+def rerank_fields(runs: tuple[str, ...], weights: tuple[float, ...]) -> dict[str, Any]:
+    """How a choice writes its reranking: as `Rerank.record` does, and "" and 0 for none."""
+    if len(runs) > 1:
+        return {"rerank": list(runs), "rerank_weight": list(weights)}
+    return {"rerank": runs[0], "rerank_weight": weights[0]} if runs else {"rerank": "", "rerank_weight": 0.0}
 
 
 @dataclass(frozen=True)
@@ -94,11 +115,11 @@ def read_record(path: Path) -> Record:
             for f in [record["source"], *record["references"]]
         )
         checkpoints = tuple(str(c["path"]) for c in model["checkpoints"])
-        rerank = str(decode.get("rerank") or "")  # records of a plain beam do not name it
-        weight = float(decode["rerank_weight"]) if rerank else 0.0
+        # records of a plain beam do not name it
+        rerank, weights = rerankers(decode.get("rerank"), decode.get("rerank_weight"))
         found = Record(
             path,
-            (checkpoints, int(decode["beam"]), float(decode["length_penalty"]), rerank, weight),
+            (checkpoints, int(decode["beam"]), float(decode["length_penalty"]), rerank, weights),
             float(bleu["score"]),
             str(bleu["signature"]),
             files,
@@ -107,7 +128,11 @@ def read_record(path: Path) -> Record:
         raise SelectionError(
             f"{path} is not an `s2s evaluate --json` record with a BLEU score ({type(e).__name__}: {e})"
         ) from None
-    numbers = (("BLEU score", found.bleu), ("length penalty", found.setting[2]), ("rerank weight", weight))
+    numbers: tuple[tuple[str, float], ...] = (
+        ("BLEU score", found.bleu),
+        ("length penalty", found.setting[2]),
+    )
+    numbers += tuple(("rerank weight", weight) for weight in weights)
     for what, value in numbers:
         if not math.isfinite(value):
             raise SelectionError(f"{path}: its {what} is {value}, not a finite number; nothing is chosen")
@@ -182,7 +207,7 @@ class SelectJob:
 def cost(candidate: Candidate) -> tuple[int, int]:
     """What decoding with a candidate costs, in the order it grows: the models that run (an
     ensemble's members and the model that reranks its beam), then the beam."""
-    return len(candidate.checkpoints) + bool(candidate.rerank), candidate.beam
+    return len(candidate.checkpoints) + len(candidate.rerank), candidate.beam
 
 
 def cheapest(ranked: Sequence[Candidate], within: float) -> Candidate:
@@ -211,7 +236,11 @@ def selection_record(
     """The JSON of a choice (the best candidate unless given), the margin it was chosen within, and
     every candidate ranked."""
     chosen = ranked[0] if choice is None else choice
-    return {**asdict(chosen), "within": within, "candidates": [asdict(c) for c in ranked]}
+    return {**as_json(chosen), "within": within, "candidates": [as_json(c) for c in ranked]}
+
+
+def as_json(candidate: Candidate) -> dict[str, Any]:
+    return asdict(candidate) | rerank_fields(candidate.rerank, candidate.rerank_weight)
 
 
 def write_selection(
@@ -232,10 +261,10 @@ def read_selection(path: Path) -> Candidate:
             float(raw["val_bleu"]),
             str(raw["bleu_signature"]),
             tuple(str(r) for r in raw["records"]),
-            str(raw.get("rerank", "")),  # choices made before reranking was a candidate do not name it
-            float(raw.get("rerank_weight", 0.0)),
+            # choices made before reranking was a candidate do not name it
+            *rerankers(raw.get("rerank", ""), raw.get("rerank_weight", 0.0)),
         )
-        numbers = (choice.length_penalty, choice.val_bleu, choice.rerank_weight)
+        numbers = (choice.length_penalty, choice.val_bleu, *choice.rerank_weight)
         if not all(math.isfinite(n) for n in numbers):
             raise ValueError("a length penalty, BLEU score or rerank weight that is not a finite number")
         return choice

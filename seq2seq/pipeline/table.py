@@ -49,7 +49,7 @@ def table(plan: Plan) -> dict[str, Any]:
                 "checkpoints": [Path(c).name for c in one.decoder.checkpoints],
                 "beam": one.decoder.beam,  # chosen: the table follows the choices
                 "length_penalty": one.decoder.length_penalty,
-                "rerank_weight": one.decoder.rerank_weight if one.decoder.rerank else None,
+                "rerank_weight": _weight(one.decoder.rerank_weight),
                 "val_bleu": one.decoder.val_bleu,
                 "bleu": round(scores["bleu"]["score"], 2),
                 "chrf": round(scores["chrf"]["score"], 2),
@@ -70,12 +70,18 @@ def steps(plan: Plan, names: list[str]) -> list[dict[str, Any]]:
     return found
 
 
+def _weight(weights: tuple[float, ...]) -> float | list[float] | None:
+    """The weight of the run that reranked (None: none did; a list, one for each of several)."""
+    return (weights[0] if len(weights) == 1 else list(weights)) if weights else None
+
+
 def markdown(data: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
     for row in data["rows"]:
         val = f" ({row['val_bleu']:.2f})" if row["val_bleu"] is not None else ""
         weight = row["rerank_weight"]
-        reranked = f", reranked at {weight:g}" if weight is not None else ""
+        weights = weight if isinstance(weight, list) else [] if weight is None else [weight]
+        reranked = f", reranked at {'/'.join(f'{w:g}' for w in weights)}" if weights else ""
         chosen = f"{', '.join(row['checkpoints'])}, {row['beam']}, {row['length_penalty']:g}{reranked}{val}"
         lines.append(
             f"| {row['model']} | {row['test']} | {row['engine']} | {chosen} | {row['bleu']:.2f} | "

@@ -30,7 +30,7 @@ from seq2seq.pipeline.config import PipelineConfig
 from seq2seq.pipeline.step import Outputs, Step
 from seq2seq.pipeline.workspace import Workspace
 from seq2seq.run.layout import RunDir
-from seq2seq.translate.options import DEFAULT_RERANK_WEIGHT, DecodeOverrides
+from seq2seq.translate.options import DecodeOverrides
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class Decoder:
     selection: Path  # where the choice is recorded
     pending: str = ""
     val_bleu: float | None = None
-    rerank: str = ""
-    rerank_weight: float = DEFAULT_RERANK_WEIGHT
+    rerank: tuple[str, ...] = ()
+    rerank_weight: tuple[float, ...] = ()  # one per run of `rerank`; none while val has yet to choose
 
     @property
     def asked(self) -> DecodeOverrides:
@@ -59,8 +59,8 @@ class Decoder:
             beam=self.beam,
             length_penalty=self.length_penalty,
             checkpoints=self.checkpoints,
-            rerank=self.rerank or None,
-            rerank_weight=self.rerank_weight if self.rerank else None,
+            rerank=self.rerank,
+            rerank_weight=self.rerank_weight,
         )
 
     @property
@@ -80,8 +80,12 @@ class Decoder:
     @property
     def reads(self) -> tuple[Path, ...]:
         """What its translations follow from: the choice, and the trainings (their records)."""
-        reverse = (RunDir(Path(self.rerank)).finished_file,) if self.rerank else ()
-        return (self.selection, *(RunDir(r).finished_file for r in self.runs), *reverse)
+        reranking = (RunDir(Path(run)).finished_file for run in self.rerank)
+        return (self.selection, *(RunDir(r).finished_file for r in self.runs), *reranking)
+
+
+def _runs(run: str) -> tuple[str, ...]:
+    return (run,) if run else ()
 
 
 def reranker(cfg: PipelineConfig, ws: Workspace, name: str) -> str:
@@ -116,7 +120,7 @@ def chosen(
         holes = tuple(f"{{{select}.checkpoint{n}}}" for n in numbered)
         tried = beams(cfg, name)
         beam = tried[0] if len(tried) == 1 else None
-        return Decoder(name, runs, holes, beam, None, path, select, rerank=reranker(cfg, ws, name))
+        return Decoder(name, runs, holes, beam, None, path, select, rerank=_runs(reranker(cfg, ws, name)))
     choice = read_selection(path)
     return Decoder(
         name,
@@ -128,7 +132,7 @@ def chosen(
         "",
         choice.val_bleu,
         choice.rerank,
-        choice.rerank_weight if choice.rerank else DEFAULT_RERANK_WEIGHT,
+        choice.rerank_weight,
     )
 
 
@@ -153,8 +157,8 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
                 beam=beam,
                 length_penalty=penalty,
                 checkpoints=files,
-                rerank=reverse if weight else None,
-                rerank_weight=weight or None,
+                rerank=(reverse,) if weight else (),
+                rerank_weight=(weight,) if weight else (),
             )
             job = EvaluateJob(
                 dataclasses.replace(scored, out=record.with_suffix(".hyp"), json_file=record),

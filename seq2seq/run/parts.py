@@ -46,15 +46,16 @@ def readable_run_inputs(run_dir: Path, checkpoints: Sequence[str], option: str =
     return {f"{option} {name}".lstrip(): part for name, part in run_inputs(run_dir, checkpoints).items()}
 
 
-def reranker_inputs(rerank: str | None, forward: Config | None = None) -> dict[str, Path]:
-    """The run `--rerank` names (found, with the best checkpoint its reranking loads), as what a
-    decoding command reads: its parts, which no output may replace. With the config of the run whose
-    beam it reranks (`forward`), it must also go the right way (`check_reranker`)."""
-    if rerank is None:
-        return {}
-    inputs = readable_run_inputs(Path(rerank), ("best",), "--rerank")
-    if forward is not None:
-        check_reranker(forward, RunDir(rerank).load_config(), rerank)
+def reranker_inputs(rerank: Sequence[str], forward: Config | None = None) -> dict[str, Path]:
+    """The runs `--rerank` names (found, with the best checkpoint each reranking loads), as what a
+    decoding command reads: their parts, which no output may replace. With the config of the run whose
+    beam they rerank (`forward`), each must also go the right way (`check_reranker`)."""
+    inputs: dict[str, Path] = {}
+    for run in rerank:
+        option = "--rerank" if len(rerank) == 1 else f"--rerank {run}:"
+        inputs |= readable_run_inputs(Path(run), ("best",), option)
+        if forward is not None:
+            check_reranker(forward, RunDir(run).load_config(), run)
     return inputs
 
 

@@ -10,6 +10,7 @@ sampling draws one hypothesis (beam 1, and no --beam N or --nbest N); a sampling
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -108,17 +109,19 @@ class DecodeOverrides:
         "Minimum Bayes risk: of the beam, keep the hypothesis that agrees most with the others by "
         "chrf or bleu, each weighted by its probability (the beam is searched whole).",
     )
-    rerank: str | None = option(
-        None,
+    rerank: tuple[str, ...] = option(
+        (),
         "Rerank the beam by a second run: a run trained the other way scores the source given each "
         "translation (noisy channel); a right-to-left run (model.right_to_left) scores each "
-        "translation given the source (the beam is searched whole).",
+        "translation given the source (the beam is searched whole). Repeat to add runs: their weighted "
+        "scores are summed.",
         "--rerank",
     )
-    rerank_weight: float | None = option(
-        None,
+    rerank_weight: tuple[float, ...] = option(
+        (),
         "With --rerank: the weight of the second run's mean log-probability per token, added to the "
-        f"search's score [default: {DEFAULT_RERANK_WEIGHT:g} for a reverse run, "
+        "search's score; one per --rerank run, in its order "
+        f"[default: {DEFAULT_RERANK_WEIGHT:g} for a reverse run, "
         f"{RIGHT_TO_LEFT_RERANK_WEIGHT:g} for a right-to-left one].",
         between=(0.0, MAX_RERANK_WEIGHT),
         why="past it the search's score no longer counts",
@@ -145,22 +148,26 @@ RUN_DEFAULTS = DecodeOverrides()  # nothing asked: the run's decode config as it
 @dataclass(frozen=True)
 class Rerank:
     """How each line's beam is chosen from once searched whole: by expected utility (`mbr`, a utility's
-    name: `seq2seq.translate.mbr`), by a second run (`run`, its directory: a reverse or a right-to-left
-    run, `seq2seq.translate.rescoring`), or not at all (the search's order)."""
+    name: `seq2seq.translate.mbr`), by second runs (`runs`, their directories: reverse or right-to-left
+    runs, `seq2seq.translate.rescoring`, each scored at its weight in `weights`), or not at all (the
+    search's order)."""
 
     mbr: str | None = None
-    run: str | None = None
-    weight: float = DEFAULT_RERANK_WEIGHT  # of the second run's score
+    runs: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()  # of each second run's score, in the order of `runs`
 
     @property
     def wanted(self) -> bool:
-        return self.mbr is not None or self.run is not None
+        return self.mbr is not None or bool(self.runs)
 
     def record(self) -> dict[str, object]:
         """What a resumable output's and an evaluation's record say of it ({} when nothing reranks: as
-        records made before reranking existed)."""
-        if self.run is not None:
-            return {"rerank": self.run, "rerank_weight": self.weight}
+        records made before reranking existed; one run as a name and a number, as before several
+        could rerank)."""
+        if len(self.runs) == 1:
+            return {"rerank": self.runs[0], "rerank_weight": self.weights[0]}
+        if self.runs:
+            return {"rerank": list(self.runs), "rerank_weight": list(self.weights)}
         return {"mbr": self.mbr} if self.mbr is not None else {}
 
 
@@ -215,19 +222,19 @@ def decode_options(
         seed=asked.seed,
     )
     budget, checkpoints = given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",)
-    weight = DEFAULT_RERANK_WEIGHT if asked.rerank_weight is None else asked.rerank_weight
-    rerank = Rerank(asked.mbr, asked.rerank, weight)
+    weights = asked.rerank_weight or (DEFAULT_RERANK_WEIGHT,) * len(asked.rerank)
+    rerank = Rerank(asked.mbr, asked.rerank, weights)
     return DecodeOptions(search, budget, checkpoints, rerank, asked.restore_case)
 
 
 def rerank_weight_of(asked: DecodeOverrides) -> DecodeOverrides:
-    """ASKED with --rerank-weight's default for its --rerank run where none is given, read from the
+    """ASKED with --rerank-weight's defaults for its --rerank runs where none is given, read from each
     run's config: a reverse run's, or a right-to-left run's (model.right_to_left), a stronger judge."""
-    if asked.rerank is None or asked.rerank_weight is not None:
+    if not asked.rerank or asked.rerank_weight:
         return asked
-    right_to_left = RunDir(asked.rerank).load_config().model.right_to_left
-    weight = RIGHT_TO_LEFT_RERANK_WEIGHT if right_to_left else DEFAULT_RERANK_WEIGHT
-    return dataclasses.replace(asked, rerank_weight=weight)
+    right_to_left = (RunDir(run).load_config().model.right_to_left for run in asked.rerank)
+    weights = tuple(RIGHT_TO_LEFT_RERANK_WEIGHT if r2l else DEFAULT_RERANK_WEIGHT for r2l in right_to_left)
+    return dataclasses.replace(asked, rerank_weight=weights)
 
 
 def check_length_norm(asked: DecodeOverrides) -> None:
@@ -237,16 +244,32 @@ def check_length_norm(asked: DecodeOverrides) -> None:
         raise Seq2SeqError(f"--length-norm {asked.length_norm!r}: choose one of {', '.join(LENGTH_NORMS)}")
     if asked.mbr is not None and asked.mbr not in MBR_UTILITIES:
         raise Seq2SeqError(f"--mbr {asked.mbr!r}: choose one of {', '.join(MBR_UTILITIES)}")
-    if asked.mbr is not None and asked.rerank is not None:
+    check_rerank(asked)
+
+
+def check_rerank(asked: DecodeOverrides) -> None:
+    """--mbr or --rerank, not both; no --rerank-weight without --rerank, else one for each of its runs;
+    no run named twice."""
+    runs, weights = asked.rerank, asked.rerank_weight
+    if asked.mbr is not None and runs:
         raise Seq2SeqError("--mbr and --rerank each choose from the beam: give one of them")
-    if asked.rerank is None and asked.rerank_weight is not None:
+    if weights and not runs:
         raise Seq2SeqError("--rerank-weight weighs the run of --rerank RUN: add it")
+    if weights and len(weights) != len(runs):
+        raise Seq2SeqError(
+            f"--rerank-weight: {len(weights)} weight(s) for {len(runs)} --rerank run(s): give one for "
+            "each run, in the order of --rerank, or none for each run's default"
+        )
+    found = [os.path.realpath(run) for run in runs]  # one run, however spelled
+    if len(set(found)) != len(found):
+        twice = next(run for run, path in zip(runs, found, strict=True) if found.count(path) > 1)
+        raise Seq2SeqError(f"--rerank {twice} is named twice: its weight is what counts it more")
 
 
 def check_sampling(asked: DecodeOverrides) -> None:
     """Sampling draws one hypothesis per line; its knobs mean nothing without it."""
     if asked.sampling:
-        if asked.mbr is not None or asked.rerank is not None:
+        if asked.mbr is not None or asked.rerank:
             raise Seq2SeqError(
                 "--mbr and --rerank choose among a beam's hypotheses; --sampling draws one: leave one out"
             )

@@ -1,7 +1,7 @@
 """What a line's translation passes through besides the engine, chosen once from the decode options:
 a pivot language (`--pivot`), then a reranking of each line's whole beam, by expected utility
-(`--mbr`, `seq2seq.translate.mbr`) or by a second run (`--rerank`: a reverse run, the noisy
-channel, or a right-to-left run; `seq2seq.translate.rescoring`), and the recasing of lines in ALL
+(`--mbr`, `seq2seq.translate.mbr`) or by second runs (`--rerank`: reverse runs, the noisy
+channel, or right-to-left runs; `seq2seq.translate.rescoring`), and the recasing of lines in ALL
 CAPS or Title Case around all of it (`--restore-case`, `seq2seq.translate.casing`). `s2s translate`
 (lines, `--sentences` and documents) and `s2s evaluate` take their line translator here.
 """
@@ -28,10 +28,10 @@ def line_translator(
     lines: LineTranslator = Pivoted(engine, direction) if direction.pivot else engine
     if rerank.mbr is not None:
         lines = MinimumBayesRisk(lines, rerank.mbr)
-    elif rerank.run is not None:
+    elif rerank.runs:
         from seq2seq.translate.rescoring import Rescored  # s2s's decoder: torch, only when asked
 
-        lines = Rescored.load(lines, rerank.run, rerank.weight)
+        lines = Rescored.load(lines, rerank.runs, rerank.weights)
     if options.restore_case:
         lines = CaseRestored(lines, Recaser.of_run(run_dir, engine.tokenizers.src))
     return lines

@@ -239,7 +239,8 @@ def numeric_options() -> list[tuple[str, str]]:
         for param in command.params if not hasattr(command, "commands") else ():
             if param.param_type_name != "option" or param.is_flag:
                 continue
-            if param.type_descriptor.annotation in (int, float):  # the number typer reads
+            numbers = (int, float, list[int], list[float])  # a repeatable option's list: each
+            if param.type_descriptor.annotation in numbers:  # the number typer reads
                 found.append((path, next(o for o in param.opts if o.startswith("--"))))
 
     walk(typer.main.get_command(app), "")

@@ -85,17 +85,48 @@ def test_a_reranked_beam_is_a_candidate_of_its_own_and_reads_back(tmp_path: Path
     ]
     ranked = candidates(paths)
     assert len(ranked) == 3 and ranked[0].val_bleu == 40.0
-    assert (ranked[0].rerank, ranked[0].rerank_weight) == (("/runs/back", winner) if winner else ("", 0.0))
+    assert (ranked[0].rerank, ranked[0].rerank_weight) == (
+        (("/runs/back",), (winner,)) if winner else ((), ())
+    )
     choice = tmp_path / "selection.json"
     result = run_cli("select", *map(str, paths), "--json", str(choice))
     assert result.exit_code == 0, result.output
     assert result.stdout.split()[3:] == (["/runs/back", f"{winner:g}"] if winner else [])
     assert read_selection(choice) == ranked[0]
     raw = json.loads(choice.read_text(encoding="utf-8"))
+    assert (raw["rerank"], raw["rerank_weight"]) == (("/runs/back", winner) if winner else ("", 0.0))
     for key in ("rerank", "rerank_weight"):  # a choice written before reranking was a candidate
         del raw[key]
     choice.write_text(json.dumps(raw), encoding="utf-8")
-    assert (read_selection(choice).rerank, read_selection(choice).rerank_weight) == ("", 0.0)
+    assert (read_selection(choice).rerank, read_selection(choice).rerank_weight) == ((), ())
+
+
+def test_a_beam_reranked_by_several_runs_is_one_candidate_that_costs_each_and_reads_back(
+    tmp_path: Path,
+) -> None:
+    """`--rerank A --rerank B` records both runs and weights as lists: one setting (per order and
+    weights), which counts a model for each run where `--within` weighs the cost."""
+    two = {"rerank": ["/runs/back", "/runs/r2l"], "rerank_weight": [0.2, 3.0]}
+    paths = [
+        record(tmp_path, "two", "best", 1.0, 40.0, rerank=two),
+        record(tmp_path, "one", "best", 1.0, 39.9, rerank={"rerank": "/runs/r2l", "rerank_weight": 3.0}),
+        record(tmp_path, "plain", "best", 1.0, 39.0),
+    ]
+    ranked = candidates(paths)
+    assert (ranked[0].rerank, ranked[0].rerank_weight) == (("/runs/back", "/runs/r2l"), (0.2, 3.0))
+    choice = tmp_path / "selection.json"
+    result = run_cli("select", *map(str, paths), "--json", str(choice))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split()[3:] == ["/runs/back", "0.2", "/runs/r2l", "3"]
+    assert "reranked by /runs/back at 0.2, /runs/r2l at 3" in result.output
+    raw = json.loads(choice.read_text(encoding="utf-8"))
+    assert (raw["rerank"], raw["rerank_weight"]) == (two["rerank"], two["rerank_weight"])
+    assert read_selection(choice) == ranked[0]
+    result = run_cli("select", *map(str, paths), "--within", "0.5")
+    assert result.exit_code == 0 and result.stdout.split()[3:] == ["/runs/r2l", "3"]  # one model fewer
+    mismatched = record(tmp_path, "odd", "best", 1.0, 40.0, rerank=two | {"rerank_weight": [0.2]})
+    with pytest.raises(SelectionError, match="2 reranking runs with 1 weights"):
+        candidates([mismatched])
 
 
 # (name, beam, ensemble members, reranked, val BLEU): the cheaper a setting, the lower its score

@@ -16,6 +16,7 @@ from seq2seq.evaluation.selection import Candidate, write_selection
 from seq2seq.pipeline.config import read_pipeline
 from seq2seq.pipeline.plan import make_plan
 from seq2seq.pipeline.step import Action, Training
+from seq2seq.pipeline.table import markdown
 from tests.helpers import ROOT
 
 EXAMPLE = ROOT / "examples" / "quickstart_pipeline.yaml"
@@ -36,7 +37,8 @@ def choose(ws: Path, select: str, runs: list[str], rerank: str = "", weight: flo
     """What `s2s select` would record: each run's best.pt, length penalty 0.6 (its beam reranked by
     `rerank` at `weight`, if given)."""
     files = tuple(str(ws / run / "checkpoints" / "best.pt") for run in runs)
-    chosen = Candidate(files, 2, 0.6, 12.5, "sig", ("r.json",), rerank, weight)
+    reranked = ((rerank,), (weight,)) if rerank else ((), ())
+    chosen = Candidate(files, 2, 0.6, 12.5, "sig", ("r.json",), *reranked)
     write_selection(ws / select / "selection.json", [chosen])
 
 
@@ -208,3 +210,16 @@ def test_the_students_beam_is_chosen_on_val_among_its_own_within_its_margin(tmp_
     verbs = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     for command in (*steps["evaluate"].commands, export):
         verbs[command.verb.value].make_context(command.verb.value, list(command.args))
+
+
+def test_the_table_says_how_each_model_was_reranked_if_it_was():
+    """The chosen column of table.md: nothing for a plain beam, the weight of one run, each weight of
+    several."""
+    row = {"model": "teacher", "test": "test", "engine": "s2s", "checkpoints": ["best.pt"], "beam": 5}
+    row |= {"length_penalty": 1.0, "val_bleu": 40.0, "bleu": 39.5, "chrf": 60.0}
+    row |= {"sentences_per_second": 50.0, "parameters": 1000}
+    data = {"signatures": {}}
+    for weight, chosen in [(None, "best.pt, 5, 1 (40.00)"), (0.2, "best.pt, 5, 1, reranked at 0.2 (40.00)")]:
+        assert f"| {chosen} |" in markdown(data | {"rows": [row | {"rerank_weight": weight}]})
+    several = markdown(data | {"rows": [row | {"rerank_weight": [0.6, 2.0]}]})
+    assert "| best.pt, 5, 1, reranked at 0.6/2 (40.00) |" in several

@@ -6,6 +6,7 @@ before writing anything."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 
@@ -18,7 +19,7 @@ from seq2seq.translate import rescoring
 from seq2seq.translate.lines import BLANK, Translation
 from seq2seq.translate.options import DecodeOverrides, Rerank, decode_options
 from seq2seq.translate.request import Request
-from seq2seq.translate.rescoring import Rescored
+from seq2seq.translate.rescoring import Judge, Rescored
 from seq2seq.translate.scoring import PairScore
 from tests.helpers import run_cli
 from tests.unit.translate.test_mbr import BEAM, Scripted
@@ -62,7 +63,7 @@ class Budget:
 def test_what_the_reverse_run_finds_likely_overtakes_the_searchs_best(reverse_scores):
     scripted = Scripted()
     request = Request(SearchSettings(beam=4, nbest=2), 100)
-    found = Rescored(scripted, Budget(), 1.0).translate(["ein Hund", ""], request)  # type: ignore[arg-type]
+    found = Rescored(scripted, [Judge(Budget(), 1.0)]).translate(["ein Hund", ""], request)  # type: ignore[arg-type]
     assert scripted.asked[0].search.nbest == 4  # the whole beam
     # -1.2 + 1 x -0.5 = -1.7 beats -1.3 - 1.0 = -2.3 and the search's best, -1.0 - 3.0 = -4.0
     assert found[0].texts == ["the dog sits on the green mat", "the dog sits on a green mat"]
@@ -79,23 +80,37 @@ def test_weight_zero_keeps_the_searchs_order_and_a_blank_hypothesis_ranks_last(r
             return [Translation(["", *t.texts[1:]], [None, *t.scores[1:]]) for t in found]
 
     request = Request(SearchSettings(beam=4, nbest=4), 100)
-    found = Rescored(Scripted(), Budget(), 0.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    found = Rescored(Scripted(), [Judge(Budget(), 0.0)]).translate(["ein Hund"], request)  # type: ignore[arg-type]
     assert found[0].texts == [t for t, _ in BEAM]
-    blank = Rescored(WithBlank(), Budget(), 1.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    blank = Rescored(WithBlank(), [Judge(Budget(), 1.0)]).translate(["ein Hund"], request)  # type: ignore[arg-type]
     assert blank[0].texts[-1] == ""
 
 
 def test_the_option_is_checked_with_the_decode_options():
-    options = decode_options(DecodeOverrides(beam=4, rerank="runs/en_de", rerank_weight=0.5), DecodeConfig())
-    assert options.rerank == Rerank(run="runs/en_de", weight=0.5)
-    assert options.rerank.record() == {"rerank": "runs/en_de", "rerank_weight": 0.5}
+    options = decode_options(
+        DecodeOverrides(beam=4, rerank=("runs/en_de",), rerank_weight=(0.5,)), DecodeConfig()
+    )
+    assert options.rerank == Rerank(runs=("runs/en_de",), weights=(0.5,))
+    assert options.rerank.record() == {"rerank": "runs/en_de", "rerank_weight": 0.5}  # as before several
+    two = DecodeOverrides(rerank=("runs/en_de", "runs/r2l"), rerank_weight=(0.5, 3.0))
+    assert decode_options(two, DecodeConfig()).rerank.record() == {
+        "rerank": ["runs/en_de", "runs/r2l"],
+        "rerank_weight": [0.5, 3.0],
+    }
+    unweighed = decode_options(dataclasses.replace(two, rerank_weight=()), DecodeConfig()).rerank
+    assert unweighed.weights == (0.2, 0.2)  # without the runs' configs: `rerank_weight_of` reads them
     for asked, message in [
-        (DecodeOverrides(rerank="r", mbr="chrf"), "--mbr and --rerank each choose from the beam"),
-        (DecodeOverrides(rerank="r", sampling=True), "--sampling draws one"),
+        (DecodeOverrides(rerank=("r",), mbr="chrf"), "--mbr and --rerank each choose from the beam"),
+        (DecodeOverrides(rerank=("r",), sampling=True), "--sampling draws one"),
         (
-            DecodeOverrides(rerank_weight=0.5),
+            DecodeOverrides(rerank_weight=(0.5,)),
             "--rerank-weight weighs the run of --rerank RUN: add it",
         ),
+        (
+            dataclasses.replace(two, rerank_weight=(0.5,)),
+            r"--rerank-weight: 1 weight\(s\) for 2 --rerank run\(s\): give one for each run",
+        ),
+        (DecodeOverrides(rerank=("runs/r2l", "runs/../runs/r2l")), "--rerank runs/r2l is named twice"),
     ]:
         with pytest.raises(Seq2SeqError, match=message):
             decode_options(asked, DecodeConfig())
@@ -142,11 +157,6 @@ def test_a_right_to_left_run_scores_each_hypothesis_given_the_line(reverse_score
     """The same scores from a right-to-left run (model.right_to_left) choose the same way; only the
     pairs it is asked differ: the line, then each hypothesis (as the forward run translates)."""
 
-    class RightToLeft(Budget):
-        class config(Budget.config):  # noqa: N801
-            class model:  # noqa: N801
-                right_to_left = True
-
     def swapped(second: object, sources: Sequence[str], hypotheses: Sequence[str], *_: object) -> list:
         reverse_scores.append((list(hypotheses), list(sources)))
         return [PairScore(REVERSE[h]) for h in hypotheses]
@@ -154,7 +164,68 @@ def test_a_right_to_left_run_scores_each_hypothesis_given_the_line(reverse_score
     request = Request(SearchSettings(beam=4, nbest=1), 100)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rescoring, "score_pairs", swapped)
-        found = Rescored(Scripted(), RightToLeft(), 1.0).translate(["ein Hund"], request)  # type: ignore[arg-type]
+        found = Rescored(Scripted(), [Judge(RightToLeft(), 1.0)]).translate(["ein Hund"], request)  # type: ignore[arg-type]
     assert found[0].texts == ["the dog sits on the green mat"]
     hypotheses, sources = reverse_scores[0]
     assert hypotheses == [t for t, _ in BEAM] and sources == ["ein Hund"] * 4
+
+
+# a right-to-left run's log-probabilities per token of each hypothesis of BEAM, given the line
+SECOND = {
+    "a cat sits on a red mat": [-0.1],  # it likes the search's best
+    "the dog sits on the green mat": [-1.0],  # and not the reverse run's
+    "the dog sits on a green mat": [-0.1],
+    "the dog is sitting on the green mat": [-0.1],
+}
+
+
+class RightToLeft(Budget):
+    class config(Budget.config):  # noqa: N801
+        class model:  # noqa: N801
+            right_to_left = True
+
+
+@pytest.mark.parametrize(
+    ("weights", "best"),
+    [
+        ((1.0, 0.0), "the dog sits on the green mat"),  # -1.2 - 0.5: the reverse run's choice
+        ((0.0, 1.0), "a cat sits on a red mat"),  # -1.0 - 0.1: the right-to-left run's
+        # -1.3 - 1.0 - 0.1 = -2.4 beats -1.2 - 0.5 - 1.0 = -2.7: neither's alone, and not the best by
+        # the larger of the two scores (-1.2 - 1.0 = -2.2 beats -1.3 - 1.0)
+        ((1.0, 1.0), "the dog sits on a green mat"),
+    ],
+)
+def test_several_runs_rerank_by_the_sum_of_their_weighted_scores(weights, best):
+    """Each second run scores the pairs its way (the reverse run: hypothesis then line; the
+    right-to-left run: line then hypothesis), and a hypothesis ranks by the search's score plus every
+    run's weighted score."""
+    asked: list[tuple[bool, list[str], list[str]]] = []
+
+    def scored(second: Budget, first: Sequence[str], then: Sequence[str], *_: object) -> list:
+        r2l = second.config.model.right_to_left
+        asked.append((r2l, list(first), list(then)))
+        return [PairScore(SECOND[h]) if r2l else PairScore(REVERSE[h]) for h in (then if r2l else first)]
+
+    request = Request(SearchSettings(beam=4, nbest=1), 100)
+    judges = [Judge(Budget(), weights[0]), Judge(RightToLeft(), weights[1])]  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rescoring, "score_pairs", scored)
+        found = Rescored(Scripted(), judges).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    assert found[0].texts == [best]
+    hypotheses = [t for t, _ in BEAM]
+    assert asked == [(False, hypotheses, ["ein Hund"] * 4), (True, ["ein Hund"] * 4, hypotheses)]
+
+
+def test_a_hypothesis_one_run_cannot_score_ranks_last_whatever_the_other_says(monkeypatch):
+    unreadable = "the dog sits on a green mat"  # the best by the sum (above), if both could read it
+
+    def scored(second: Budget, first: Sequence[str], then: Sequence[str], *_: object) -> list:
+        if second.config.model.right_to_left:
+            return [PairScore([], BLANK) if h == unreadable else PairScore(SECOND[h]) for h in then]
+        return [PairScore(REVERSE[h]) for h in first]
+
+    monkeypatch.setattr(rescoring, "score_pairs", scored)
+    request = Request(SearchSettings(beam=4, nbest=4), 100)
+    judges = [Judge(Budget(), 1.0), Judge(RightToLeft(), 1.0)]  # type: ignore[arg-type]
+    found = Rescored(Scripted(), judges).translate(["ein Hund"], request)  # type: ignore[arg-type]
+    assert found[0].texts[-1] == unreadable and len(found[0].texts) == 4

@@ -181,10 +181,13 @@ def test_translate_chooses_its_own_decoder_and_reranks_with_it(r2l_run, tiny_run
 
 
 def test_its_weight_by_default_is_a_right_to_left_runs_and_a_given_one_stays(r2l_run, tiny_run, tmp_path):
-    assert rerank_weight_of(DecodeOverrides(rerank=str(r2l_run.run))).rerank_weight == 3.0
-    assert rerank_weight_of(DecodeOverrides(rerank=str(tiny_run.run))).rerank_weight == 0.2  # a reverse run's
-    assert rerank_weight_of(DecodeOverrides(rerank=str(r2l_run.run), rerank_weight=0.5)).rerank_weight == 0.5
-    assert rerank_weight_of(DecodeOverrides()).rerank_weight is None
+    def weights(*runs: TrainedRun, given: tuple[float, ...] = ()) -> tuple[float, ...]:
+        asked = DecodeOverrides(rerank=tuple(str(r.run) for r in runs), rerank_weight=given)
+        return rerank_weight_of(asked).rerank_weight
+
+    assert weights(r2l_run) == (3.0,) and weights(tiny_run) == (0.2,)  # a reverse run's
+    assert weights(tiny_run, r2l_run) == (0.2, 3.0)  # each run's own
+    assert weights(r2l_run, given=(0.5,)) == (0.5,) and weights() == ()
     report = tmp_path / "val.json"
     src, ref = tiny_run.data / "valid.src", tiny_run.data / "valid.tgt"
     args = ["--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "hyp.txt"), "--json", str(report)]
@@ -192,3 +195,46 @@ def test_its_weight_by_default_is_a_right_to_left_runs_and_a_given_one_stays(r2l
     assert result.exit_code == 0, result.output
     decode = json.loads(report.read_text(encoding="utf-8"))["decode"]
     assert decode["rerank"] == str(r2l_run.run) and decode["rerank_weight"] == 3.0
+
+
+def test_a_reverse_and_a_right_to_left_run_rerank_together_each_at_its_weight(r2l_run, tiny_run, tmp_path):
+    """`--rerank A --rerank B`: each run at its own weight (its default where none is given, recorded
+    as lists), so that one at weight 0 leaves the other's reranking as it is alone. The tiny run
+    stands in for its own reverse run (its vocabulary is joint)."""
+    tiny, r2l = str(tiny_run.run), str(r2l_run.run)
+    src, ref = tiny_run.data / "valid.src", tiny_run.data / "valid.tgt"
+
+    def reranked(name: str, *flags: str) -> list[str]:
+        out = tmp_path / f"{name}.txt"
+        args = ["-i", str(src), "-o", str(out), "--beam", "3", "--engine", "s2s", *flags]
+        result = run_cli("translate", tiny, *args)
+        assert result.exit_code == 0, result.output
+        return out.read_text(encoding="utf-8").splitlines()
+
+    both = ["--rerank", tiny, "--rerank", r2l]
+    assert reranked("reverse", *both, "--rerank-weight", "0.5", "--rerank-weight", "0") == reranked(
+        "reverse_alone", "--rerank", tiny, "--rerank-weight", "0.5"
+    )
+    assert reranked("r2l", *both, "--rerank-weight", "0", "--rerank-weight", "3") == reranked(
+        "r2l_alone", "--rerank", r2l
+    )
+    report = tmp_path / "val.json"
+    args = ["--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "hyp.txt"), "--json", str(report)]
+    result = run_cli("evaluate", tiny, *args, "--beam", "2", *both)
+    assert result.exit_code == 0, result.output
+    decode = json.loads(report.read_text(encoding="utf-8"))["decode"]
+    assert decode["rerank"] == [tiny, r2l] and decode["rerank_weight"] == [0.2, 3.0]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    refused = run_cli(
+        "translate", tiny, "-i", str(src), "-o", str(tmp_path / "no.txt"), *both, "--rerank-weight", "1"
+    )
+    assert refused.exit_code == 2 and "1 weight(s) for 2 --rerank run(s)" in refused.output
+    weights = [
+        "--rerank-weight",
+        "1",
+        "--rerank-weight",
+        "200",
+    ]  # each weight is in range, not only the first
+    refused = run_cli("translate", tiny, "-i", str(src), "-o", str(tmp_path / "no.txt"), *both, *weights)
+    assert refused.exit_code == 2 and "200.0 is not in [0, 100]" in refused.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
