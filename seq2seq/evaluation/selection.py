@@ -25,6 +25,7 @@ from typing import Any
 from seq2seq.errors import Seq2SeqError
 from seq2seq.files import check_outputs, write_text
 from seq2seq.flags import argument, option
+from seq2seq.translate.options import Rerank
 
 MAX_WITHIN = 100.0  # --within: BLEU is a score out of 100
 
@@ -73,10 +74,9 @@ def rerankers(runs: object, weights: object) -> tuple[tuple[str, ...], tuple[flo
 
 
 def rerank_fields(runs: tuple[str, ...], weights: tuple[float, ...]) -> dict[str, Any]:
-    """How a choice writes its reranking: as `Rerank.record` does, and "" and 0 for none."""
-    if len(runs) > 1:
-        return {"rerank": list(runs), "rerank_weight": list(weights)}
-    return {"rerank": runs[0], "rerank_weight": weights[0]} if runs else {"rerank": "", "rerank_weight": 0.0}
+    """How a choice writes its reranking: as an evaluation's record does (`Rerank.record`), and "" and
+    0 for none."""
+    return Rerank(runs=runs, weights=weights).record() or {"rerank": "", "rerank_weight": 0.0}
 
 
 @dataclass(frozen=True)
