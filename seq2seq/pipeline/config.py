@@ -89,6 +89,8 @@ class SelectStep:
     # each also a candidate with the teacher's beam reranked (`--rerank`) by steps.right_to_left's model
     # where there is one, else by steps.backward's
     rerank_weights: tuple[float, ...] = ()
+    # with both of those steps: the backward model's weights beside the right-to-left model's (each pair)
+    backward_weights: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,11 @@ def _step_rules(steps: Steps, data: PipelineData) -> list[Rule]:
             steps.right_to_left is not None and not steps.select.rerank_weights,
             "steps.right_to_left: it reranks the teacher's beam: give steps.select.rerank_weights",
         ),
+        (
+            bool(steps.select.backward_weights) and (steps.backward is None or steps.right_to_left is None),
+            "steps.select.backward_weights: the backward model reranks beside the right-to-left model: "
+            "give steps.backward and steps.right_to_left",
+        ),
     ]
     if (bt := steps.back_translation) is not None:
         rules += [
@@ -236,14 +243,18 @@ def _select_rules(select: SelectStep) -> list[Rule]:
             "steps.select.length_penalties: one named twice",
         ),
         (not 1 <= select.beam <= MAX_BEAM, f"steps.select.beam: must be in [1, {MAX_BEAM}]"),
+        *_weight_rules("rerank_weights", select.rerank_weights),
+        *_weight_rules("backward_weights", select.backward_weights),
+    ]
+
+
+def _weight_rules(name: str, weights: tuple[float, ...]) -> list[Rule]:
+    return [
         (
-            not all(0 < w <= MAX_RERANK_WEIGHT for w in select.rerank_weights),
-            f"steps.select.rerank_weights: each in (0, {MAX_RERANK_WEIGHT:g}] (the plain beam is one anyway)",
+            not all(0 < w <= MAX_RERANK_WEIGHT for w in weights),
+            f"steps.select.{name}: each in (0, {MAX_RERANK_WEIGHT:g}] (the plain beam is one anyway)",
         ),
-        (
-            len(set(select.rerank_weights)) != len(select.rerank_weights),
-            "steps.select.rerank_weights: one named twice",
-        ),
+        (len(set(weights)) != len(weights), f"steps.select.{name}: one named twice"),
     ]
 
 

@@ -3,7 +3,7 @@
 A row per model and test set, read from the evaluation's `s2s evaluate --json` records: BLEU and chrF
 (their sacreBLEU signatures once, below the table), the sentences per second of that translation
 (every model timed in the one evaluation step, one after the other), the checkpoint, beam and length
-penalty chosen on val (and the weight of the second model's reranking, if chosen) with the val BLEU
+penalty chosen on val (and each run that reranks its beam, with its weight, if chosen) with the val BLEU
 they had, and the model's parameters (an ensemble's: all its members'). Then each step's time and the
 disk its folder holds, from the step records. Written as JSON and Markdown into the workspace (only
 when it changed) and printed.
@@ -49,6 +49,7 @@ def table(plan: Plan) -> dict[str, Any]:
                 "checkpoints": [Path(c).name for c in one.decoder.checkpoints],
                 "beam": one.decoder.beam,  # chosen: the table follows the choices
                 "length_penalty": one.decoder.length_penalty,
+                "rerank": [Path(run).name for run in one.decoder.rerank],
                 "rerank_weight": _weight(one.decoder.rerank_weight),
                 "val_bleu": one.decoder.val_bleu,
                 "bleu": round(scores["bleu"]["score"], 2),
@@ -81,7 +82,8 @@ def markdown(data: dict[str, Any]) -> str:
         val = f" ({row['val_bleu']:.2f})" if row["val_bleu"] is not None else ""
         weight = row["rerank_weight"]
         weights = weight if isinstance(weight, list) else [] if weight is None else [weight]
-        reranked = f", reranked at {'/'.join(f'{w:g}' for w in weights)}" if weights else ""
+        by = ", ".join(f"{run} {w:g}" for run, w in zip(row["rerank"], weights, strict=True))
+        reranked = f", reranked by {by}" if by else ""
         chosen = f"{', '.join(row['checkpoints'])}, {row['beam']}, {row['length_penalty']:g}{reranked}{val}"
         lines.append(
             f"| {row['model']} | {row['test']} | {row['engine']} | {chosen} | {row['bleu']:.2f} | "

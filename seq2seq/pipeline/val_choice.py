@@ -1,17 +1,17 @@
 """The choice on val: which checkpoint and length penalty each model decodes with (and whether the
-backward model reranks the teacher's beam), and the model it makes (`Decoder`), which later steps
-translate, score, export and evaluate with.
+reverse or right-to-left model reranks the teacher's beam), and the model it makes (`Decoder`), which
+later steps translate, score, export and evaluate with.
 
 A choice step (`select_teacher`, `select_student`) averages each run's kept checkpoints when asked
 (`s2s average`), translates the validation set with every candidate (`s2s evaluate`: each checkpoint
 named, the same for every member of an ensemble, with each length penalty, at the step's beam or, for
 the student, at each of `student.beams`; for the teacher, each of those also with its beam reranked
-(`--rerank`) at each of `select.rerank_weights`, by the right-to-left model or else the backward model:
-`reranker`) and keeps the
-best BLEU (`s2s select`), or for the student the cheapest candidate `student.within` of it, recorded
-in its selection.json. Until that file is there, a model's checkpoints and length penalty are
-placeholders naming the step (`{select_teacher.checkpoint}`) and the steps that decode with it wait
-for it.
+(`--rerank`) at each of `select.rerank_weights`, by the right-to-left model or else the backward model,
+and with `select.backward_weights` by the backward model beside the right-to-left one at each pair of
+weights: `rerankers`) and keeps the best BLEU (`s2s select`), or for the student the cheapest
+candidate `student.within` of it, recorded in its selection.json. Until that file is there, a model's
+checkpoints and length penalty are placeholders naming the step (`{select_teacher.checkpoint}`) and
+the steps that decode with it wait for it.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from seq2seq.translate.options import DecodeOverrides
 @dataclass(frozen=True)
 class Decoder:
     """A model as a step decodes with it: its runs (several: an ensemble), checkpoint files, beam,
-    length penalty and the reverse run that reranks its beam ("": none); `pending` names the choice
-    step it waits for ("" once chosen), and until then its checkpoints are placeholders, its length
-    penalty None, its beam None where val chooses among several, and `rerank` the run it may rerank
-    with."""
+    length penalty and the runs that rerank its beam (none: it decodes alone); `pending` names the
+    choice step it waits for ("" once chosen), and until then its checkpoints are placeholders, its
+    length penalty None, its beam None where val chooses among several, and `rerank` the runs it may
+    rerank with."""
 
     name: str  # teacher, student: what the table calls it
     runs: tuple[Path, ...]
@@ -84,16 +84,17 @@ class Decoder:
         return (self.selection, *(RunDir(r).finished_file for r in self.runs), *reranking)
 
 
-def _runs(run: str) -> tuple[str, ...]:
-    return (run,) if run else ()
-
-
-def reranker(cfg: PipelineConfig, ws: Workspace, name: str) -> str:
-    """The run that may rerank the model `name`'s beam, for the teacher when `select.rerank_weights`
-    asks ("": none): the right-to-left model where the pipeline trains one, else the backward model."""
-    if name != "teacher" or not cfg.steps.select.rerank_weights:
-        return ""
-    return str(ws.folder("right_to_left" if cfg.steps.right_to_left is not None else "backward"))
+def rerankers(cfg: PipelineConfig, ws: Workspace, name: str) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """Each run that may rerank the model `name`'s beam, with the weights val tries it at (none but
+    the teacher's, and the teacher's only when `select.rerank_weights` asks): the right-to-left model
+    where the pipeline trains one, else the backward model, and with `select.backward_weights` the
+    backward model beside the right-to-left one."""
+    select = cfg.steps.select
+    if name != "teacher" or not select.rerank_weights:
+        return ()
+    first = "right_to_left" if cfg.steps.right_to_left is not None else "backward"
+    second = ((str(ws.folder("backward")), select.backward_weights),) if select.backward_weights else ()
+    return ((str(ws.folder(first)), select.rerank_weights), *second)
 
 
 def beams(cfg: PipelineConfig, name: str) -> tuple[int, ...]:
@@ -120,7 +121,8 @@ def chosen(
         holes = tuple(f"{{{select}.checkpoint{n}}}" for n in numbered)
         tried = beams(cfg, name)
         beam = tried[0] if len(tried) == 1 else None
-        return Decoder(name, runs, holes, beam, None, path, select, rerank=_runs(reranker(cfg, ws, name)))
+        may = tuple(run for run, _ in rerankers(cfg, ws, name))
+        return Decoder(name, runs, holes, beam, None, path, select, rerank=may)
     choice = read_selection(path)
     return Decoder(
         name,
@@ -139,7 +141,7 @@ def chosen(
 def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path, ...]) -> Step:
     """`select_NAME`: every candidate of the runs translated and scored on val, the best chosen."""
     step, select, valid = f"select_{name}", cfg.steps.select, cfg.data.valid
-    reverse = reranker(cfg, ws, name)
+    judges = rerankers(cfg, ws, name)
     commands: list[Command] = []
     if "averaged" in select.checkpoints:
         commands += [Command(Verb.AVERAGE, argv(AverageJob(run, output="averaged"))) for run in runs]
@@ -147,18 +149,17 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
     tried = beams(cfg, name)
     for checkpoint, beam in itertools.product(select.checkpoints, tried):
         files = tuple(str(RunDir(run).checkpoint_file(checkpoint)) for run in runs)
-        for penalty, weight in itertools.product(
-            select.length_penalties, (0, *(select.rerank_weights if reverse else ()))
-        ):
-            record = ws.candidate(step, checkpoint, penalty, weight, beam if len(tried) > 1 else 0)
+        for penalty, *weights in itertools.product(select.length_penalties, *((0, *w) for _, w in judges)):
+            record = ws.candidate(step, checkpoint, penalty, tuple(weights), beam if len(tried) > 1 else 0)
             records.append(record)
             scored = EvaluateFiles(runs[0], src=Path(valid.src), refs=(Path(valid.tgt),))
+            reranking = [(run, w) for (run, _), w in zip(judges, weights, strict=True) if w]
             asked = DecodeOverrides(
                 beam=beam,
                 length_penalty=penalty,
                 checkpoints=files,
-                rerank=(reverse,) if weight else (),
-                rerank_weight=(weight,) if weight else (),
+                rerank=tuple(run for run, _ in reranking),
+                rerank_weight=tuple(w for _, w in reranking),
             )
             job = EvaluateJob(
                 dataclasses.replace(scored, out=record.with_suffix(".hyp"), json_file=record),
@@ -168,10 +169,10 @@ def select_step(cfg: PipelineConfig, ws: Workspace, name: str, runs: tuple[Path,
             commands.append(Command(Verb.EVALUATE, argv(job)))
     chooses = SelectJob(tuple(records), ws.selection(step), within(cfg, name))
     commands.append(Command(Verb.SELECT, argv(chooses)))
-    backward = (RunDir(Path(reverse)).finished_file,) if reverse else ()
-    reads = (Path(valid.src), Path(valid.tgt), *(RunDir(r).finished_file for r in runs), *backward)
+    judging = (RunDir(Path(run)).finished_file for run, _ in judges)
+    reads = (Path(valid.src), Path(valid.tgt), *(RunDir(r).finished_file for r in runs), *judging)
     averaged = tuple(RunDir(r).checkpoint_file("averaged") for r in runs if "averaged" in select.checkpoints)
-    chosen_too = " and reranking" * bool(reverse) + " and beam" * (len(tried) > 1)
+    chosen_too = " and reranking" * bool(judges) + " and beam" * (len(tried) > 1)
     what = f"choose the {name}'s checkpoint, length penalty{chosen_too} on {valid.src}"
     folder = ws.folder(step)
     return Step(step, what, tuple(commands), reads, (folder, *averaged), Outputs(), folder)

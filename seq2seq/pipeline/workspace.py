@@ -93,12 +93,17 @@ class Workspace:
     # ---- choices, export, evaluation ------------------------------------------------------------------
 
     def candidate(
-        self, select: str, checkpoint: str, length_penalty: float, rerank_weight: float = 0, beam: int = 0
+        self,
+        select: str,
+        checkpoint: str,
+        length_penalty: float,
+        rerank_weights: tuple[float, ...] = (),
+        beam: int = 0,
     ) -> Path:
-        """A candidate's val record (its translations beside it, `.hyp`); `rerank_weight`: its beam
-        reranked by the second model at that weight (0: not reranked); `beam`: named where val tries
-        several (0: the one beam)."""
-        reranked = f"_rerank{rerank_weight:g}" if rerank_weight else ""
+        """A candidate's val record (its translations beside it, `.hyp`); `rerank_weights`: its beam
+        reranked by each model that may rerank it at that weight (0: not by that one; all 0: not
+        reranked); `beam`: named where val tries several (0: the one beam)."""
+        reranked = "_rerank" + "+".join(f"{w:g}" for w in rerank_weights) if any(rerank_weights) else ""
         sized = f"_beam{beam}" if beam else ""
         return self.folder(select) / f"{checkpoint}{sized}_lp{length_penalty:g}{reranked}.json"
 

@@ -106,6 +106,26 @@ def test_a_right_to_left_model_reranks_in_place_of_the_backward_model_and_only_r
 
 
 @pytest.mark.parametrize(
+    ("steps", "weights", "expected"),
+    [
+        ({"backward": {}}, [0.2], "steps.select.backward_weights: the backward model reranks beside the "),
+        ({"right_to_left": {}}, [0.2], "give steps.backward and steps.right_to_left"),
+        ({"backward": {}, "right_to_left": {}}, [0], "steps.select.backward_weights: each in (0, 100]"),
+        ({"backward": {}, "right_to_left": {}}, [101], "steps.select.backward_weights: each in (0, 100]"),
+        ({"backward": {}, "right_to_left": {}}, [0.1, 0.1], "steps.select.backward_weights: one named twice"),
+    ],
+)
+def test_the_backward_model_reranks_beside_the_right_to_left_model_only_where_both_are_trained(
+    tmp_path: Path, steps: dict[str, object], weights: list[float], expected: str
+) -> None:
+    select = {"rerank_weights": [2.0], "backward_weights": weights}
+    assert expected in problems(pipeline(tmp_path, steps=steps | {"select": select}))
+    both = {"backward": {}, "right_to_left": {}}
+    good = both | {"select": select | {"backward_weights": [0.2]}}
+    check_pipeline(read_pipeline(pipeline(tmp_path, steps=good)))
+
+
+@pytest.mark.parametrize(
     ("student", "expected"),
     [
         ({"beams": [0, 5]}, "steps.student.beams: each in [1, "),

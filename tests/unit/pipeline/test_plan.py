@@ -212,14 +212,61 @@ def test_the_students_beam_is_chosen_on_val_among_its_own_within_its_margin(tmp_
         verbs[command.verb.value].make_context(command.verb.value, list(command.args))
 
 
+def test_with_both_reverse_models_val_tries_each_pair_of_weights_and_the_choice_reranks_with_both(
+    tmp_path: Path,
+) -> None:
+    """`select.backward_weights` beside a right-to-left model: each checkpoint and length penalty is
+    tried plain, by each model alone at each of its weights and by both at each pair, each pair its
+    own record; the teacher as chosen then translates with both runs and their two weights."""
+    ws = tmp_path / "ws"
+    select = {"checkpoints": ["best"], "length_penalties": [1.0], "beam": 2}
+    select |= {"rerank_weights": [1.0, 3.0], "backward_weights": [0.2]}
+    path = example(tmp_path, select=select, right_to_left={})
+    steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
+    evaluations = [c.args for c in steps["select_teacher"].commands if c.verb.value == "evaluate"]
+    twin, backward = str(ws / "right_to_left"), str(ws / "backward")
+
+    def reranking(args: tuple[str, ...]) -> list[tuple[str, str]]:
+        runs = [args[i + 1] for i, a in enumerate(args) if a == "--rerank"]
+        weights = [args[i + 1] for i, a in enumerate(args) if a == "--rerank-weight"]
+        return list(zip(runs, weights, strict=True))
+
+    assert [reranking(a) for a in evaluations] == [
+        [], [(backward, "0.2")], [(twin, "1")], [(twin, "1"), (backward, "0.2")], [(twin, "3")],
+        [(twin, "3"), (backward, "0.2")],
+    ]  # fmt: skip
+    records = [a[a.index("--json") + 1] for a in evaluations]
+    assert len(set(records)) == len(records)
+    assert {ws / run / "finished.json" for run in ("right_to_left", "backward")} <= set(
+        steps["select_teacher"].reads
+    )
+    files = (str(ws / "teacher" / "checkpoints" / "best.pt"),)
+    both = Candidate(files, 2, 1.0, 12.5, "sig", ("r.json",), (twin, backward), (3.0, 0.2))
+    write_selection(ws / "select_teacher" / "selection.json", [both])
+    steps = {s.name: s for s in make_plan(read_pipeline(path)).steps}
+    verbs = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for name, command in [("distillation", 1), ("evaluate", 0)]:
+        args = steps[name].commands[command].args
+        verbs[steps[name].commands[command].verb.value].make_context("s2s", list(args))
+        assert reranking(args) == [(twin, "3"), (backward, "0.2")]
+    assert {ws / run / "finished.json" for run in ("right_to_left", "backward")} <= set(
+        steps["distillation"].reads
+    )
+
+
 def test_the_table_says_how_each_model_was_reranked_if_it_was():
-    """The chosen column of table.md: nothing for a plain beam, the weight of one run, each weight of
-    several."""
+    """The chosen column of table.md: nothing for a plain beam, the run and weight of one reranking
+    run, each run with its weight of several."""
     row = {"model": "teacher", "test": "test", "engine": "s2s", "checkpoints": ["best.pt"], "beam": 5}
     row |= {"length_penalty": 1.0, "val_bleu": 40.0, "bleu": 39.5, "chrf": 60.0}
     row |= {"sentences_per_second": 50.0, "parameters": 1000}
     data = {"signatures": {}}
-    for weight, chosen in [(None, "best.pt, 5, 1 (40.00)"), (0.2, "best.pt, 5, 1, reranked at 0.2 (40.00)")]:
-        assert f"| {chosen} |" in markdown(data | {"rows": [row | {"rerank_weight": weight}]})
-    several = markdown(data | {"rows": [row | {"rerank_weight": [0.6, 2.0]}]})
-    assert "| best.pt, 5, 1, reranked at 0.6/2 (40.00) |" in several
+    for runs, weight, chosen in [
+        ([], None, "best.pt, 5, 1 (40.00)"),
+        (["backward"], 0.2, "best.pt, 5, 1, reranked by backward 0.2 (40.00)"),
+    ]:
+        assert f"| {chosen} |" in markdown(data | {"rows": [row | {"rerank": runs, "rerank_weight": weight}]})
+    several = row | {"rerank": ["right_to_left", "backward"], "rerank_weight": [2.0, 0.6]}
+    assert "| best.pt, 5, 1, reranked by right_to_left 2, backward 0.6 (40.00) |" in markdown(
+        data | {"rows": [several]}
+    )
