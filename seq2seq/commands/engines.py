@@ -71,10 +71,9 @@ def choose_engine(
         return _from_export(path, engine, asked, placement, input, outputs)
     cfg = RunDir(path).load_config()  # a wrong path fails here, saying so
     options = decode_options(asked, cfg.decode, cfg.model.max_positions)
-    reads = {"-i/--input": input, **run_inputs(path, options.checkpoints)}
-    reads |= reranker_inputs(asked.rerank, cfg)
-    check_outputs(outputs, reads)
-    asked = rerank_weight_of(asked)  # the --rerank run is there: its default weight
+    judges, configs = reranker_inputs(asked.rerank, cfg)
+    check_outputs(outputs, {"-i/--input": input, **run_inputs(path, options.checkpoints), **judges})
+    asked = rerank_weight_of(asked, configs)  # the --rerank runs are there: their default weights
     options = decode_options(asked, cfg.decode, cfg.model.max_positions)
     if engine == "s2s":
         return _own(path, options, placement, "asked for (--engine s2s)")
@@ -108,10 +107,9 @@ def _from_export(
         raise Seq2SeqError("--checkpoint picks weights in a run; an export holds one set: leave it out")
     # the whole export is read (CTranslate2 loads a directory): nothing may be written into it
     forward = read_export_info(path)[1] if asked.rerank else None  # only a reranker needs it
-    check_outputs(
-        outputs, {"-i/--input": input, "the export": path, **reranker_inputs(asked.rerank, forward)}
-    )
-    return _ctranslate2(path, rerank_weight_of(asked), placement, "an export directory")
+    judges, configs = reranker_inputs(asked.rerank, forward)
+    check_outputs(outputs, {"-i/--input": input, "the export": path, **judges})
+    return _ctranslate2(path, rerank_weight_of(asked, configs), placement, "an export directory")
 
 
 def _from_cache(

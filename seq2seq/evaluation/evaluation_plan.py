@@ -72,6 +72,7 @@ def plan_evaluation(
     if not files.hyps:
         files = dataclasses.replace(files, out=files.out or default_out(files, decoding.checkpoints))
     report = files.report / "index.html" if files.report else None
+    judges, configs = reranker_inputs(asked.rerank, run)
     check_outputs(
         {"--out": files.out, **augment.outputs(files.out), "--json": files.json_file, "--report": report},
         {
@@ -79,11 +80,11 @@ def plan_evaluation(
             **{f"--ref #{i + 1}": p for i, p in enumerate(files.refs)},
             **{f"--hyp #{i + 1}": p for i, p in enumerate(files.hyps)},
             **run_inputs(files.run_dir, decoding.checkpoints),
-            **reranker_inputs(asked.rerank, run),
+            **judges,
             **({"the export": files.run_dir} if export is not None else {}),
         },
     )
-    decoding = decode_options(rerank_weight_of(asked), decode, positions)  # the --rerank run is there
+    decoding = decode_options(rerank_weight_of(asked, configs), decode, positions)  # the runs are there
     evaluated = evaluation_task(task, run, files.run_dir)
     if augment.modifiers and "tgt" not in TARGETS[evaluated].piece_sides:  # a reader's are labels
         raise EvaluateError(f"--augment modifies sources and their translations; {evaluated} gives labels")

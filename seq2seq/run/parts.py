@@ -39,24 +39,35 @@ def readable_run_inputs(run_dir: Path, checkpoints: Sequence[str], option: str =
     """`run_inputs` of a run that is there: a run whose config does not load, or a checkpoint named that
     is missing, is refused at once (what a command that loads weights checks before it imports torch
     to load them). With `option`, each part is named after the option that names the run."""
+    RunDir(run_dir).load_config()
+    return _found_inputs(run_dir, checkpoints, option)
+
+
+def _found_inputs(run_dir: Path, checkpoints: Sequence[str], option: str) -> dict[str, Path]:
+    """`readable_run_inputs` of a run whose config has loaded."""
     run = RunDir(run_dir)
-    run.load_config()
     for name in checkpoints:
         run.checkpoint_path(name)
     return {f"{option} {name}".lstrip(): part for name, part in run_inputs(run_dir, checkpoints).items()}
 
 
-def reranker_inputs(rerank: Sequence[str], forward: Config | None = None) -> dict[str, Path]:
-    """The runs `--rerank` names (found, with the best checkpoint each reranking loads), as what a
-    decoding command reads: their parts, which no output may replace. With the config of the run whose
-    beam they rerank (`forward`), each must also go the right way (`check_reranker`)."""
+def reranker_inputs(
+    rerank: Sequence[str], forward: Config | None = None
+) -> tuple[dict[str, Path], tuple[Config, ...]]:
+    """The runs `--rerank` names (found, with the best checkpoint each reranking loads), each config
+    read once: what a decoding command reads of them, which no output may replace, and their configs
+    (`rerank_weight_of` reads their default weights there). With the config of the run whose beam
+    they rerank (`forward`), each must also go the right way (`check_reranker`)."""
     inputs: dict[str, Path] = {}
+    configs = []
     for run in rerank:
         option = "--rerank" if len(rerank) == 1 else f"--rerank {run}:"
-        inputs |= readable_run_inputs(Path(run), ("best",), option)
+        second = RunDir(run).load_config()
+        inputs |= _found_inputs(Path(run), ("best",), option)
         if forward is not None:
-            check_reranker(forward, RunDir(run).load_config(), run)
-    return inputs
+            check_reranker(forward, second, run)
+        configs.append(second)
+    return inputs, tuple(configs)
 
 
 def check_reranker(forward: Config, second: Config, name: str) -> None:

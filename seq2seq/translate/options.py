@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from seq2seq.config import DecodeConfig
+from seq2seq.config import Config, DecodeConfig
 from seq2seq.config.bounds import (
     MAX_BATCH_TOKENS,
     MAX_BEAM,
@@ -29,7 +30,6 @@ from seq2seq.config.decode import LENGTH_NORMS
 from seq2seq.decoding.settings import SearchSettings, config_search
 from seq2seq.errors import Seq2SeqError
 from seq2seq.flags import option
-from seq2seq.run.layout import RunDir
 
 T = TypeVar("T")
 
@@ -154,7 +154,8 @@ class Rerank:
 
     mbr: str | None = None
     runs: tuple[str, ...] = ()
-    weights: tuple[float, ...] = ()  # of each second run's score, in the order of `runs`
+    # of each second run's score, in the order of `runs`; none until weighed (`rerank_weight_of`)
+    weights: tuple[float, ...] = ()
 
     @property
     def wanted(self) -> bool:
@@ -222,17 +223,17 @@ def decode_options(
         seed=asked.seed,
     )
     budget, checkpoints = given(asked.max_tokens, decode.max_tokens), asked.checkpoints or ("best",)
-    weights = asked.rerank_weight or (DEFAULT_RERANK_WEIGHT,) * len(asked.rerank)
-    rerank = Rerank(asked.mbr, asked.rerank, weights)
+    rerank = Rerank(asked.mbr, asked.rerank, asked.rerank_weight)
     return DecodeOptions(search, budget, checkpoints, rerank, asked.restore_case)
 
 
-def rerank_weight_of(asked: DecodeOverrides) -> DecodeOverrides:
-    """ASKED with --rerank-weight's defaults for its --rerank runs where none is given, read from each
-    run's config: a reverse run's, or a right-to-left run's (model.right_to_left), a stronger judge."""
+def rerank_weight_of(asked: DecodeOverrides, configs: Sequence[Config]) -> DecodeOverrides:
+    """ASKED with --rerank-weight's defaults for its --rerank runs where none is given, from each run's
+    config (`configs`, in the order of the runs: `reranker_inputs` read them): a reverse run's, or a
+    right-to-left run's (model.right_to_left), a stronger judge."""
     if not asked.rerank or asked.rerank_weight:
         return asked
-    right_to_left = (RunDir(run).load_config().model.right_to_left for run in asked.rerank)
+    right_to_left = (config.model.right_to_left for _, config in zip(asked.rerank, configs, strict=True))
     weights = tuple(RIGHT_TO_LEFT_RERANK_WEIGHT if r2l else DEFAULT_RERANK_WEIGHT for r2l in right_to_left)
     return dataclasses.replace(asked, rerank_weight=weights)
 

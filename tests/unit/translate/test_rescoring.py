@@ -98,7 +98,7 @@ def test_the_option_is_checked_with_the_decode_options():
         "rerank_weight": [0.5, 3.0],
     }
     unweighed = decode_options(dataclasses.replace(two, rerank_weight=()), DecodeConfig()).rerank
-    assert unweighed.weights == (0.2, 0.2)  # without the runs' configs: `rerank_weight_of` reads them
+    assert unweighed.weights == ()  # not weighed yet: `rerank_weight_of` weighs them from their configs
     for asked, message in [
         (DecodeOverrides(rerank=("r",), mbr="chrf"), "--mbr and --rerank each choose from the beam"),
         (DecodeOverrides(rerank=("r",), sampling=True), "--sampling draws one"),

@@ -20,6 +20,7 @@ from seq2seq.data.token_arrays import TokenArrays
 from seq2seq.data.tokenizer import load_tokenizers
 from seq2seq.decoding.settings import SearchSettings
 from seq2seq.errors import ConfigError, Seq2SeqError
+from seq2seq.run.layout import RunDir
 from seq2seq.run.parts import check_reranker
 from seq2seq.special import BOS, EOS, PAD
 from seq2seq.translate.options import DecodeOverrides, rerank_weight_of
@@ -183,7 +184,8 @@ def test_translate_chooses_its_own_decoder_and_reranks_with_it(r2l_run, tiny_run
 def test_its_weight_by_default_is_a_right_to_left_runs_and_a_given_one_stays(r2l_run, tiny_run, tmp_path):
     def weights(*runs: TrainedRun, given: tuple[float, ...] = ()) -> tuple[float, ...]:
         asked = DecodeOverrides(rerank=tuple(str(r.run) for r in runs), rerank_weight=given)
-        return rerank_weight_of(asked).rerank_weight
+        configs = [RunDir(r.run).load_config() for r in runs]
+        return rerank_weight_of(asked, configs).rerank_weight
 
     assert weights(r2l_run) == (3.0,) and weights(tiny_run) == (0.2,)  # a reverse run's
     assert weights(tiny_run, r2l_run) == (0.2, 3.0)  # each run's own
