@@ -4,6 +4,7 @@
     python -m experiments.records best NAME=RECORD...   # the NAME whose record has the highest BLEU
     python -m experiments.records curve METRICS         # | step | val loss | val BLEU | per validation
     python -m experiments.records chosen CHOICE KEY     # what the choice says of KEY (a list: spaced)
+    python -m experiments.records finished RUN          # the step RUN's training finished at (0: not)
 
 RECORD is an `s2s evaluate --json` record, METRICS a run's metrics.jsonl, CHOICE an `s2s select
 --json` file (a pipeline's selection.json).
@@ -55,9 +56,15 @@ def chosen(choice: Path, key: str) -> str:
     return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
+def finished(run: Path) -> int:
+    """The step the run's training finished at (its finished.json), 0 where it has not finished."""
+    path = run / "finished.json"
+    return int(json.loads(path.read_text(encoding="utf-8"))["step"]) if path.is_file() else 0
+
+
 USAGE = (
     "usage: python -m experiments.records row RECORD NAME | best NAME=RECORD... | curve METRICS "
-    "| chosen CHOICE KEY"
+    "| chosen CHOICE KEY | finished RUN"
 )
 
 
@@ -68,6 +75,7 @@ def main(argv: list[str]) -> None:
         "best": len(args) >= 1,
         "curve": len(args) == 1,
         "chosen": len(args) == 2,
+        "finished": len(args) == 1,
     }
     if not called_right.get(command, False):
         print(f"error: {USAGE}", file=sys.stderr)
@@ -78,6 +86,8 @@ def main(argv: list[str]) -> None:
         print(best(args))
     elif command == "chosen":
         print(chosen(Path(args[0]), args[1]))
+    elif command == "finished":
+        print(finished(Path(args[0])))
     else:
         print("\n".join(curve(Path(args[0]))))
 

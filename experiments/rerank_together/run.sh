@@ -16,19 +16,8 @@ r2l=runs/right_to_left/r2l reverse=runs/right_to_left/en_de
 mkdir -p "$out"
 choice=runs/student_search/select_teacher/selection.json
 chosen() { python -m experiments.records chosen "$choice" "$1"; }
-as_chosen=(--checkpoint "$(chosen checkpoints)" --beam "$(chosen beam)" --length-penalty "$(chosen length_penalty)")
-score() {  # SET NAME [OPTIONS]: one row of the table, the translations kept as OUT/SET_NAME.hyp
-    local set=$1 name=$2
-    s2s evaluate "$forward" --src "$data/$set.de" --ref "$data/$set.en" "${as_chosen[@]}" \
-        --out "$out/${set}_$name.hyp" --json "$out/${set}_$name.json" "${@:3}" >/dev/null
-    python -m experiments.records row "$out/${set}_$name.json" "$name"
-}
-together() {  # REVERSE_WEIGHT R2L_WEIGHT: the options of both runs at these weights (0: that run left out)
-    local flags=()
-    [ "$1" = 0 ] || flags+=(--rerank "$reverse" --rerank-weight "$1")
-    [ "$2" = 0 ] || flags+=(--rerank "$r2l" --rerank-weight "$2")
-    echo "${flags[@]}"
-}
+decode=(--checkpoint "$(chosen checkpoints)" --beam "$(chosen beam)" --length-penalty "$(chosen length_penalty)")
+source experiments/rerank.sh  # score, together
 echo "## val (the forward run as val chose it; reverse weight / right-to-left weight)"
 echo "| val | BLEU | chrF | sent/s |"
 echo "|---|---|---|---|"

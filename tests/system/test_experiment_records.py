@@ -1,14 +1,14 @@
 """The studies' tables (experiments/records.py) read what s2s writes: an `s2s evaluate --json` record
 becomes its row, the best of several records is the one with the highest BLEU, a run's
-metrics.jsonl gives one row per validation of its raw weights, and a choice on val gives what it
-chose."""
+metrics.jsonl gives one row per validation of its raw weights, a choice on val gives what it chose,
+and a run says the step its training finished at."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from experiments.records import best, chosen, curve, row
+from experiments.records import best, chosen, curve, finished, row
 from seq2seq.evaluation.selection import Candidate, write_selection
 from tests.helpers import run_cli
 
@@ -52,3 +52,9 @@ def test_a_choice_gives_what_it_chose_as_a_script_passes_it_on(tmp_path):
         key: chosen(tmp_path / "selection.json", key) for key in ("beam", "length_penalty", "checkpoints")
     }
     assert said == {"beam": "3", "length_penalty": "1.4", "checkpoints": "/r/a/best.pt /r/b/best.pt"}
+
+
+def test_a_run_says_the_step_it_finished_at_and_0_until_it_has(tiny_run, tmp_path):
+    done = json.loads((tiny_run.run / "finished.json").read_text(encoding="utf-8"))["step"]
+    assert finished(tiny_run.run) == done > 0
+    assert finished(tmp_path) == 0  # a run still training (or never trained) has no finished.json
