@@ -15,3 +15,18 @@ together() {  # REVERSE_WEIGHT R2L_WEIGHT: the options of both judges at these w
     [ "$2" = 0 ] || flags+=(--rerank "$r2l" --rerank-weight "$2")
     echo "${flags[@]}"
 }
+
+grid() {  # "REVERSE_WEIGHTS" "R2L_WEIGHTS" PLAIN_RECORD [OPTIONS]: a val row for every pair of weights (both
+          # 0: PLAIN_RECORD, the plain beam's, without a row); sets pair (rR_lL), rw and lw to val's best
+    local candidates=() r l
+    for r in $1; do
+        for l in $2; do
+            if [ "$r$l" = 00 ]; then candidates+=("r0_l0=$3"); continue; fi
+            # shellcheck disable=SC2046  # the options, split as words
+            score val "r${r}_l${l}" "${@:4}" $(together "$r" "$l")
+            candidates+=("r${r}_l${l}=$out/val_r${r}_l${l}.json")
+        done
+    done
+    pair=$(python -m experiments.records best "${candidates[@]}")
+    rw=${pair%_l*} rw=${rw#r} lw=${pair#*_l}
+}

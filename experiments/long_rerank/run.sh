@@ -32,24 +32,15 @@ python -m experiments.records curve "$forward/metrics.jsonl"
 [ -f "$forward/checkpoints/averaged.pt" ] && [ "$forward/checkpoints/averaged.pt" -nt "$forward/finished.json" ] \
     || s2s average "$forward" --last 5 >/dev/null
 decode=(--beam 5 --length-penalty 1.0)
-source experiments/rerank.sh  # score, together
+source experiments/rerank.sh  # score, together, grid
 echo "## val, beam 5 (reverse weight / right-to-left weight)"
 echo "| val | BLEU | chrF | sent/s |"
 echo "|---|---|---|---|"
 score val best --checkpoint best
 score val averaged --checkpoint averaged
 checkpoint=$(python -m experiments.records best best="$out/val_best.json" averaged="$out/val_averaged.json")
-candidates=()
-for rw in $reverse_weights; do
-    for lw in $r2l_weights; do
-        [ "$rw$lw" = 00 ] && { candidates+=("r0_l0=$out/val_$checkpoint.json"); continue; }
-        # shellcheck disable=SC2046  # the options, split as words
-        score val "r${rw}_l${lw}" --checkpoint "$checkpoint" $(together "$rw" "$lw")
-        candidates+=("r${rw}_l${lw}=$out/val_r${rw}_l${lw}.json")
-    done
-done
-name=$(python -m experiments.records best "${candidates[@]}")
-rw=${name%_l*} rw=${rw#r} lw=${name#*_l}
+grid "$reverse_weights" "$r2l_weights" "$out/val_$checkpoint.json" --checkpoint "$checkpoint"
+name=$pair
 echo "chosen on val: $checkpoint, reverse weight $rw, right-to-left weight $lw"
 [ "$name" = r0_l0 ] || s2s evaluate --ref "$data/val.en" --hyp "$out/val_$checkpoint.hyp" --hyp "$out/val_$name.hyp"
 echo "## test_2016, once, with val's choices"

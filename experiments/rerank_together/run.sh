@@ -17,21 +17,13 @@ mkdir -p "$out"
 choice=runs/student_search/select_teacher/selection.json
 chosen() { python -m experiments.records chosen "$choice" "$1"; }
 decode=(--checkpoint "$(chosen checkpoints)" --beam "$(chosen beam)" --length-penalty "$(chosen length_penalty)")
-source experiments/rerank.sh  # score, together
+source experiments/rerank.sh  # score, together, grid
 echo "## val (the forward run as val chose it; reverse weight / right-to-left weight)"
 echo "| val | BLEU | chrF | sent/s |"
 echo "|---|---|---|---|"
 score val beam
-candidates=()
-for rw in $reverse_weights; do
-    for lw in $r2l_weights; do
-        # shellcheck disable=SC2046  # the options, split as words
-        score val "r${rw}_l${lw}" $(together "$rw" "$lw")
-        candidates+=("r${rw}_l${lw}=$out/val_r${rw}_l${lw}.json")
-    done
-done
-name=$(python -m experiments.records best "${candidates[@]}")
-rw=${name%_l*} rw=${rw#r} lw=${name#*_l}
+grid "$reverse_weights" "$r2l_weights" "$out/val_beam.json"
+name=$pair
 echo "chosen on val: reverse weight $rw, right-to-left weight $lw"
 alone=$(python -m experiments.records best $(for lw in $r2l_weights; do echo "r0_l$lw=$out/val_r0_l$lw.json"; done))
 alone=${alone#*_l}
