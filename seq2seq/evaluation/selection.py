@@ -60,19 +60,6 @@ class Candidate:
 Setting = tuple[tuple[str, ...], int, float, tuple[str, ...], tuple[float, ...]]
 
 
-def rerankers(runs: object, weights: object) -> tuple[tuple[str, ...], tuple[float, ...]]:
-    """The runs that reranked and their weights, as a record or a choice writes them: one run as a
-    name and a number ("" for none, as before reranking), several as two lists (`rerank_fields`)."""
-    if not runs:
-        return (), ()
-    if isinstance(runs, str):
-        return (runs,), (float(weights),)  # type: ignore[arg-type]
-    named, weighed = tuple(str(r) for r in runs), tuple(float(w) for w in weights)  # type: ignore[attr-defined]
-    if len(named) != len(weighed):
-        raise ValueError(f"{len(named)} reranking runs with {len(weighed)} weights")
-    return named, weighed
-
-
 def rerank_fields(runs: tuple[str, ...], weights: tuple[float, ...]) -> dict[str, Any]:
     """How a choice writes its reranking: as an evaluation's record does (`Rerank.record`), and "" and
     0 for none."""
@@ -116,7 +103,8 @@ def read_record(path: Path) -> Record:
         )
         checkpoints = tuple(str(c["path"]) for c in model["checkpoints"])
         # records of a plain beam do not name it
-        rerank, weights = rerankers(decode.get("rerank"), decode.get("rerank_weight"))
+        reranked = Rerank.read(decode.get("rerank"), decode.get("rerank_weight"))
+        rerank, weights = reranked.runs, reranked.weights
         found = Record(
             path,
             (checkpoints, int(decode["beam"]), float(decode["length_penalty"]), rerank, weights),
@@ -254,6 +242,8 @@ def read_selection(path: Path) -> Candidate:
     """The choice `write_selection` wrote into `path`."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
+        # choices made before reranking was a candidate do not name it
+        reranked = Rerank.read(raw.get("rerank", ""), raw.get("rerank_weight", 0.0))
         choice = Candidate(
             tuple(str(c) for c in raw["checkpoints"]),
             int(raw["beam"]),
@@ -261,8 +251,8 @@ def read_selection(path: Path) -> Candidate:
             float(raw["val_bleu"]),
             str(raw["bleu_signature"]),
             tuple(str(r) for r in raw["records"]),
-            # choices made before reranking was a candidate do not name it
-            *rerankers(raw.get("rerank", ""), raw.get("rerank_weight", 0.0)),
+            reranked.runs,
+            reranked.weights,
         )
         numbers = (choice.length_penalty, choice.val_bleu, *choice.rerank_weight)
         if not all(math.isfinite(n) for n in numbers):

@@ -20,6 +20,8 @@ from seq2seq.files import write_text
 from seq2seq.pipeline.delivery import Scored
 from seq2seq.pipeline.plan import Plan
 from seq2seq.pipeline.records import read_record
+from seq2seq.pipeline.val_choice import Decoder
+from seq2seq.translate.options import Rerank
 
 log = logging.getLogger(__name__)
 COLUMNS = (
@@ -49,8 +51,7 @@ def table(plan: Plan) -> dict[str, Any]:
                 "checkpoints": [Path(c).name for c in one.decoder.checkpoints],
                 "beam": one.decoder.beam,  # chosen: the table follows the choices
                 "length_penalty": one.decoder.length_penalty,
-                "rerank": [Path(run).name for run in one.decoder.rerank],
-                "rerank_weight": _weight(one.decoder.rerank_weight),
+                **_reranking(one.decoder),
                 "val_bleu": one.decoder.val_bleu,
                 "bleu": round(scores["bleu"]["score"], 2),
                 "chrf": round(scores["chrf"]["score"], 2),
@@ -71,18 +72,19 @@ def steps(plan: Plan, names: list[str]) -> list[dict[str, Any]]:
     return found
 
 
-def _weight(weights: tuple[float, ...]) -> float | list[float] | None:
-    """The weight of the run that reranked (None: none did; a list, one for each of several)."""
-    return (weights[0] if len(weights) == 1 else list(weights)) if weights else None
+def _reranking(decoder: Decoder) -> dict[str, object]:
+    """The runs (by folder name) that rerank the model's beam and their weights, as an evaluation's
+    record writes them (`Rerank.record`); "" and None where none does."""
+    names = tuple(Path(run).name for run in decoder.rerank)
+    return Rerank(runs=names, weights=decoder.rerank_weight).record() or {"rerank": "", "rerank_weight": None}
 
 
 def markdown(data: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
     for row in data["rows"]:
         val = f" ({row['val_bleu']:.2f})" if row["val_bleu"] is not None else ""
-        weight = row["rerank_weight"]
-        weights = weight if isinstance(weight, list) else [] if weight is None else [weight]
-        by = ", ".join(f"{run} {w:g}" for run, w in zip(row["rerank"], weights, strict=True))
+        judged = Rerank.read(row["rerank"], row["rerank_weight"])
+        by = ", ".join(f"{run} {w:g}" for run, w in zip(judged.runs, judged.weights, strict=True))
         reranked = f", reranked by {by}" if by else ""
         chosen = f"{', '.join(row['checkpoints'])}, {row['beam']}, {row['length_penalty']:g}{reranked}{val}"
         lines.append(

@@ -171,6 +171,20 @@ class Rerank:
             return {"rerank": list(self.runs), "rerank_weight": list(self.weights)}
         return {"mbr": self.mbr} if self.mbr is not None else {}
 
+    @classmethod
+    def read(cls, runs: object, weights: object) -> Rerank:
+        """The reranking runs and weights as `record` writes them, read back: one run as a name and a
+        number, several as two lists of one length, none as nothing or "" (records made before
+        reranking). A value of another shape raises ValueError or TypeError."""
+        if not runs:
+            return cls()
+        if isinstance(runs, str):
+            return cls(runs=(runs,), weights=(float(weights),))  # type: ignore[arg-type]
+        named, weighed = tuple(str(r) for r in runs), tuple(float(w) for w in weights)  # type: ignore[attr-defined]
+        if len(named) != len(weighed):
+            raise ValueError(f"{len(named)} reranking runs with {len(weighed)} weights")
+        return cls(runs=named, weights=weighed)
+
 
 NO_RERANK = Rerank()  # the search's order
 

@@ -262,8 +262,8 @@ def test_the_table_says_how_each_model_was_reranked_if_it_was():
     row |= {"sentences_per_second": 50.0, "parameters": 1000}
     data = {"signatures": {}}
     for runs, weight, chosen in [
-        ([], None, "best.pt, 5, 1 (40.00)"),
-        (["backward"], 0.2, "best.pt, 5, 1, reranked by backward 0.2 (40.00)"),
+        ("", None, "best.pt, 5, 1 (40.00)"),
+        ("backward", 0.2, "best.pt, 5, 1, reranked by backward 0.2 (40.00)"),
     ]:
         assert f"| {chosen} |" in markdown(data | {"rows": [row | {"rerank": runs, "rerank_weight": weight}]})
     several = row | {"rerank": ["right_to_left", "backward"], "rerank_weight": [2.0, 0.6]}
