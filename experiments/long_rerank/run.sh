@@ -6,12 +6,14 @@
 # training of STEPS from the start); with R2L_STEPS above 1,500 the right-to-left model is trained on
 # the same way. On val, beam 5, length penalty 1.0: best.pt and the average of the last 5 checkpoints,
 # then the better one reranked by each judge alone and by both at each pair of weights; test_2016
-# once with val's choices, with the paired bootstrap against the plain beam.
+# once with val's choices, with the paired bootstrap against the plain beam. The records (translations
+# and scores) of each pair of lengths are kept in runs/long_rerank/de_enSTEPS_r2lR2L_STEPS/.
 # Usage: bash experiments/long_rerank/run.sh [STEPS] [R2L_STEPS] ["REVERSE_WEIGHTS"] ["R2L_WEIGHTS"]
 #        (defaults 4500, 1500, "0 0.1 0.2 0.4 0.6 0.8" and "0 1 2 3"); again after a kill: it goes on.
 set -euo pipefail
 steps=${1:-4500} r2l_steps=${2:-1500} reverse_weights=${3:-0 0.1 0.2 0.4 0.6 0.8} r2l_weights=${4:-0 1 2 3}
-data=data/multi30k out=runs/long_rerank reverse=runs/right_to_left/en_de
+data=data/multi30k runs=runs/long_rerank reverse=runs/right_to_left/en_de
+out=$runs/de_en${steps}_r2l${r2l_steps}  # the records of this pair of training lengths
 [ -f runs/right_to_left/r2l/finished.json ] || bash experiments/right_to_left/run.sh >/dev/null
 [ -f runs/rerank_together/val_beam.json ] || bash experiments/rerank_together/run.sh >/dev/null
 on_to() {  # FROM TO STEPS: a copy of the run FROM trained on to STEPS (FROM itself when STEPS is its own)
@@ -23,8 +25,8 @@ on_to() {  # FROM TO STEPS: a copy of the run FROM trained on to STEPS (FROM its
     echo "$to"
 }
 mkdir -p "$out"
-forward=$(on_to runs/student_search/teacher "$out/de_en" "$steps")
-r2l=$(on_to runs/right_to_left/r2l "$out/r2l" "$r2l_steps")
+forward=$(on_to runs/student_search/teacher "$runs/de_en" "$steps")
+r2l=$(on_to runs/right_to_left/r2l "$runs/r2l" "$r2l_steps")
 echo "## the forward run: greedy val BLEU every 250 steps"
 echo "| step | val loss | val BLEU (greedy) |"
 echo "|---|---|---|"
