@@ -1,6 +1,7 @@
-# The reranking studies' shell functions (experiments/rerank_together/, experiments/long_rerank/),
-# sourced by their run.sh once it has set: data (Multi30k's folder), out (the study's folder), forward
-# (the run whose beam is reranked), decode (an array: how it decodes), reverse and r2l (the two judges).
+# The reranking studies' shell functions (experiments/rerank_together/, experiments/long_rerank/,
+# experiments/long_ensemble/), sourced by their run.sh once it has set: data (Multi30k's folder), out
+# (the study's folder), forward (the run whose beam is reranked), decode (an array: how it decodes),
+# reverse and r2l (the two judges).
 
 score() {  # SET NAME [OPTIONS]: one row of the table, the translations kept as OUT/SET_NAME.hyp
     local set=$1 name=$2  # a record made before (a run killed later) is not made again
