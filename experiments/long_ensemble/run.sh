@@ -53,5 +53,6 @@ s2s evaluate --ref "$data/test_2016_flickr.en" "${hyps[@]}"
 # its records are here
 for single in runs/long_rerank/de_en4500_r2l4500/test_2016_flickr_r*_l*.hyp; do
     [ -f "$single" ] && [ "$name" != r0_l0 ] && echo "## against the single model reranked" \
-        && s2s evaluate --ref "$data/test_2016_flickr.en" --hyp "$single" --hyp "${hyps[-1]}"
+        && s2s evaluate --ref "$data/test_2016_flickr.en" --hyp "$single" \
+            --hyp "$out/test_2016_flickr_$name.hyp"
 done
